@@ -1,0 +1,45 @@
+// Test projects: Node for the wire contract, the SDK and end-to-end runs; workerd for the worker.
+import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { readFileSync } from "node:fs";
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "node",
+          environment: "node",
+          include: ["test/shared/**/*.test.ts", "test/sdk/**/*.test.ts"],
+        },
+      },
+      {
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: {
+              bindings: {
+                ADMIN_TOKEN: "test-admin-token",
+                SCHEMA_SQL: readFileSync(new URL("./schema.sql", import.meta.url), "utf8"),
+              },
+            },
+          }),
+        ],
+        test: {
+          name: "worker",
+          include: ["test/worker/**/*.test.ts"],
+          setupFiles: ["test/worker/apply-schema.ts"],
+        },
+      },
+      {
+        test: {
+          name: "e2e",
+          environment: "node",
+          include: ["test/e2e/**/*.test.ts"],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+        },
+      },
+    ],
+  },
+});
