@@ -1,7 +1,7 @@
 // Applies schema.sql to the test D1 before each test file (statements split on `;` at line end).
 import { env } from "cloudflare:test";
 
-const schemaSql = (env as unknown as { SCHEMA_SQL: string }).SCHEMA_SQL;
+const schemaSql = env.SCHEMA_SQL;
 const statements = schemaSql
   .split(/;\s*$/m)
   .map((s) => s.replace(/^\s*--.*$/gm, "").trim())
