@@ -1,9 +1,6 @@
 // Worker entry: wiring only (fetch + scheduled). Export nothing but handlers and Durable Objects.
-import { Hono } from "hono";
+import { app } from "./app.ts";
 import type { Env } from "./env.ts";
-
-const app = new Hono<{ Bindings: Env }>();
-app.get("/healthz", (c) => c.text("ok"));
 
 export default {
   fetch: app.fetch,
