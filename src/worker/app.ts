@@ -1,13 +1,16 @@
 // The Hono app: one error model for the whole API, and the route groups mounted on it.
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
+import type { AuthVariables } from "./auth.ts";
 import type { Env } from "./env.ts";
+import { adminRoutes } from "./routes/admin.ts";
 
-export type AppEnv = { Bindings: Env };
+export type AppEnv = { Bindings: Env; Variables: AuthVariables };
 
 export const app = new Hono<AppEnv>();
 
 app.get("/healthz", (c) => c.text("ok"));
+app.route("/v1/admin", adminRoutes);
 
 // Every error body is {"error": string}; anything unexpected is a bare 500 (SPEC §1.1): never a
 // stack trace, never input echoed back.
@@ -16,10 +19,26 @@ app.onError((err, c) => {
     const res = err.getResponse();
     const headers = new Headers(res.headers);
     headers.set("content-type", "application/json");
-    return new Response(JSON.stringify({ error: err.message || "error" }), { status: err.status, headers });
+    return new Response(JSON.stringify({ error: err.message || defaultErrorMessage(err.status) }), {
+      status: err.status,
+      headers,
+    });
   }
   console.error(JSON.stringify({ event: "unhandled_error", name: err?.name ?? "Error" }));
   return c.json({ error: "internal error" }, 500);
 });
+
+/** Message for an HTTPException thrown without one (e.g. by Hono's own middleware). */
+function defaultErrorMessage(status: number): string {
+  switch (status) {
+    case 400: return "bad request";
+    case 401: return "unauthorized";
+    case 404: return "not found";
+    case 413: return "payload too large";
+    case 415: return "unsupported media type";
+    case 429: return "too many requests";
+    default: return "error";
+  }
+}
 
 app.notFound((c) => c.json({ error: "not found" }, 404));

@@ -1,0 +1,110 @@
+// API keys (SPEC §3): generation, SHA-256 storage, constant-time verification, and the Hono
+// middleware that turns a bearer key into the one project it belongs to.
+import type { MiddlewareHandler } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { Env } from "./env.ts";
+import { findKeyById } from "./db/keys.ts";
+
+export type KeyKind = "ingest" | "read";
+
+/** What an authenticated request knows: its project (and nothing else — SPEC §3). */
+export type AuthVariables = { projectId: string; keyId: string; payloadBudgetPerMinute: number };
+
+export type AuthenticatedKey = { project_id: string; key_id: string; payload_budget_per_minute: number };
+
+/** Ingest keys write only, read keys read only (SPEC §3). */
+export const KEY_PREFIX = { ingest: "mp_live_", read: "mp_read_" } as const satisfies Record<KeyKind, string>;
+/** Random base62 characters after the prefix. */
+export const KEY_RANDOM_CHARS = 32;
+/** `key_id` = the key's first 16 characters, kept in clear to name it (SPEC §3). */
+export const KEY_ID_CHARS = 16;
+
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+// 248 = 4 × 62: bytes at or above it are rejected so `byte % 62` is uniform (no modulo bias).
+const BASE62_REJECT_FROM = 256 - (256 % BASE62.length);
+const KEY_PATTERN = /^mp_(live|read)_[0-9A-Za-z]{32}$/;
+
+/** `count` uniformly random base62 characters from the platform CSPRNG. */
+export function randomBase62(count: number): string {
+  let out = "";
+  // getRandomValues fills at most 65,536 bytes per call.
+  const bytes = new Uint8Array(Math.min(4096, Math.max(16, count * 2)));
+  while (out.length < count) {
+    crypto.getRandomValues(bytes);
+    for (const byte of bytes) {
+      if (byte >= BASE62_REJECT_FROM) continue;
+      out += BASE62[byte % BASE62.length];
+      if (out.length === count) break;
+    }
+  }
+  return out;
+}
+
+export function generateKey(kind: KeyKind): string {
+  return KEY_PREFIX[kind] + randomBase62(KEY_RANDOM_CHARS);
+}
+
+export function keyIdOf(key: string): string {
+  return key.slice(0, KEY_ID_CHARS);
+}
+
+/** Lowercase hex SHA-256 of the key's UTF-8 bytes: the only form a key is stored in. */
+export async function sha256Hex(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  let hex = "";
+  for (const byte of new Uint8Array(digest)) hex += byte.toString(16).padStart(2, "0");
+  return hex;
+}
+
+/** Compares two strings in time that depends only on their lengths (never on where they differ). */
+export function constantTimeEqual(a: string, b: string): boolean {
+  const length = Math.max(a.length, b.length);
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < length; i++) diff |= (a.charCodeAt(i) || 0) ^ (b.charCodeAt(i) || 0);
+  return diff === 0;
+}
+
+/**
+ * The project a key belongs to, or null when the key is malformed, unknown, revoked or of another
+ * kind (a key of the wrong kind is answered like an unknown key — SPEC §3). The row is found by its
+ * clear `key_id`; the secret part is checked by comparing SHA-256 digests in constant time.
+ */
+export async function authenticateKey(
+  db: D1Database,
+  key: string,
+  kind: KeyKind,
+): Promise<AuthenticatedKey | null> {
+  if (!KEY_PATTERN.test(key) || !key.startsWith(KEY_PREFIX[kind])) return null;
+  const [row, digest] = await Promise.all([findKeyById(db, keyIdOf(key)), sha256Hex(key)]);
+  if (!row || row.kind !== kind || row.revoked_at_ms !== null) return null;
+  if (!constantTimeEqual(row.key_sha256, digest)) return null;
+  return { project_id: row.project_id, key_id: row.key_id, payload_budget_per_minute: row.payload_budget_per_minute };
+}
+
+/** The token of an `Authorization: Bearer <token>` header, or null. */
+export function bearerToken(header: string | undefined): string | null {
+  if (!header) return null;
+  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+  return match?.[1] ?? null;
+}
+
+/**
+ * Middleware: requires a live key of `kind` in `Authorization: Bearer`, else 401
+ * `{"error": …}`; sets `c.var.projectId` / `c.var.keyId` for the handlers after it.
+ */
+export function requireKey(kind: KeyKind): MiddlewareHandler<{ Bindings: Env; Variables: AuthVariables }> {
+  return async (c, next) => {
+    const token = bearerToken(c.req.header("authorization"));
+    const auth = token === null ? null : await authenticateKey(c.env.DB, token, kind);
+    if (!auth) {
+      throw new HTTPException(401, {
+        message: token === null ? "missing bearer key" : `not a valid ${kind} key`,
+        res: new Response(null, { status: 401, headers: { "WWW-Authenticate": 'Bearer realm="mcpulse"' } }),
+      });
+    }
+    c.set("projectId", auth.project_id);
+    c.set("keyId", auth.key_id);
+    c.set("payloadBudgetPerMinute", auth.payload_budget_per_minute);
+    await next();
+  };
+}

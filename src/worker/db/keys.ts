@@ -1,0 +1,49 @@
+// Queries on `api_keys` (SPEC §3): keys live here only as SHA-256, named by their clear `key_id`.
+import type { KeyKind } from "../auth.ts";
+
+export type ApiKeyRow = {
+  key_id: string;
+  project_id: string;
+  kind: KeyKind;
+  key_sha256: string;
+  created_at_ms: number;
+  revoked_at_ms: number | null;
+};
+
+/** The key named `keyId`, with its project's payload budget (one query on the ingest path). */
+export async function findKeyById(
+  db: D1Database,
+  keyId: string,
+): Promise<(ApiKeyRow & { payload_budget_per_minute: number }) | null> {
+  return db
+    .prepare(
+      "SELECT k.key_id, k.project_id, k.kind, k.key_sha256, k.created_at_ms, k.revoked_at_ms, " +
+        "p.payload_budget_per_minute FROM api_keys AS k JOIN projects AS p ON p.project_id = k.project_id " +
+        "WHERE k.key_id = ?1",
+    )
+    .bind(keyId)
+    .first<ApiKeyRow & { payload_budget_per_minute: number }>();
+}
+
+export function insertKeyStatement(
+  db: D1Database,
+  key: { key_id: string; project_id: string; kind: KeyKind; key_sha256: string; created_at_ms: number },
+): D1PreparedStatement {
+  return db
+    .prepare(
+      "INSERT INTO api_keys (key_id, project_id, kind, key_sha256, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )
+    .bind(key.key_id, key.project_id, key.kind, key.key_sha256, key.created_at_ms);
+}
+
+/**
+ * Marks a key revoked (idempotent: a second revocation keeps the first time).
+ * Returns false when no such key exists.
+ */
+export async function revokeKey(db: D1Database, keyId: string, nowMs: number): Promise<boolean> {
+  const result = await db
+    .prepare("UPDATE api_keys SET revoked_at_ms = COALESCE(revoked_at_ms, ?2) WHERE key_id = ?1")
+    .bind(keyId, nowMs)
+    .run();
+  return result.meta.changes > 0;
+}

@@ -1,0 +1,101 @@
+// Admin routes (SPEC §3): create projects, issue and revoke keys, set a project's payload budget.
+// Every route needs `Authorization: Bearer <ADMIN_TOKEN>`; without a configured token none works.
+import { Hono } from "hono";
+import { bearerAuth } from "hono/bearer-auth";
+import { HTTPException } from "hono/http-exception";
+import { timingSafeEqual } from "hono/utils/buffer";
+import { z } from "zod";
+import type { AppEnv } from "../app.ts";
+import { generateKey, keyIdOf, randomBase62, sha256Hex, type KeyKind } from "../auth.ts";
+import { insertKeyStatement, revokeKey } from "../db/keys.ts";
+import { findProject, insertProjectStatement, setPayloadBudget } from "../db/projects.ts";
+
+export const MAX_PROJECT_NAME_CHARS = 200;
+/** Upper bound of a settable budget: far above what one key can send, low enough to stay an integer. */
+export const MAX_PAYLOAD_BUDGET_PER_MINUTE = 100_000_000;
+
+const CreateProjectBody = z.object({ name: z.string().trim().min(1).max(MAX_PROJECT_NAME_CHARS) });
+const CreateKeyBody = z.object({ kind: z.enum(["ingest", "read"]) });
+const UpdateProjectBody = z.object({
+  payload_budget_per_minute: z.number().int().min(1).max(MAX_PAYLOAD_BUDGET_PER_MINUTE),
+});
+
+const unauthorized = () =>
+  new Response(JSON.stringify({ error: "admin token required" }), {
+    status: 401,
+    headers: { "content-type": "application/json", "WWW-Authenticate": 'Bearer realm="mcpulse-admin"' },
+  });
+
+export const adminRoutes = new Hono<AppEnv>();
+
+// A malformed header is answered 401 like a wrong token (bearerAuth's default would be 400).
+adminRoutes.use(
+  "*",
+  bearerAuth({
+    verifyToken: async (token, c) => {
+      const adminToken = (c.env as AppEnv["Bindings"]).ADMIN_TOKEN;
+      return typeof adminToken === "string" && adminToken.length > 0 && (await timingSafeEqual(adminToken, token));
+    },
+    noAuthenticationHeader: { message: unauthorized },
+    invalidAuthenticationHeader: { message: unauthorized },
+    invalidToken: { message: unauthorized },
+  }),
+);
+
+/** The request's JSON body checked against `schema`, else 400 (the input is never echoed). */
+async function readBody<T>(req: Request, schema: z.ZodType<T>): Promise<T> {
+  let body: unknown;
+  try {
+    body = await req.json();
+  } catch {
+    throw new HTTPException(400, { message: "body must be JSON" });
+  }
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw new HTTPException(400, { message: "invalid body" });
+  return parsed.data;
+}
+
+async function newKeyRow(kind: KeyKind, projectId: string, nowMs: number) {
+  const key = generateKey(kind);
+  return { key, row: { key_id: keyIdOf(key), project_id: projectId, kind, key_sha256: await sha256Hex(key), created_at_ms: nowMs } };
+}
+
+adminRoutes.post("/projects", async (c) => {
+  const { name } = await readBody(c.req.raw, CreateProjectBody);
+  const nowMs = Date.now();
+  const projectId = "prj_" + randomBase62(16);
+  const ingest = await newKeyRow("ingest", projectId, nowMs);
+  const read = await newKeyRow("read", projectId, nowMs);
+  await c.env.DB.batch([
+    insertProjectStatement(c.env.DB, { project_id: projectId, name, created_at_ms: nowMs }),
+    insertKeyStatement(c.env.DB, ingest.row),
+    insertKeyStatement(c.env.DB, read.row),
+  ]);
+  return c.json({ project_id: projectId, name, ingest_key: ingest.key, read_key: read.key }, 201);
+});
+
+adminRoutes.patch("/projects/:id", async (c) => {
+  const { payload_budget_per_minute } = await readBody(c.req.raw, UpdateProjectBody);
+  const project = await setPayloadBudget(c.env.DB, c.req.param("id"), payload_budget_per_minute);
+  if (!project) throw new HTTPException(404, { message: "no such project" });
+  return c.json(
+    { project_id: project.project_id, name: project.name, payload_budget_per_minute: project.payload_budget_per_minute },
+    200,
+  );
+});
+
+adminRoutes.post("/projects/:id/keys", async (c) => {
+  const { kind } = await readBody(c.req.raw, CreateKeyBody);
+  const projectId = c.req.param("id");
+  if (!(await findProject(c.env.DB, projectId))) throw new HTTPException(404, { message: "no such project" });
+  const created = await newKeyRow(kind, projectId, Date.now());
+  await insertKeyStatement(c.env.DB, created.row).run();
+  return c.json({ key: created.key, key_id: created.row.key_id }, 201);
+});
+
+adminRoutes.delete("/keys/:key_id", async (c) => {
+  if (!(await revokeKey(c.env.DB, c.req.param("key_id"), Date.now()))) {
+    throw new HTTPException(404, { message: "no such key" });
+  }
+  return c.body(null, 204);
+});
