@@ -1,0 +1,43 @@
+// The `agreement` payload (SPEC §1.2): the opt-in verdict of an in-process comparison of two tools.
+import { z } from "zod";
+import { boundedText, sessionIdSchema, timestampSchema, toolNameSchema, wholeNumber } from "./fields.ts";
+
+/** Agreement `field` ≤ 128 characters (SPEC §1.2). */
+export const MAX_AGREEMENT_FIELD_CHARS = 128;
+/**
+ * `window_ms` ≤ one day. SPEC §1.2 gives no bound; the SDK's default window is 300,000 ms and a
+ * comparison window longer than a day is not a comparison of the same question any more.
+ */
+export const MAX_AGREEMENT_WINDOW_MS = 86_400_000;
+
+export const agreementFieldSchema = boundedText(MAX_AGREEMENT_FIELD_CHARS);
+
+/** An agreement verdict; `checked_at` becomes `checked_at_ms` (epoch ms); unknown keys stripped. */
+export const agreementPayloadSchema = z
+  .object({
+    v: z.literal(1),
+    type: z.literal("agreement"),
+    session_id: sessionIdSchema,
+    field: agreementFieldSchema,
+    tool_a: toolNameSchema,
+    tool_b: toolNameSchema,
+    agreed: z.boolean(),
+    checked_at: timestampSchema,
+    window_ms: wholeNumber(MAX_AGREEMENT_WINDOW_MS),
+  })
+  .transform((agreement) => ({
+    v: agreement.v,
+    type: agreement.type,
+    session_id: agreement.session_id,
+    field: agreement.field,
+    tool_a: agreement.tool_a,
+    tool_b: agreement.tool_b,
+    agreed: agreement.agreed,
+    checked_at_ms: agreement.checked_at,
+    window_ms: agreement.window_ms,
+  }));
+
+/** A parsed agreement verdict, as parseBatch returns it. */
+export type AgreementPayload = z.output<typeof agreementPayloadSchema>;
+/** An agreement verdict as a producer sends it. */
+export type AgreementPayloadInput = z.input<typeof agreementPayloadSchema>;

@@ -1,0 +1,56 @@
+// Field schemas shared by the payload types (SPEC §1.2), each beside the cap it enforces.
+import { z } from "zod";
+import { codePointLength } from "./hash.ts";
+import { MAX_TIMESTAMP_CHARS, parseTimestampMs } from "./timestamp.ts";
+
+/** `session_id` ≤ 128 characters (SPEC §1.2). */
+export const MAX_SESSION_ID_CHARS = 128;
+/** `client_name` ≤ 128 characters (SPEC §1.2; the SDK cuts longer names to 128). */
+export const MAX_CLIENT_NAME_CHARS = 128;
+/** Tool names — `tool_name`, `tools[].name`, `tool_a`/`tool_b`, declared tools — ≤ 200 characters. */
+export const MAX_TOOL_NAME_CHARS = 200;
+/** Integers on the wire are whole numbers ≥ 0; byte counts ≤ 2,147,483,647 (SPEC §1.2). */
+export const MAX_BYTE_COUNT = 2_147_483_647;
+/** Hashes are lowercase hex, 4–64 characters; the SDKs send 12 (SPEC §1.2). */
+export const HASH_PATTERN = /^[0-9a-f]{4,64}$/;
+
+/**
+ * A string of at most `maxChars` code points (not UTF-16 units: a producer in any language that
+ * cuts a name to N of its own characters — code points, UTF-16 units or UTF-8 bytes — is accepted). Names and identifiers must not be empty (an empty
+ * session id, client or tool name identifies nothing); free-form version strings may be.
+ */
+export function boundedText(maxChars: number, options: { allowEmpty?: boolean } = {}) {
+  const base = options.allowEmpty ? z.string() : z.string().min(1);
+  // UTF-16 length ≥ code points, so the cheap test settles almost every string.
+  return base.refine((s) => s.length <= maxChars || codePointLength(s) <= maxChars, {
+    message: "too long",
+  });
+}
+
+export const sessionIdSchema = boundedText(MAX_SESSION_ID_CHARS);
+export const clientNameSchema = boundedText(MAX_CLIENT_NAME_CHARS);
+export const toolNameSchema = boundedText(MAX_TOOL_NAME_CHARS);
+
+/** A whole number from 0 to `max` inclusive. */
+export function wholeNumber(max: number) {
+  return z.number().int().min(0).max(max);
+}
+
+export const byteCountSchema = wholeNumber(MAX_BYTE_COUNT);
+export const hashSchema = z.string().regex(HASH_PATTERN);
+
+/**
+ * An ISO 8601 date-time (SPEC §1.2), parsed to epoch milliseconds with the fraction kept down to
+ * the microsecond. The 7-day/5-minute window needs the worker's clock, so parseBatch checks it.
+ */
+export const timestampSchema = z
+  .string()
+  .max(MAX_TIMESTAMP_CHARS)
+  .transform((text, ctx) => {
+    const epochMs = parseTimestampMs(text);
+    if (epochMs === null) {
+      ctx.issues.push({ code: "custom", message: "not an ISO 8601 date-time", input: text });
+      return z.NEVER;
+    }
+    return epochMs;
+  });

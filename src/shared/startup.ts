@@ -1,0 +1,103 @@
+// The `startup` payload (SPEC §1.2): the server's tool list, sent when a client initializes.
+import { z } from "zod";
+import { agreementFieldSchema } from "./agreement.ts";
+import {
+  boundedText,
+  byteCountSchema,
+  clientNameSchema,
+  hashSchema,
+  sessionIdSchema,
+  toolNameSchema,
+} from "./fields.ts";
+
+/** A startup lists at most 500 tools (SPEC §1.2). */
+export const MAX_STARTUP_TOOLS = 500;
+/**
+ * At most 500 `agree_declared` entries, each naming at most 500 tools. SPEC §1.2 gives no bound;
+ * a declaration compares tools of the same server, which has at most 500.
+ */
+export const MAX_AGREE_DECLARED_FIELDS = 500;
+/** `sdk` ≤ 64 characters (SPEC §1.2). */
+export const MAX_SDK_CHARS = 64;
+/** `mcp_sdk_version` ≤ 64 characters (SPEC §1.2). */
+export const MAX_MCP_SDK_VERSION_CHARS = 64;
+/** `protocol_version` ≤ 64 characters (SPEC §1.2). */
+export const MAX_PROTOCOL_VERSION_CHARS = 64;
+
+/** How the client is connected (SPEC §4: stdio, streamable HTTP → `http`, SSE, else `unknown`). */
+export const TRANSPORTS = ["stdio", "http", "sse", "unknown"] as const;
+export const transportSchema = z.enum(TRANSPORTS);
+
+/**
+ * An optional field: absent and `null` mean the same thing and are stored as `null`. (A producer
+ * that writes its "none" as null, as most JSON encoders do, must not lose the startup for it.)
+ */
+function optional<T extends z.ZodType>(schema: T) {
+  return schema.nullish().transform((value) => value ?? null);
+}
+
+/** A tool's declared access policy; `null` or both flags false means no policy (SPEC §2.4). */
+export const toolPolicySchema = z.object({
+  requires_authorization: z.boolean(),
+  requires_verified_identity: z.boolean(),
+});
+
+export const startupToolSchema = z.object({
+  name: toolNameSchema,
+  schema_bytes: byteCountSchema,
+  schema_hash: optional(hashSchema),
+  description_hash: optional(hashSchema),
+  description_norm: optional(hashSchema),
+  policy: optional(toolPolicySchema),
+});
+
+export const agreeDeclaredSchema = z.object({
+  field: agreementFieldSchema,
+  tools: z.array(toolNameSchema).max(MAX_STARTUP_TOOLS),
+});
+
+/**
+ * A startup as a producer sends it, parsed to what the worker stores: absent optional fields are
+ * `null`, a missing `tools` is `[]` (the Go SDK omits empty lists), a missing `agree_declared` is
+ * `[]`, unknown keys are stripped at every level. One invalid tool entry drops the whole startup;
+ * so does a tool name listed twice (MCP tool names are unique within a server, and the registered
+ * tool list is keyed by name).
+ */
+export const startupPayloadSchema = z.object({
+  v: z.literal(1),
+  type: z.literal("startup"),
+  session_id: sessionIdSchema,
+  client_name: clientNameSchema,
+  tools: z
+    .array(startupToolSchema)
+    .max(MAX_STARTUP_TOOLS)
+    .default(() => [])
+    .superRefine((tools, ctx) => {
+      const names = new Set<string>();
+      for (let i = 0; i < tools.length; i++) {
+        const name = tools[i]!.name;
+        if (names.has(name)) {
+          ctx.addIssue({ code: "custom", message: "duplicate tool name", path: [i, "name"] });
+          return;
+        }
+        names.add(name);
+      }
+    }),
+  sdk: optional(boundedText(MAX_SDK_CHARS, { allowEmpty: true })),
+  mcp_sdk_version: optional(boundedText(MAX_MCP_SDK_VERSION_CHARS, { allowEmpty: true })),
+  transport: optional(transportSchema),
+  protocol_version: optional(boundedText(MAX_PROTOCOL_VERSION_CHARS, { allowEmpty: true })),
+  agree_declared: z
+    .array(agreeDeclaredSchema)
+    .max(MAX_AGREE_DECLARED_FIELDS)
+    .nullish()
+    .transform((declared) => declared ?? []),
+});
+
+/** A parsed startup, as parseBatch returns it. */
+export type StartupPayload = z.output<typeof startupPayloadSchema>;
+/** A startup as a producer sends it. */
+export type StartupPayloadInput = z.input<typeof startupPayloadSchema>;
+export type StartupTool = StartupPayload["tools"][number];
+export type ToolPolicy = z.output<typeof toolPolicySchema>;
+export type Transport = z.output<typeof transportSchema>;
