@@ -4,6 +4,8 @@ import { HTTPException } from "hono/http-exception";
 import type { AuthVariables } from "./auth.ts";
 import type { Env } from "./env.ts";
 import { adminRoutes } from "./routes/admin.ts";
+import { ingestRoutes } from "./routes/ingest.ts";
+import { metricsApp } from "./routes/metrics.ts";
 
 export type AppEnv = { Bindings: Env; Variables: AuthVariables };
 
@@ -11,6 +13,8 @@ export const app = new Hono<AppEnv>();
 
 app.get("/healthz", (c) => c.text("ok"));
 app.route("/v1/admin", adminRoutes);
+app.route("/v1/ingest", ingestRoutes);
+app.route("/v1/metrics", metricsApp);
 
 // Every error body is {"error": string}; anything unexpected is a bare 500 (SPEC §1.1): never a
 // stack trace, never input echoed back.
