@@ -1,8 +1,10 @@
 // The worker's bindings and variables (wrangler.toml), in one type.
+import type { KeyBudget } from "./budget/key-budget.ts";
+
 export interface Env {
   DB: D1Database;
   CALLS_AE: AnalyticsEngineDataset;
-  KEY_BUDGET: DurableObjectNamespace;
+  KEY_BUDGET: DurableObjectNamespace<KeyBudget>;
   ADMIN_TOKEN?: string;
   RAW_RETENTION_DAYS?: string;
   PRICE_PER_MILLION_TOKENS_USD?: string;

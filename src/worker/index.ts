@@ -2,6 +2,8 @@
 import { app } from "./app.ts";
 import type { Env } from "./env.ts";
 
+export { KeyBudget } from "./budget/key-budget.ts";
+
 export default {
   fetch: app.fetch,
   async scheduled(_controller: ScheduledController, _env: Env, _ctx: ExecutionContext) {},

@@ -1,0 +1,328 @@
+// POST /v1/ingest through the real worker: every row of the SPEC §1.1 table, the check order,
+// the caps at and over their limits, and what reaches D1 (SPEC §1.2, schema.sql).
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { MAX_BODY_BYTES } from "../../src/shared/index.ts";
+import { agreementPayload, callPayload, isoAgo, postIngest, startupPayload, storedRows, streamOf } from "./helpers/ingest.ts";
+import { createProject, createKey, revokeKey, setPayloadBudget } from "./helpers/projects.ts";
+
+const calls = (n: number, extra: (i: number) => Record<string, unknown> = () => ({})) =>
+  Array.from({ length: n }, (_, i) => callPayload({ tool_name: `tool_${i % 7}`, ...extra(i) }));
+
+/** A JSON body of exactly `bytes` bytes: a valid one-call envelope padded with spaces. */
+function envelopeOfExactly(bytes: number): string {
+  const core = JSON.stringify({ batch: [callPayload()] });
+  return core.slice(0, -1) + " ".repeat(bytes - core.length) + "}";
+}
+
+async function expectError(res: Response, status: number) {
+  expect(res.status).toBe(status);
+  expect(res.headers.get("content-type")).toContain("application/json");
+  const body = await res.json<Record<string, unknown>>();
+  expect(Object.keys(body)).toEqual(["error"]);
+  expect(typeof body.error).toBe("string");
+  return body.error as string;
+}
+
+describe("202: a valid envelope of 0–500 items", () => {
+  it("answers 202 with an empty body and stores the batch", async () => {
+    const p = await createProject();
+    const res = await postIngest({ batch: [callPayload(), startupPayload(), agreementPayload()] }, { key: p.ingest_key });
+    expect(res.status).toBe(202);
+    expect(await res.text()).toBe("");
+    const rows = await storedRows(p.project_id);
+    expect(rows.calls).toHaveLength(1);
+    expect(rows.startups).toHaveLength(1);
+    expect(rows.agreements).toHaveLength(1);
+    expect(rows.sessions).toHaveLength(1);
+  });
+
+  it("accepts an empty batch (0 items)", async () => {
+    const p = await createProject();
+    const res = await postIngest({ batch: [] }, { key: p.ingest_key });
+    expect(res.status).toBe(202);
+    expect((await storedRows(p.project_id)).calls).toHaveLength(0);
+  });
+
+  it("accepts exactly 500 items and stores all 500 in receive order", async () => {
+    const p = await createProject();
+    const res = await postIngest({ batch: calls(500, (i) => ({ args_hash: i.toString(16).padStart(12, "0") })) }, { key: p.ingest_key });
+    expect(res.status).toBe(202);
+    const rows = (await storedRows(p.project_id)).calls;
+    expect(rows).toHaveLength(500);
+    expect(rows.map((r) => r.args_hash)).toEqual(Array.from({ length: 500 }, (_, i) => i.toString(16).padStart(12, "0")));
+  });
+
+  it("accepts application/json with parameters and in any case", async () => {
+    const p = await createProject();
+    for (const contentType of ["application/json; charset=utf-8", "Application/JSON"]) {
+      expect((await postIngest({ batch: [] }, { key: p.ingest_key, contentType })).status).toBe(202);
+    }
+  });
+});
+
+describe("401: no, unknown or revoked key", () => {
+  it("answers 401 without a key, with an unknown one, a malformed header, or a read key", async () => {
+    const p = await createProject();
+    const body = { batch: [callPayload()] };
+    await expectError(await postIngest(body, {}), 401);
+    await expectError(await postIngest(body, { key: "mp_live_" + "A".repeat(32) }), 401);
+    await expectError(await postIngest(body, { headers: { authorization: p.ingest_key } }), 401);
+    await expectError(await postIngest(body, { headers: { authorization: `Basic ${p.ingest_key}` } }), 401);
+    await expectError(await postIngest(body, { key: p.read_key }), 401);
+    expect((await storedRows(p.project_id)).calls).toHaveLength(0);
+  });
+
+  it("answers 401 for a revoked key, while the project's other ingest key still works", async () => {
+    const p = await createProject();
+    const second = await createKey(p.project_id, "ingest");
+    await revokeKey(p.ingest_key.slice(0, 16));
+    await expectError(await postIngest({ batch: [callPayload()] }, { key: p.ingest_key }), 401);
+    expect((await postIngest({ batch: [callPayload()] }, { key: second.key })).status).toBe(202);
+    expect((await storedRows(p.project_id)).calls).toHaveLength(1);
+  });
+
+  it("checks the key before anything else", async () => {
+    // Wrong content type, oversized, not JSON: the missing key still answers first.
+    await expectError(await postIngest("x".repeat(MAX_BODY_BYTES + 1), { contentType: "text/plain" }), 401);
+  });
+});
+
+describe("415: content type not JSON", () => {
+  it("answers 415 for a missing or non-JSON content type", async () => {
+    const p = await createProject();
+    const body = JSON.stringify({ batch: [callPayload()] });
+    for (const contentType of [null, "text/plain", "application/x-www-form-urlencoded", "application/jsonx", "text/json"]) {
+      await expectError(await postIngest(body, { key: p.ingest_key, contentType }), 415);
+    }
+    expect((await storedRows(p.project_id)).calls).toHaveLength(0);
+  });
+
+  it("checks the content type before the body size", async () => {
+    const p = await createProject();
+    await expectError(await postIngest("x".repeat(MAX_BODY_BYTES + 1), { key: p.ingest_key, contentType: "text/plain" }), 415);
+  });
+});
+
+describe("413: body over 1 MiB", () => {
+  it("accepts a body of exactly 1 MiB and refuses one byte more (with Content-Length)", async () => {
+    const p = await createProject();
+    const exact = envelopeOfExactly(MAX_BODY_BYTES);
+    expect(new TextEncoder().encode(exact).length).toBe(MAX_BODY_BYTES);
+    expect((await postIngest(exact, { key: p.ingest_key })).status).toBe(202);
+    await expectError(await postIngest(envelopeOfExactly(MAX_BODY_BYTES + 1), { key: p.ingest_key }), 413);
+    expect((await storedRows(p.project_id)).calls).toHaveLength(1);
+  });
+
+  it("counts the bytes actually read when there is no Content-Length", async () => {
+    const p = await createProject();
+    const exact = await postIngest(streamOf(envelopeOfExactly(MAX_BODY_BYTES)), { key: p.ingest_key });
+    expect(exact.status).toBe(202);
+    await expectError(await postIngest(streamOf(envelopeOfExactly(MAX_BODY_BYTES + 1)), { key: p.ingest_key }), 413);
+    await expectError(await postIngest(streamOf(envelopeOfExactly(3 * MAX_BODY_BYTES)), { key: p.ingest_key }), 413);
+    expect((await storedRows(p.project_id)).calls).toHaveLength(1);
+  });
+
+  it("checks the size before the JSON", async () => {
+    const p = await createProject();
+    await expectError(await postIngest("{".repeat(MAX_BODY_BYTES + 1), { key: p.ingest_key }), 413);
+  });
+});
+
+describe("400: not JSON, not an object, or batch not an array", () => {
+  it("answers 400 without echoing the input", async () => {
+    const p = await createProject();
+    const bodies = ["", "not json SECRET_INPUT", "{\"batch\": [", "[]", "null", "\"SECRET_INPUT\"", "42", "{}",
+      JSON.stringify({ batch: "SECRET_INPUT" }), JSON.stringify({ batch: { 0: callPayload() } }), JSON.stringify({ batch: null })];
+    for (const body of bodies) {
+      const error = await expectError(await postIngest(body, { key: p.ingest_key }), 400);
+      expect(error).not.toContain("SECRET_INPUT");
+    }
+    // Invalid UTF-8 is not JSON text.
+    const invalidUtf8 = new Uint8Array([...new TextEncoder().encode('{"batch":["'), 0xff, 0xfe, ...new TextEncoder().encode('"]}')]);
+    await expectError(await postIngest(invalidUtf8, { key: p.ingest_key }), 400);
+  });
+});
+
+describe("413: more than 500 items", () => {
+  it("refuses 501 items and stores nothing", async () => {
+    const p = await createProject();
+    await expectError(await postIngest({ batch: calls(501) }, { key: p.ingest_key }), 413);
+    expect((await storedRows(p.project_id)).calls).toHaveLength(0);
+  });
+
+  it("checks the item count before the budget", async () => {
+    const p = await createProject();
+    await setPayloadBudget(p.project_id, 1);
+    expect((await postIngest({ batch: calls(1) }, { key: p.ingest_key })).status).toBe(202);
+    await expectError(await postIngest({ batch: calls(501) }, { key: p.ingest_key }), 413);
+    expect((await postIngest({ batch: calls(1) }, { key: p.ingest_key })).status).toBe(429);
+  });
+});
+
+describe("429: over the key's payload budget", () => {
+  it("refuses the whole batch with Retry-After once the budget is spent, and writes nothing", async () => {
+    const p = await createProject();
+    await setPayloadBudget(p.project_id, 10);
+    expect((await postIngest({ batch: calls(6) }, { key: p.ingest_key })).status).toBe(202);
+    const refused = await postIngest({ batch: calls(6, () => ({ tool_name: "refused_tool" })) }, { key: p.ingest_key });
+    await expectError(refused, 429);
+    const retryAfter = refused.headers.get("retry-after");
+    expect(retryAfter).toMatch(/^[1-9]\d*$/);
+    // 2 tokens short at 10/min (one every 6 s): about 12 s, never more than the minute.
+    expect(Number(retryAfter)).toBeGreaterThanOrEqual(11);
+    expect(Number(retryAfter)).toBeLessThanOrEqual(13);
+    // What is left (4) still fits; invalid items count too.
+    expect((await postIngest({ batch: [...calls(3), { v: 2 }] }, { key: p.ingest_key })).status).toBe(202);
+    expect((await postIngest({ batch: calls(1) }, { key: p.ingest_key })).status).toBe(429);
+    const rows = (await storedRows(p.project_id)).calls;
+    expect(rows).toHaveLength(9);
+    expect(rows.some((r) => r.tool_name === "refused_tool")).toBe(false);
+  });
+
+  it("counts per key: another key of the same project has its own budget", async () => {
+    const p = await createProject();
+    await setPayloadBudget(p.project_id, 5);
+    const second = await createKey(p.project_id, "ingest");
+    expect((await postIngest({ batch: calls(5) }, { key: p.ingest_key })).status).toBe(202);
+    expect((await postIngest({ batch: calls(1) }, { key: p.ingest_key })).status).toBe(429);
+    expect((await postIngest({ batch: calls(5) }, { key: second.key })).status).toBe(202);
+  });
+
+  it("applies the default of 10,000 per minute", async () => {
+    const p = await createProject();
+    for (let i = 0; i < 20; i++) expect((await postIngest({ batch: calls(500) }, { key: p.ingest_key })).status).toBe(202);
+    expect((await postIngest({ batch: calls(500) }, { key: p.ingest_key })).status).toBe(429);
+    expect((await storedRows(p.project_id)).calls).toHaveLength(10_000);
+  });
+});
+
+describe("500: anything unexpected", () => {
+  it("answers {\"error\": \"internal error\"} without a stack trace", async () => {
+    const p = await createProject();
+    const brokenDb = { prepare() { throw new Error("SECRET_STACK detail"); } } as unknown as D1Database;
+    const res = await postIngest({ batch: [callPayload()] }, { key: p.ingest_key, env: { ...env, DB: brokenDb } });
+    expect(res.status).toBe(500);
+    expect(await res.text()).toBe(JSON.stringify({ error: "internal error" }));
+  });
+});
+
+describe("what is stored", () => {
+  it("stores exactly the valid items of a mixed batch", async () => {
+    const p = await createProject();
+    const batch = [
+      callPayload({ tool_name: "kept_1" }),
+      callPayload({ v: 2, tool_name: "dropped_version" }),
+      "not an object",
+      callPayload({ outcome: "crashed", is_empty: true, tool_name: "dropped_empty_error" }),
+      callPayload({ started_at: isoAgo(8 * 86_400_000), tool_name: "dropped_too_old" }),
+      callPayload({ started_at: new Date(Date.now() + 10 * 60_000).toISOString(), tool_name: "dropped_future" }),
+      callPayload({ duration_ms: 86_400_001, tool_name: "dropped_duration" }),
+      callPayload({ tool_name: "kept_2", duration_ms: undefined, response_bytes: undefined, is_empty: undefined }),
+      startupPayload(),
+      startupPayload({ tools: [{ name: "fine", schema_bytes: 1 }, { name: "bad", schema_bytes: -1 }] }),
+      agreementPayload(),
+      agreementPayload({ agreed: "yes" }),
+      { v: 1, type: "unknown" },
+    ];
+    expect((await postIngest({ batch }, { key: p.ingest_key })).status).toBe(202);
+    const rows = await storedRows(p.project_id);
+    expect(rows.calls.map((r) => r.tool_name)).toEqual(["kept_1", "kept_2"]);
+    expect(rows.calls[1]).toMatchObject({ duration_ms: 0, response_bytes: 0, is_empty: 0, duration_bucket: 0 });
+    expect(rows.startups).toHaveLength(1);
+    expect(rows.agreements).toHaveLength(1);
+  });
+
+  it("stores each field in its column, with the duration bucket, and nothing else", async () => {
+    const p = await createProject();
+    const nowIso = new Date(Date.now() - 1000).toISOString();
+    const batch = [
+      callPayload({ started_at: nowIso, duration_ms: 250, outcome: "ok", is_empty: true, response_bytes: 2, args_hash: "0123456789ab", SECRET_FIELD: "SECRET_VALUE", arguments: { q: "SECRET_ARG" } }),
+      startupPayload({ SECRET_FIELD: "SECRET_VALUE", tools: [{ name: "t", schema_bytes: 5, description: "SECRET_DESCRIPTION", inputSchema: { SECRET: 1 }, policy: { requires_authorization: false, requires_verified_identity: true, SECRET_FLAG: true } }] }),
+      agreementPayload({ value_a: "SECRET_VALUE", agreed: false }),
+    ];
+    const before = Date.now();
+    expect((await postIngest({ batch }, { key: p.ingest_key, headers: { "user-agent": "SECRET_UA", "cf-connecting-ip": "203.0.113.9" } })).status).toBe(202);
+    const rows = await storedRows(p.project_id);
+    const dump = JSON.stringify(rows);
+    for (const secret of ["SECRET", "203.0.113.9"]) expect(dump).not.toContain(secret);
+    const call = rows.calls[0]!;
+    expect(call).toMatchObject({ project_id: p.project_id, started_at_ms: Date.parse(nowIso), duration_ms: 250, outcome: "ok", is_empty: 1, response_bytes: 2, args_hash: "0123456789ab" });
+    const { durationBucket } = await import("../../src/worker/histogram.ts");
+    expect(call.duration_bucket).toBe(durationBucket(250));
+    expect(call.received_at_ms as number).toBeGreaterThanOrEqual(before);
+    const startup = rows.startups[0]!;
+    expect(JSON.parse(startup.tools_json as string)).toEqual([
+      { name: "t", schema_bytes: 5, schema_hash: null, description_hash: null, description_norm: null, policy: { requires_authorization: false, requires_verified_identity: true } },
+    ]);
+    expect(JSON.parse(startup.agree_declared_json as string)).toEqual([{ field: "order_total", tools: ["search_orders", "delete_order"] }]);
+    expect(startup).toMatchObject({ sdk: "mcpulse-edge-ts/0.1.0", mcp_sdk_version: "1.32.0", transport: "stdio", protocol_version: "2025-06-18" });
+    expect(rows.agreements[0]).toMatchObject({ field: "order_total", tool_a: "search_orders", tool_b: "get_order", agreed: 0, window_ms: 300_000 });
+  });
+
+  it("keeps fractional milliseconds of started_at", async () => {
+    const p = await createProject();
+    const base = new Date(Date.now() - 60_000);
+    base.setUTCMilliseconds(0);
+    const iso = base.toISOString().replace(".000Z", ".123456789Z");
+    await postIngest({ batch: [callPayload({ started_at: iso })] }, { key: p.ingest_key });
+    const [row] = (await storedRows(p.project_id)).calls;
+    expect(row!.started_at_ms as number).toBeCloseTo(base.getTime() + 123.456789, 2);
+  });
+
+  it("upserts sessions: first and last seen over calls and startups, client of the latest", async () => {
+    const p = await createProject();
+    const t0 = Date.now() - 3_600_000;
+    const at = (offsetMs: number) => new Date(t0 + offsetMs).toISOString();
+    await postIngest({ batch: [
+      callPayload({ session_id: "s_a", started_at: at(1000), client_name: "cursor" }),
+      callPayload({ session_id: "s_a", started_at: at(0), client_name: "claude" }),
+      callPayload({ session_id: "s_b", started_at: at(500), client_name: "vscode" }),
+    ] }, { key: p.ingest_key });
+    let sessions = (await storedRows(p.project_id)).sessions;
+    expect(sessions.map((s) => [s.session_id, s.first_seen_ms, s.last_seen_ms, s.client_name])).toEqual([
+      ["s_a", t0, t0 + 1000, "cursor"],
+      ["s_b", t0 + 500, t0 + 500, "vscode"],
+    ]);
+    // A later batch: an earlier call moves first_seen but keeps the client of the latest.
+    await postIngest({ batch: [callPayload({ session_id: "s_a", started_at: at(-500), client_name: "zed" })] }, { key: p.ingest_key });
+    // A startup is seen at its receive time (now), which is the latest: its client wins.
+    const before = Date.now();
+    await postIngest({ batch: [startupPayload({ session_id: "s_b", client_name: "windsurf" })] }, { key: p.ingest_key });
+    sessions = (await storedRows(p.project_id)).sessions;
+    expect(sessions[0]).toMatchObject({ session_id: "s_a", first_seen_ms: t0 - 500, last_seen_ms: t0 + 1000, client_name: "cursor" });
+    expect(sessions[1]).toMatchObject({ session_id: "s_b", first_seen_ms: t0 + 500, client_name: "windsurf" });
+    expect(sessions[1]!.last_seen_ms as number).toBeGreaterThanOrEqual(before);
+  });
+
+  it("attributes rows only to the key's project: project B sees nothing of project A", async () => {
+    const a = await createProject("a");
+    const b = await createProject("b");
+    await postIngest({ batch: calls(3, () => ({ tool_name: "a_tool" })) }, { key: a.ingest_key });
+    await postIngest({ batch: calls(2, () => ({ tool_name: "b_tool" })) }, { key: b.ingest_key });
+    const rowsA = await storedRows(a.project_id);
+    const rowsB = await storedRows(b.project_id);
+    expect(rowsA.calls.map((r) => r.tool_name)).toEqual(["a_tool", "a_tool", "a_tool"]);
+    expect(rowsB.calls.map((r) => r.tool_name)).toEqual(["b_tool", "b_tool"]);
+    // The same session id in both projects stays two sessions.
+    expect(rowsA.sessions).toHaveLength(1);
+    expect(rowsB.sessions).toHaveLength(1);
+  });
+
+  it("writes a batch in the same number of statements whatever its size", async () => {
+    const p = await createProject();
+    const batchSizes: number[] = [];
+    const countingDb = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "batch") return (statements: D1PreparedStatement[]) => (batchSizes.push(statements.length), target.batch(statements));
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const mixed = (n: number) => [...calls(n), startupPayload(), agreementPayload()];
+    await postIngest({ batch: mixed(1) }, { key: p.ingest_key, env: { ...env, DB: countingDb } });
+    await postIngest({ batch: mixed(498) }, { key: p.ingest_key, env: { ...env, DB: countingDb } });
+    expect(batchSizes).toEqual([4, 4]);
+    expect((await storedRows(p.project_id)).calls).toHaveLength(499);
+  });
+});
