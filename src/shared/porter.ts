@@ -177,8 +177,22 @@ function step1c(word: Word): void {
   if (word.endsWith("y") && word.hasVowel(word.stemEnd)) word.replaceSuffix("i");
 }
 
-function step2(word: Word): void {
-  const rule = longestMatch(word, STEP2_RULES);
+/**
+ * Step 2 of the later revision (Porter's own C and JavaScript code, and the npm packages): BLI →
+ * BLE instead of ABLI → ABLE, plus LOGI → LOG. Kept only so the tests can show that this
+ * implementation and the `stemmer` package differ in exactly those two rules and nothing else.
+ */
+const REVISED_STEP2_RULES: ReadonlyArray<readonly [string, string]> = [
+  ...STEP2_RULES.filter(([suffix]) => suffix !== "abli"),
+  ["bli", "ble"],
+  ["logi", "log"],
+];
+
+/** "1980" is the published algorithm SPEC §1.3 requires; "revised" exists for differential tests. */
+export type PorterVariant = "1980" | "revised";
+
+function step2(word: Word, rules: ReadonlyArray<readonly [string, string]>): void {
+  const rule = longestMatch(word, rules);
   if (rule !== undefined) word.replaceIfMeasured(rule[1]);
 }
 
@@ -223,13 +237,13 @@ function step5(word: Word): void {
  * are (the published algorithm's steps need a longer word); description normalisation only stems
  * tokens of 4 code points or more (SPEC §1.3).
  */
-export function porterStem(word: string): string {
+export function porterStem(word: string, variant: PorterVariant = "1980"): string {
   const w = new Word(word);
   if (w.end <= 2) return word;
   step1a(w);
   step1b(w);
   step1c(w);
-  step2(w);
+  step2(w, variant === "1980" ? STEP2_RULES : REVISED_STEP2_RULES);
   step3(w);
   step4(w);
   step5(w);
