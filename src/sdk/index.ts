@@ -1,0 +1,14 @@
+// mcpulse-edge/sdk — the whole public surface of the producer SDK (SPEC §4).
+export { watch } from "./watch.ts";
+export type { WatchOptions, ToolPolicy } from "./options.ts";
+export {
+  DEFAULT_AGREE_WINDOW_MS,
+  DEFAULT_ENDPOINT,
+  EXIT_FLUSH_TIMEOUT_MS,
+  FLUSH_AT_PAYLOADS,
+  FLUSH_INTERVAL_MS,
+  MAX_BUFFERED_PAYLOADS,
+  MAX_PAYLOADS_PER_REQUEST,
+  SDK_ID,
+  SEND_TIMEOUT_MS,
+} from "./constants.ts";

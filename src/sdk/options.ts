@@ -1,0 +1,114 @@
+// watch() options (SPEC §4): checked once; anything but an object with a usable key disables the
+// SDK silently, with a debug line. The package reads no environment variables itself.
+import { DEFAULT_AGREE_WINDOW_MS, DEFAULT_ENDPOINT } from "./constants.ts";
+
+const MAX_FIELD_CHARS = 128;
+const MAX_TOOL_NAME_CHARS = 200;
+const MAX_AGREE_WINDOW_MS = 86_400_000;
+
+export interface ToolPolicy {
+  /** The tool needs the user to authorise it; clients may rightly leave it alone. */
+  requires_authorization?: boolean;
+  /** The tool needs a verified identity. */
+  requires_verified_identity?: boolean;
+}
+
+export interface WatchOptions {
+  /** Ingest key (`mp_live_…`). Required; blank or whitespace-only disables the SDK. */
+  key: string | undefined | null;
+  /** Where payloads go: `POST {endpoint}/v1/ingest`. Default the hosted endpoint; a trailing slash is ignored. */
+  endpoint?: string;
+  /** Default `true`; `false` returns the server untouched. */
+  enabled?: boolean;
+  /** Default `false`; when on, every payload sent is logged to stderr (never stdout). */
+  debug?: boolean;
+  /** Declared per tool, so a tool clients deliberately withhold is not reported as dead. */
+  policy?: Record<string, ToolPolicy>;
+  /** Opt-in agreement: `{ field: { toolName: "dotted.path.in.result" } }`. */
+  agree?: Record<string, Record<string, string>>;
+  /** How far back a value counts for agreement, per field. Default 300,000 ms. */
+  agreeWindowMs?: number;
+}
+
+export interface ResolvedOptions {
+  key: string;
+  endpoint: string;
+  debug: boolean;
+  policy: Map<string, { requires_authorization: boolean; requires_verified_identity: boolean }>;
+  /** field → (tool → path) */
+  agree: Map<string, Map<string, string>>;
+  /** tool → fields it declares */
+  agreeByTool: Map<string, { field: string; path: string }[]>;
+  agreeWindowMs: number;
+}
+
+export type OptionsVerdict = { ok: true; options: ResolvedOptions } | { ok: false; reason: string; debug: boolean };
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/** `https://x/` and `https://x` are the same destination (SPEC §4). */
+export function normaliseEndpoint(endpoint: string): string | null {
+  let text = endpoint.trim();
+  while (text.endsWith("/")) text = text.slice(0, -1);
+  try {
+    const url = new URL(text);
+    if (url.protocol !== "http:" && url.protocol !== "https:") return null;
+  } catch {
+    return null;
+  }
+  return text;
+}
+
+export function resolveOptions(raw: unknown): OptionsVerdict {
+  if (!isRecord(raw)) return { ok: false, reason: "options must be an object", debug: false };
+  const debug = raw.debug === true;
+  if (raw.enabled === false) return { ok: false, reason: "disabled by enabled: false", debug };
+  if (typeof raw.key !== "string" || raw.key.trim() === "") {
+    return { ok: false, reason: "no usable key; the SDK is disabled", debug };
+  }
+  let endpoint = DEFAULT_ENDPOINT;
+  if (raw.endpoint !== undefined) {
+    const normalised = typeof raw.endpoint === "string" ? normaliseEndpoint(raw.endpoint) : null;
+    if (normalised === null) return { ok: false, reason: "endpoint is not an http(s) URL; the SDK is disabled", debug };
+    endpoint = normalised;
+  }
+
+  const policy: ResolvedOptions["policy"] = new Map();
+  if (isRecord(raw.policy)) {
+    for (const [tool, declared] of Object.entries(raw.policy)) {
+      if (!isRecord(declared)) continue;
+      policy.set(tool, {
+        requires_authorization: declared.requires_authorization === true,
+        requires_verified_identity: declared.requires_verified_identity === true,
+      });
+    }
+  }
+
+  const agree: ResolvedOptions["agree"] = new Map();
+  const agreeByTool: ResolvedOptions["agreeByTool"] = new Map();
+  if (isRecord(raw.agree)) {
+    for (const [field, tools] of Object.entries(raw.agree)) {
+      if (field.length === 0 || field.length > MAX_FIELD_CHARS || !isRecord(tools)) continue;
+      const paths = new Map<string, string>();
+      for (const [tool, path] of Object.entries(tools)) {
+        if (tool.length === 0 || tool.length > MAX_TOOL_NAME_CHARS) continue;
+        if (typeof path !== "string" || path.length === 0) continue;
+        paths.set(tool, path);
+        let declared = agreeByTool.get(tool);
+        if (!declared) agreeByTool.set(tool, (declared = []));
+        declared.push({ field, path });
+      }
+      if (paths.size > 0) agree.set(field, paths);
+    }
+  }
+
+  const window = raw.agreeWindowMs;
+  const agreeWindowMs =
+    typeof window === "number" && Number.isInteger(window) && window > 0 && window <= MAX_AGREE_WINDOW_MS
+      ? window
+      : DEFAULT_AGREE_WINDOW_MS;
+
+  return { ok: true, options: { key: raw.key.trim(), endpoint, debug, policy, agree, agreeByTool, agreeWindowMs } };
+}

@@ -1,0 +1,127 @@
+// Sends one batch to the ingest (SPEC §1.1) without ever holding the process open (SPEC §4).
+// On Node it uses node:http(s) so the socket can be unref'd; elsewhere (workerd) it uses fetch.
+
+export interface SendOptions {
+  /** Abandon the send after this long; the batch is then dropped (SPEC §4: 10 s). */
+  timeoutMs: number;
+  /** The exit flush must keep the process alive until it ends; ordinary sends must not. */
+  keepProcessAlive: boolean;
+}
+
+/** Resolves with the HTTP status, or rejects on a network failure or timeout. */
+export type PostJson = (url: string, key: string, body: string, options: SendOptions) => Promise<number>;
+
+type Unrefable = { unref?: () => unknown };
+
+function unrefTimer(timer: unknown): void {
+  (timer as Unrefable | undefined)?.unref?.();
+}
+
+interface NodeBuiltins {
+  http: typeof import("node:http");
+  https: typeof import("node:https");
+}
+
+let nodeBuiltins: NodeBuiltins | null | undefined;
+
+/** node:http and node:https when running on Node (never in workerd, whose fetch is the native path). */
+function loadNodeBuiltins(): NodeBuiltins | null {
+  if (nodeBuiltins !== undefined) return nodeBuiltins;
+  nodeBuiltins = null;
+  try {
+    const nav = (globalThis as { navigator?: { userAgent?: string } }).navigator;
+    const proc = (globalThis as {
+      process?: { release?: { name?: string }; getBuiltinModule?: (id: string) => unknown };
+    }).process;
+    const isWorkerd = nav?.userAgent === "Cloudflare-Workers";
+    if (!isWorkerd && proc?.release?.name === "node" && typeof proc.getBuiltinModule === "function") {
+      const http = proc.getBuiltinModule("node:http") as NodeBuiltins["http"] | undefined;
+      const https = proc.getBuiltinModule("node:https") as NodeBuiltins["https"] | undefined;
+      if (http && https) nodeBuiltins = { http, https };
+    }
+  } catch {
+    nodeBuiltins = null;
+  }
+  return nodeBuiltins;
+}
+
+const agents = new Map<string, import("node:http").Agent>();
+
+function agentFor(builtins: NodeBuiltins, protocol: string): import("node:http").Agent {
+  let agent = agents.get(protocol);
+  if (!agent) {
+    // Keep-alive reuses the connection between flushes; Node unrefs idle pooled sockets itself.
+    agent = protocol === "https:" ? new builtins.https.Agent({ keepAlive: true }) : new builtins.http.Agent({ keepAlive: true });
+    agents.set(protocol, agent);
+  }
+  return agent;
+}
+
+const postWithNodeHttp = (builtins: NodeBuiltins): PostJson => (url, key, body, options) =>
+  new Promise<number>((resolve, reject) => {
+    const target = new URL(url);
+    const client = target.protocol === "https:" ? builtins.https : builtins.http;
+    let settled = false;
+    const finish = (error: Error | null, status?: number) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (error) reject(error);
+      else resolve(status ?? 0);
+    };
+    const request = client.request(
+      target,
+      {
+        method: "POST",
+        agent: agentFor(builtins, target.protocol),
+        headers: {
+          "content-type": "application/json",
+          authorization: `Bearer ${key}`,
+          "content-length": Buffer.byteLength(body),
+        },
+      },
+      (response) => {
+        response.on("error", (error) => finish(error));
+        response.on("end", () => finish(null, response.statusCode));
+        response.resume();
+      },
+    );
+    const timer = setTimeout(() => {
+      request.destroy(new Error(`send timed out after ${options.timeoutMs} ms`));
+      finish(new Error("timeout"));
+    }, options.timeoutMs);
+    if (!options.keepProcessAlive) {
+      unrefTimer(timer);
+      // A reused keep-alive socket is ref'd again by the agent; unref it for this request.
+      request.on("socket", (socket) => socket.unref());
+    }
+    request.on("error", (error) => finish(error));
+    request.end(body);
+  });
+
+const postWithFetch: PostJson = async (url, key, body, options) => {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), options.timeoutMs);
+  if (!options.keepProcessAlive) unrefTimer(timer);
+  try {
+    const response = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+      body,
+      signal: controller.signal,
+    });
+    // Drain so the connection can be reused; the ingest answers 202 with an empty body.
+    await response.arrayBuffer().catch(() => undefined);
+    return response.status;
+  } finally {
+    clearTimeout(timer);
+  }
+};
+
+/** The poster for this runtime: node:http on Node, fetch everywhere else. */
+export function defaultPostJson(): PostJson {
+  const builtins = loadNodeBuiltins();
+  return builtins ? postWithNodeHttp(builtins) : postWithFetch;
+}
+
+export { postWithFetch };

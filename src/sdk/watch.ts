@@ -1,0 +1,539 @@
+// watch(server, options): instruments an MCP server in place (SPEC §4). The low-level Server's
+// `_requestHandlers` Map is hooked — its `tools/call` and `initialize` entries wrapped and its
+// `set` patched so handlers installed later are wrapped too — and on McpServer each tool's
+// callback is wrapped at dispatch time, so tools registered, updated or renamed after watch() are
+// covered. Every entry point swallows its own failures (rule 1), records synchronously (rule 2)
+// and keeps only names, sizes, hashes and outcomes (rule 3).
+// The hashing modules directly, not src/shared/index.ts: that one also loads the Zod schemas,
+// which the producer never needs at run time (tests validate every payload with them).
+import { descriptionNorm } from "../shared/description.ts";
+import { argsHash, descriptionHash, schemaHash, utf16Length } from "../shared/hash.ts";
+import { valueInResult } from "./agreement.ts";
+import {
+  CLIENT_INFO_META_KEY,
+  PROTOCOL_VERSION_META_KEY,
+  SDK_ID,
+  UNKNOWN_CLIENT,
+} from "./constants.ts";
+import { debugLog, type DebugLog } from "./debug.ts";
+import { isEmptyResult } from "./empty.ts";
+import { resolveOptions, type ResolvedOptions, type WatchOptions } from "./options.ts";
+import { outcomeOfHandler, outcomeOfToolCallback, type CallbackRecord } from "./outcome.ts";
+import { destinationFor, type Destination } from "./session.ts";
+import { mcpSdkVersion, recogniseServer, transportKind, type RequestHandler, type ServerShape } from "./shapes.ts";
+
+const MAX_CLIENT_NAME_CHARS = 128;
+const MAX_TOOL_NAME_CHARS = 200;
+const MAX_VERSION_CHARS = 64;
+const MAX_STARTUP_TOOLS = 500;
+const MAX_TOOLS_LIST_PAGES = 50;
+const MAX_DURATION_MS = 86_400_000;
+
+/** Marks functions this SDK made, so nothing is wrapped twice. */
+const INSTRUMENTED = Symbol.for("mcpulse-edge.sdk.instrumented");
+/** Server objects already watched (an McpServer and its inner Server both count). */
+const watched = new WeakSet<object>();
+/**
+ * Ties a tool callback to its tools/call: keyed by the request's AbortSignal, which the MCP SDKs
+ * pass along to the callback (1.x `extra.signal`, 2.x `ctx.mcpReq.signal`) and which survives the
+ * shallow copies the SDKs make of that context.
+ */
+const callbackBySignal = new WeakMap<object, CallbackRecord>();
+
+interface WatchState {
+  shape: ServerShape;
+  options: ResolvedOptions;
+  destination: Destination;
+  log: DebugLog;
+  /** The client named in this server object's own initialize. */
+  connectionClient: string | undefined;
+}
+
+interface CallInProgress {
+  toolName: string;
+  argsHash: string;
+  clientName: string;
+  startedAtMs: number;
+  startedPerfMs: number;
+  callback: CallbackRecord | undefined;
+}
+
+/**
+ * Instruments `server` — an `McpServer` or a low-level `Server` of `@modelcontextprotocol/sdk` 1.x
+ * or `@modelcontextprotocol/server` 2.x — and returns the same object. Anything else, invalid
+ * options, or a second watch() of the same object: returned untouched. Never throws.
+ */
+export function watch<T>(server: T, options: WatchOptions): T {
+  try {
+    instrument(server, options);
+  } catch (error) {
+    try {
+      if ((options as { debug?: unknown } | undefined)?.debug === true) {
+        debugLog(true)(`watch() failed and left the server as it was: ${String(error)}`);
+      }
+    } catch {
+      // rule 1
+    }
+  }
+  return server;
+}
+
+function instrument(server: unknown, rawOptions: unknown): void {
+  const verdict = resolveOptions(rawOptions);
+  if (!verdict.ok) {
+    debugLog(verdict.debug)(`${verdict.reason}; server returned untouched`);
+    return;
+  }
+  const { options } = verdict;
+  const log = debugLog(options.debug);
+  if (server !== null && typeof server === "object" && watched.has(server)) {
+    log("watch() called again on the same server; nothing to do");
+    return;
+  }
+  const shape = recogniseServer(server);
+  if (shape === null) {
+    log("not an McpServer or Server of the MCP SDK; returned untouched");
+    return;
+  }
+  if (watched.has(shape.low)) {
+    log("this server's underlying Server is already watched; nothing to do");
+    return;
+  }
+  watched.add(server as object);
+  watched.add(shape.low);
+  const destination = destinationFor(options.endpoint, options.key);
+  if (options.debug) destination.debug = true;
+  const state: WatchState = { shape, options, destination, log, connectionClient: undefined };
+  hookRequestHandlers(state);
+  log(`watching ${shape.kind === "mcp" ? "McpServer" : "Server"} (MCP SDK ${shape.major}.x), session ${destination.sessionId}`);
+}
+
+function hookRequestHandlers(state: WatchState): void {
+  const handlers = state.shape.low._requestHandlers;
+  const originalSet = handlers.set;
+  const existing = [...handlers.entries()];
+  // Handlers installed later (McpServer installs tools/call at the first registerTool).
+  handlers.set = function setInstrumented(this: Map<string, RequestHandler>, method: string, handler: RequestHandler) {
+    let installed = handler;
+    try {
+      installed = instrumentHandler(state, method, handler);
+    } catch {
+      installed = handler;
+    }
+    return originalSet.call(this, method, installed);
+  };
+  for (const [method, handler] of existing) {
+    originalSet.call(handlers, method, instrumentHandler(state, method, handler));
+  }
+}
+
+function markInstrumented<F extends object>(fn: F): F {
+  Object.defineProperty(fn, INSTRUMENTED, { value: true });
+  return fn;
+}
+
+function isInstrumented(fn: unknown): boolean {
+  return typeof fn === "function" && (fn as unknown as Record<symbol, unknown>)[INSTRUMENTED] === true;
+}
+
+function instrumentHandler(state: WatchState, method: string, handler: RequestHandler): RequestHandler {
+  if (typeof handler !== "function" || isInstrumented(handler)) return handler;
+  if (method === "tools/call") return markInstrumented(toolsCallHandler(state, handler));
+  if (method === "initialize") return markInstrumented(initializeHandler(state, handler));
+  return markInstrumented(identityHandler(state, handler));
+}
+
+// ---- client identity ----
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object";
+}
+
+function clientName(name: unknown): string | undefined {
+  if (typeof name !== "string" || name.length === 0) return undefined;
+  return name.length > MAX_CLIENT_NAME_CHARS ? name.slice(0, MAX_CLIENT_NAME_CHARS) : name;
+}
+
+function versionText(value: unknown): string | null {
+  return typeof value === "string" && value.length > 0 && value.length <= MAX_VERSION_CHARS ? value : null;
+}
+
+/** Per-request client information (MCP 2026-07-28): 2.x lifts it into `ctx.mcpReq.envelope`. */
+function perRequestMeta(request: unknown, extra: unknown, key: string): unknown {
+  const envelope = isRecord(extra) && isRecord(extra.mcpReq) ? extra.mcpReq.envelope : undefined;
+  if (isRecord(envelope) && envelope[key] !== undefined) return envelope[key];
+  const params = isRecord(request) ? request.params : undefined;
+  const meta = isRecord(params) ? params._meta : undefined;
+  if (isRecord(meta) && meta[key] !== undefined) return meta[key];
+  const extraMeta = isRecord(extra) ? extra._meta : undefined;
+  return isRecord(extraMeta) ? extraMeta[key] : undefined;
+}
+
+function perRequestClient(request: unknown, extra: unknown): string | undefined {
+  const info = perRequestMeta(request, extra, CLIENT_INFO_META_KEY);
+  return isRecord(info) ? clientName(info.name) : undefined;
+}
+
+function transportSessionId(state: WatchState, extra: unknown): string | undefined {
+  const fromExtra = isRecord(extra) ? extra.sessionId : undefined;
+  if (typeof fromExtra === "string" && fromExtra.length > 0) return fromExtra;
+  const transport = state.shape.low.transport;
+  const fromTransport = isRecord(transport) ? transport.sessionId : undefined;
+  return typeof fromTransport === "string" && fromTransport.length > 0 ? fromTransport : undefined;
+}
+
+/**
+ * The client behind this request (SPEC §4): its own per-request information first, then the
+ * initialize of its transport session (a fresh server object per request finds it there), then
+ * this server object's initialize — never a process-wide "last client", so concurrent clients
+ * never overwrite each other.
+ */
+function clientOfRequest(state: WatchState, request: unknown, extra: unknown): string {
+  const perRequest = perRequestClient(request, extra);
+  if (perRequest) return perRequest;
+  const sessionId = isRecord(extra) ? extra.sessionId : undefined;
+  if (typeof sessionId === "string") {
+    const remembered = state.destination.clientOf(sessionId);
+    if (remembered) return remembered;
+  }
+  if (state.connectionClient) return state.connectionClient;
+  try {
+    const fromServer = clientName(state.shape.low.getClientVersion?.()?.name);
+    if (fromServer) return fromServer;
+  } catch {
+    // not available on this version
+  }
+  return UNKNOWN_CLIENT;
+}
+
+/** A client that skips initialize: one startup per process and destination, at its first request. */
+function notePerRequestClient(state: WatchState, request: unknown, extra: unknown): void {
+  if (state.destination.perRequestStartupSent) return;
+  const name = perRequestClient(request, extra);
+  if (!name) return;
+  state.destination.perRequestStartupSent = true;
+  const protocolVersion =
+    versionText(perRequestMeta(request, extra, PROTOCOL_VERSION_META_KEY)) ??
+    versionText(state.shape.low._negotiatedProtocolVersion);
+  void sendStartup(state, name, protocolVersion, state.shape.low.transport);
+}
+
+function identityHandler(state: WatchState, handler: RequestHandler): RequestHandler {
+  return function identified(this: unknown, request: unknown, extra: unknown) {
+    if (!state.destination.perRequestStartupSent) {
+      try {
+        notePerRequestClient(state, request, extra);
+      } catch {
+        // rule 1
+      }
+    }
+    return handler.call(this, request, extra);
+  };
+}
+
+function initializeHandler(state: WatchState, handler: RequestHandler): RequestHandler {
+  return function initialize(this: unknown, request: unknown, extra: unknown) {
+    let name: string = UNKNOWN_CLIENT;
+    let requestedVersion: string | null = null;
+    try {
+      const params = isRecord(request) ? request.params : undefined;
+      // Read from the initialize request itself: getClientVersion() is set only once it settles.
+      name = (isRecord(params) && isRecord(params.clientInfo) ? clientName(params.clientInfo.name) : undefined) ?? UNKNOWN_CLIENT;
+      requestedVersion = isRecord(params) ? versionText(params.protocolVersion) : null;
+      state.connectionClient = name;
+      const sessionId = transportSessionId(state, extra);
+      if (sessionId) state.destination.rememberClient(sessionId, name);
+    } catch {
+      // rule 1
+    }
+    const answer = handler.call(this, request, extra);
+    try {
+      const transport = state.shape.low.transport;
+      Promise.resolve(answer).then(
+        (result) => {
+          try {
+            const sessionId = transportSessionId(state, extra);
+            if (sessionId) state.destination.rememberClient(sessionId, name);
+            const negotiated = isRecord(result) ? versionText(result.protocolVersion) : null;
+            void sendStartup(state, name, negotiated ?? requestedVersion, transport);
+          } catch {
+            // rule 1
+          }
+        },
+        () => undefined, // the client gets the SDK's own error; no startup for a failed initialize
+      );
+    } catch {
+      // rule 1
+    }
+    return answer;
+  };
+}
+
+// ---- startup ----
+
+function syntheticContext(state: WatchState, method: string): Record<string, unknown> {
+  const signal = new AbortController().signal;
+  const id = `mcpulse-${method}`;
+  const transport = state.shape.low.transport;
+  const sessionId = isRecord(transport) && typeof transport.sessionId === "string" ? transport.sessionId : undefined;
+  const refuse = async () => {
+    throw new Error("not available while MCPulse reads the tool list");
+  };
+  // Both context shapes at once: 1.x `extra` and 2.x `ctx`.
+  return {
+    signal,
+    requestId: id,
+    sessionId,
+    sendNotification: async () => undefined,
+    sendRequest: refuse,
+    mcpReq: {
+      id,
+      method,
+      signal,
+      send: refuse,
+      notify: async () => undefined,
+      log: async () => undefined,
+      requestState: () => undefined,
+    },
+  };
+}
+
+interface StartupTool {
+  name: string;
+  schema_bytes: number;
+  schema_hash: string;
+  description_hash: string;
+  description_norm: string;
+  policy: { requires_authorization: boolean; requires_verified_identity: boolean } | null;
+}
+
+/** The tool list from the server's own tools/list handler, every page, at most 500 tools. */
+async function listTools(state: WatchState): Promise<StartupTool[]> {
+  const listHandler = state.shape.low._requestHandlers.get("tools/list");
+  if (typeof listHandler !== "function") return [];
+  const tools: StartupTool[] = [];
+  const seen = new Set<string>();
+  let cursor: string | undefined;
+  for (let page = 0; page < MAX_TOOLS_LIST_PAGES && tools.length < MAX_STARTUP_TOOLS; page++) {
+    const request = { method: "tools/list", params: cursor === undefined ? {} : { cursor } };
+    const result = (await listHandler(request, syntheticContext(state, "tools/list"))) as { tools?: unknown; nextCursor?: unknown } | undefined;
+    if (!isRecord(result) || !Array.isArray(result.tools)) break;
+    for (const tool of result.tools) {
+      if (tools.length >= MAX_STARTUP_TOOLS) break;
+      const entry = startupTool(state, tool);
+      // A name listed twice would drop the whole startup (SPEC §1.2); keep the first.
+      if (entry && !seen.has(entry.name)) {
+        seen.add(entry.name);
+        tools.push(entry);
+      }
+    }
+    if (typeof result.nextCursor !== "string" || result.nextCursor === "") break;
+    cursor = result.nextCursor;
+  }
+  return tools;
+}
+
+function startupTool(state: WatchState, tool: unknown): StartupTool | undefined {
+  if (!isRecord(tool)) return undefined;
+  const name = tool.name;
+  // One invalid entry would drop the whole startup (SPEC §1.2): leave out a nameless or overlong one.
+  if (typeof name !== "string" || name.length === 0 || name.length > MAX_TOOL_NAME_CHARS) return undefined;
+  const description = typeof tool.description === "string" ? tool.description : "";
+  return {
+    name,
+    // The whole tool entry as tools/list returns it: what it costs a context window (SPEC §4).
+    schema_bytes: utf16Length(JSON.stringify(tool)),
+    schema_hash: schemaHash(tool.inputSchema ?? {}),
+    description_hash: descriptionHash(description),
+    description_norm: descriptionNorm(description),
+    policy: state.options.policy.get(name) ?? null,
+  };
+}
+
+async function sendStartup(state: WatchState, client: string, protocolVersion: string | null, transport: unknown): Promise<void> {
+  try {
+    const tools = await listTools(state);
+    const payload: Record<string, unknown> = {
+      v: 1,
+      type: "startup",
+      session_id: state.destination.sessionId,
+      client_name: client,
+      tools,
+      sdk: SDK_ID,
+      mcp_sdk_version: mcpSdkVersion(state.shape.major),
+      transport: transportKind(transport),
+      protocol_version: protocolVersion,
+    };
+    if (state.options.agree.size > 0) {
+      // Field and tool names only: paths would describe the shape of the results (SPEC §4).
+      payload.agree_declared = [...state.options.agree].slice(0, MAX_STARTUP_TOOLS).map(([field, paths]) => ({ field, tools: [...paths.keys()] }));
+    }
+    state.destination.enqueue(payload);
+  } catch (error) {
+    state.log(`startup not sent: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+// ---- calls ----
+
+function signalOf(context: unknown): object | undefined {
+  if (!isRecord(context)) return undefined;
+  if (isRecord(context.signal)) return context.signal;
+  const mcpReq = context.mcpReq;
+  return isRecord(mcpReq) && isRecord(mcpReq.signal) ? mcpReq.signal : undefined;
+}
+
+/** Wraps a tool's callback once, looked up at dispatch time (SPEC §4 "Facts about the MCP SDKs"). */
+function wrapToolCallbackAtDispatch(state: WatchState, toolName: string): void {
+  if (state.shape.kind !== "mcp") return;
+  const tools = state.shape.high._registeredTools;
+  if (!Object.hasOwn(tools, toolName)) return;
+  const tool = tools[toolName];
+  if (!isRecord(tool)) return;
+  // 2.x calls the closure `executor` (replacing `handler` there does nothing); 1.32 reads
+  // `handler` at call time; 1.17 calls `callback`.
+  for (const property of ["executor", "handler", "callback"]) {
+    const callback = tool[property];
+    if (typeof callback === "function") {
+      if (!isInstrumented(callback)) tool[property] = markInstrumented(recordingCallback(callback as (...args: unknown[]) => unknown));
+      return;
+    }
+  }
+}
+
+function recordingCallback(callback: (...args: unknown[]) => unknown): (...args: unknown[]) => unknown {
+  return function recorded(this: unknown, ...args: unknown[]) {
+    const signal = signalOf(args[args.length - 1]);
+    const record = signal ? callbackBySignal.get(signal) : undefined;
+    if (!record) return callback.apply(this, args);
+    record.ran = true;
+    let returned: unknown;
+    try {
+      returned = callback.apply(this, args);
+    } catch (error) {
+      record.status = "threw";
+      throw error;
+    }
+    if (isRecord(returned) && typeof (returned as { then?: unknown }).then === "function") {
+      return (returned as unknown as PromiseLike<unknown>).then(
+        (value) => {
+          record.status = "returned";
+          record.result = value;
+          return value;
+        },
+        (error: unknown) => {
+          record.status = "threw";
+          throw error;
+        },
+      );
+    }
+    record.status = "returned";
+    record.result = returned;
+    return returned;
+  };
+}
+
+function beginCall(state: WatchState, request: unknown, extra: unknown): CallInProgress | undefined {
+  try {
+    if (!state.destination.perRequestStartupSent) notePerRequestClient(state, request, extra);
+    const params = isRecord(request) ? request.params : undefined;
+    const toolName = isRecord(params) ? params.name : undefined;
+    if (typeof toolName !== "string" || toolName.length === 0) return undefined;
+    const call: CallInProgress = {
+      toolName,
+      // Over the arguments exactly as the request carried them, before any validation (SPEC §4).
+      argsHash: argsHash(isRecord(params) ? params.arguments : undefined),
+      clientName: clientOfRequest(state, request, extra),
+      startedAtMs: Date.now(),
+      startedPerfMs: performance.now(),
+      callback: undefined,
+    };
+    if (state.shape.kind === "mcp") {
+      const signal = signalOf(extra);
+      if (signal) {
+        call.callback = { ran: false, status: "pending", result: undefined };
+        callbackBySignal.set(signal, call.callback);
+        wrapToolCallbackAtDispatch(state, toolName);
+      }
+    }
+    return call;
+  } catch {
+    return undefined;
+  }
+}
+
+function finishCall(state: WatchState, call: CallInProgress, threw: boolean, result: unknown, error: unknown): void {
+  try {
+    const durationMs = Math.min(MAX_DURATION_MS, Math.max(0, Math.round(performance.now() - call.startedPerfMs)));
+    const outcome = call.callback ? outcomeOfToolCallback(call.callback, threw, result) : outcomeOfHandler(threw, error, result);
+    let responseBytes = 0;
+    if (!threw) {
+      // The JSON of the result as the server sends it; 0 when the client receives an error.
+      const json = JSON.stringify(result);
+      responseBytes = typeof json === "string" ? utf16Length(json) : 0;
+    }
+    const destination = state.destination;
+    destination.enqueue({
+      v: 1,
+      type: "call",
+      session_id: destination.sessionId,
+      client_name: call.clientName,
+      tool_name: call.toolName,
+      started_at: new Date(call.startedAtMs).toISOString(),
+      duration_ms: durationMs,
+      outcome,
+      response_bytes: responseBytes,
+      is_empty: outcome === "ok" && isEmptyResult(result),
+      args_hash: call.argsHash,
+    });
+    if (outcome === "ok") compareDeclaredValues(state, call.toolName, result);
+  } catch (failure) {
+    state.log(`call not recorded: ${failure instanceof Error ? failure.message : String(failure)}`);
+  }
+}
+
+function compareDeclaredValues(state: WatchState, toolName: string, result: unknown): void {
+  const declared = state.options.agreeByTool.get(toolName);
+  if (!declared) return;
+  const destination = state.destination;
+  const windowMs = state.options.agreeWindowMs;
+  for (const { field, path } of declared) {
+    const value = valueInResult(result, path);
+    if (value === undefined) continue;
+    const nowMs = Date.now();
+    for (const verdict of destination.agreement.observe(field, toolName, value, nowMs, windowMs)) {
+      destination.enqueue({
+        v: 1,
+        type: "agreement",
+        session_id: destination.sessionId,
+        field: verdict.field,
+        tool_a: verdict.tool_a,
+        tool_b: verdict.tool_b,
+        agreed: verdict.agreed,
+        checked_at: new Date(nowMs).toISOString(),
+        window_ms: windowMs,
+      });
+    }
+  }
+}
+
+function toolsCallHandler(state: WatchState, handler: RequestHandler): RequestHandler {
+  return async function toolsCall(this: unknown, request: unknown, extra: unknown) {
+    const call = beginCall(state, request, extra);
+    if (call === undefined) return handler.call(this, request, extra);
+    let threw = false;
+    let result: unknown;
+    let error: unknown;
+    try {
+      result = await handler.call(this, request, extra);
+      return result;
+    } catch (thrown) {
+      threw = true;
+      error = thrown;
+      throw thrown;
+    } finally {
+      // Exactly once, whether the handler returned, threw or was cancelled (SPEC §4).
+      finishCall(state, call, threw, result, error);
+    }
+  };
+}

@@ -1,0 +1,107 @@
+// A real ingest stand-in on 127.0.0.1 (node:http, not a mocked fetch) that records every request.
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { payloadSchema } from "../../../src/shared/index.ts";
+
+export type CaptureMode = "accept" | "fail500" | "hang";
+
+export interface CapturedRequest {
+  receivedAtMs: number;
+  method: string;
+  url: string;
+  headers: IncomingMessage["headers"];
+  body: string;
+  batch: Record<string, unknown>[];
+}
+
+export interface CaptureServer {
+  url: string;
+  mode: CaptureMode;
+  requests: CapturedRequest[];
+  /** Requests that have arrived but not been answered (hang mode). */
+  open: number;
+  maxOpen: number;
+  payloads(): Record<string, unknown>[];
+  calls(): Record<string, unknown>[];
+  startups(): Record<string, unknown>[];
+  waitForPayloads(count: number, timeoutMs?: number): Promise<Record<string, unknown>[]>;
+  close(): Promise<void>;
+}
+
+export async function startCaptureServer(mode: CaptureMode = "accept"): Promise<CaptureServer> {
+  const hanging = new Set<ServerResponse>();
+  const capture: CaptureServer = {
+    url: "",
+    mode,
+    requests: [],
+    open: 0,
+    maxOpen: 0,
+    payloads: () => capture.requests.flatMap((request) => request.batch),
+    calls: () => capture.payloads().filter((payload) => payload.type === "call"),
+    startups: () => capture.payloads().filter((payload) => payload.type === "startup"),
+    async waitForPayloads(count, timeoutMs = 8_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (capture.payloads().length < count) {
+        if (Date.now() > deadline) throw new Error(`expected ${count} payloads, got ${capture.payloads().length}`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      return capture.payloads();
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const response of hanging) response.destroy();
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+  const server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    capture.open++;
+    capture.maxOpen = Math.max(capture.maxOpen, capture.open);
+    request.on("data", (chunk: Buffer) => chunks.push(chunk));
+    request.on("end", () => {
+      const body = Buffer.concat(chunks).toString("utf8");
+      let batch: Record<string, unknown>[] = [];
+      try {
+        batch = (JSON.parse(body) as { batch: Record<string, unknown>[] }).batch;
+      } catch {
+        batch = [];
+      }
+      capture.requests.push({
+        receivedAtMs: Date.now(),
+        method: request.method ?? "",
+        url: request.url ?? "",
+        headers: request.headers,
+        body,
+        batch,
+      });
+      if (capture.mode === "hang") {
+        hanging.add(response);
+        response.on("close", () => {
+          hanging.delete(response);
+          capture.open--;
+        });
+        return;
+      }
+      capture.open--;
+      if (capture.mode === "fail500") {
+        response.writeHead(500, { "content-type": "application/json" }).end('{"error":"internal error"}');
+      } else {
+        response.writeHead(202).end();
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  capture.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return capture;
+}
+
+/** Every payload must pass the shared wire schema the worker validates with (SPEC §1.2). */
+export function invalidPayloads(payloads: Record<string, unknown>[]): { payload: unknown; issues: string }[] {
+  const bad: { payload: unknown; issues: string }[] = [];
+  for (const payload of payloads) {
+    const parsed = payloadSchema.safeParse(payload);
+    if (!parsed.success) bad.push({ payload, issues: JSON.stringify(parsed.error.issues) });
+  }
+  return bad;
+}
