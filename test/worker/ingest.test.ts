@@ -260,6 +260,16 @@ describe("what is stored", () => {
     expect(rows.agreements[0]).toMatchObject({ field: "order_total", tool_a: "search_orders", tool_b: "get_order", agreed: 0, window_ms: 300_000 });
   });
 
+  it("stores a lone surrogate as U+FFFD, so one session id never names two rows", async () => {
+    const p = await createProject();
+    const body = `{"batch":[${JSON.stringify(callPayload({ tool_name: "a", session_id: "s_1" })).replace('"a"', '"a\\ud800b"').replace('"s_1"', '"s_\\udc00"')},` +
+      `${JSON.stringify(callPayload({ tool_name: "emoji 😀", session_id: "s_\ufffd" }))}]}`;
+    expect((await postIngest(body, { key: p.ingest_key })).status).toBe(202);
+    const rows = await storedRows(p.project_id);
+    expect(rows.calls.map((r) => r.tool_name)).toEqual(["a\ufffdb", "emoji 😀"]);
+    expect(rows.sessions.map((r) => r.session_id)).toEqual(["s_\ufffd"]);
+  });
+
   it("keeps fractional milliseconds of started_at", async () => {
     const p = await createProject();
     const base = new Date(Date.now() - 60_000);

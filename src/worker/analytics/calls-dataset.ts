@@ -2,7 +2,9 @@
 // One data point stands for `calls` tool calls of one (tool, client): a single call when the batch
 // fits the platform's 250 writes per invocation, an aggregate of the excess otherwise. Every slot
 // is a count or a sum, so SUM(_sample_interval * slot) is right for any mix of the two.
+// Names are stored in their well-formed UTF-16 form, as D1 stores them.
 // Append-only: a slot, once shipped, keeps its meaning forever (queries in the wild read it).
+import { wellFormed } from "../db/raw-writes.ts";
 
 /** Platform limit: writeDataPoint calls per Worker invocation. */
 export const MAX_DATA_POINTS_PER_INVOCATION = 250;
@@ -91,14 +93,16 @@ export function callDataPoints(
     groups = calls.map((call) => {
       const counters = emptyCounters();
       addCall(counters, call);
-      return { tool_name: call.tool_name, client_name: call.client_name, counters };
+      return { tool_name: wellFormed(call.tool_name), client_name: wellFormed(call.client_name), counters };
     });
   } else {
     const byKey = new Map<string, Group>();
     for (const call of calls) {
-      const key = JSON.stringify([call.tool_name, call.client_name]);
+      const toolName = wellFormed(call.tool_name);
+      const clientName = wellFormed(call.client_name);
+      const key = JSON.stringify([toolName, clientName]);
       let group = byKey.get(key);
-      if (!group) byKey.set(key, (group = { tool_name: call.tool_name, client_name: call.client_name, counters: emptyCounters() }));
+      if (!group) byKey.set(key, (group = { tool_name: toolName, client_name: clientName, counters: emptyCounters() }));
       addCall(group.counters, call);
     }
     groups = [...byKey.values()];

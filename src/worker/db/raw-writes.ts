@@ -21,6 +21,20 @@ type AgreementPayload = Extract<Payload, { type: "agreement" }>;
  */
 const MAX_BOUND_JSON_CHARS = 1_000_000;
 
+/**
+ * The text as D1 can store it: a lone UTF-16 surrogate (JSON allows "\ud800"; UTF-8 cannot encode
+ * it) becomes U+FFFD, as TextEncoder would write it, instead of being mangled into three
+ * replacement characters by SQLite's JSON functions. Two names that differ only there become one.
+ */
+export function wellFormed(text: string): string {
+  return /[\ud800-\udfff]/.test(text) ? text.replace(/\p{Cs}/gu, "\ufffd") : text;
+}
+
+/** Like wellFormed, for the nullable optional fields. */
+function wellFormedOrNull(text: string | null): string | null {
+  return text === null ? null : wellFormed(text);
+}
+
 export type BatchRows = {
   calls: CallPayload[];
   startups: StartupPayload[];
@@ -95,15 +109,17 @@ export function sessionsOfBatch(payloads: readonly Payload[], receivedAtMs: numb
   for (const payload of payloads) {
     if (payload.type === "agreement") continue;
     const atMs = payload.type === "call" ? payload.started_at_ms : receivedAtMs;
-    const seen = sessions.get(payload.session_id);
+    // Keyed on the stored form, so one upsert never names the same row twice.
+    const sessionId = wellFormed(payload.session_id);
+    const seen = sessions.get(sessionId);
     if (!seen) {
-      sessions.set(payload.session_id, { first_seen_ms: atMs, last_seen_ms: atMs, client_name: payload.client_name });
+      sessions.set(sessionId, { first_seen_ms: atMs, last_seen_ms: atMs, client_name: wellFormed(payload.client_name) });
       continue;
     }
     seen.first_seen_ms = Math.min(seen.first_seen_ms, atMs);
     if (atMs >= seen.last_seen_ms) {
       seen.last_seen_ms = atMs;
-      seen.client_name = payload.client_name;
+      seen.client_name = wellFormed(payload.client_name);
     }
   }
   return sessions;
@@ -130,9 +146,9 @@ export function batchStatements(
   add(
     INSERT_CALLS_SQL,
     rows.calls.map((c) => [
-      c.session_id,
-      c.client_name,
-      c.tool_name,
+      wellFormed(c.session_id),
+      wellFormed(c.client_name),
+      wellFormed(c.tool_name),
       c.started_at_ms,
       c.duration_ms,
       c.outcome,
@@ -145,14 +161,14 @@ export function batchStatements(
   add(
     INSERT_STARTUPS_SQL,
     rows.startups.map((s) => [
-      s.session_id,
-      s.client_name,
-      s.sdk,
-      s.mcp_sdk_version,
+      wellFormed(s.session_id),
+      wellFormed(s.client_name),
+      wellFormedOrNull(s.sdk),
+      wellFormedOrNull(s.mcp_sdk_version),
       s.transport,
-      s.protocol_version,
+      wellFormedOrNull(s.protocol_version),
       s.tools.map((t) => ({
-        name: t.name,
+        name: wellFormed(t.name),
         schema_bytes: t.schema_bytes,
         schema_hash: t.schema_hash,
         description_hash: t.description_hash,
@@ -164,16 +180,16 @@ export function batchStatements(
             }
           : null,
       })),
-      s.agree_declared.map((d) => ({ field: d.field, tools: [...d.tools] })),
+      s.agree_declared.map((d) => ({ field: wellFormed(d.field), tools: d.tools.map(wellFormed) })),
     ]),
   );
   add(
     INSERT_AGREEMENTS_SQL,
     rows.agreements.map((a) => [
-      a.session_id,
-      a.field,
-      a.tool_a,
-      a.tool_b,
+      wellFormed(a.session_id),
+      wellFormed(a.field),
+      wellFormed(a.tool_a),
+      wellFormed(a.tool_b),
       a.agreed ? 1 : 0,
       a.checked_at_ms,
       a.window_ms,
