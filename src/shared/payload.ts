@@ -75,9 +75,9 @@ function describeIssue(issue: z.core.$ZodIssue | undefined, item: unknown): stri
 }
 
 function describeProblem(issue: z.core.$ZodIssue, item: unknown): string {
+  if (valueAt(item, issue.path) === undefined) return "missing";
   switch (issue.code) {
     case "invalid_type":
-      if (valueAt(item, issue.path) === undefined) return "missing";
       return issue.expected === "int" ? "not a whole number" : "wrong type";
     case "too_big":
       if (issue.origin === "array") return "too many entries";
