@@ -1,0 +1,66 @@
+#!/usr/bin/env node
+// `npm run dev [-- wrangler dev options]`: the worker on 127.0.0.1:8787 with a ready local D1.
+// 1. applies schema.sql to the local D1 (every statement is IF NOT EXISTS, so it is idempotent);
+// 2. creates .dev.vars with a random ADMIN_TOKEN unless one is already set there;
+// 3. prints how to create a project;
+// 4. runs `wrangler dev` with the scheduled handler reachable (--test-scheduled). Extra arguments
+//    pass through: `npm run dev -- --port 8788`.
+import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync, appendFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const wrangler = join(root, "node_modules", "wrangler", "bin", "wrangler.js");
+const extraArgs = process.argv.slice(2);
+
+function hasOption(name) {
+  return extraArgs.some((arg) => arg === name || arg.startsWith(`${name}=`));
+}
+
+function optionValue(name, fallback) {
+  const i = extraArgs.findIndex((arg) => arg === name || arg.startsWith(`${name}=`));
+  if (i < 0) return fallback;
+  return extraArgs[i].includes("=") ? extraArgs[i].split("=")[1] : extraArgs[i + 1] ?? fallback;
+}
+
+// 1. Schema.
+console.log("Applying schema.sql to the local D1 …");
+const applied = spawnSync(process.execPath, [wrangler, "d1", "execute", "DB", "--local", "--file", "schema.sql", "--yes"], {
+  cwd: root,
+  stdio: ["ignore", "ignore", "inherit"],
+});
+if (applied.status !== 0) {
+  console.error("Could not apply schema.sql to the local D1 (see the error above).");
+  process.exit(applied.status ?? 1);
+}
+
+// 2. Admin token.
+const devVarsPath = join(root, ".dev.vars");
+const devVars = existsSync(devVarsPath) ? readFileSync(devVarsPath, "utf8") : "";
+if (!/^ADMIN_TOKEN\s*=/m.test(devVars)) {
+  const token = randomBytes(24).toString("base64url");
+  const line = `ADMIN_TOKEN="${token}"\n`;
+  if (devVars === "") writeFileSync(devVarsPath, line, { mode: 0o600 });
+  else appendFileSync(devVarsPath, (devVars.endsWith("\n") ? "" : "\n") + line);
+  console.log("Wrote a new random ADMIN_TOKEN to .dev.vars.");
+}
+
+// 3. What next.
+const port = optionValue("--port", "8787");
+const ip = optionValue("--ip", "127.0.0.1");
+console.log(`
+Worker: http://${ip}:${port}
+Create a project (prints its ingest and read keys), in another terminal:
+  npm run project:create -- "my server"${port === "8787" ? "" : ` --port ${port}`}
+`);
+
+// 4. Serve. The defaults come first so that options passed through are the ones that count.
+const args = [wrangler, "dev", "--test-scheduled"];
+if (!hasOption("--ip")) args.push("--ip", "127.0.0.1");
+if (!hasOption("--port")) args.push("--port", "8787");
+args.push(...extraArgs);
+const child = spawn(process.execPath, args, { cwd: root, stdio: "inherit" });
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
+child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
