@@ -41,7 +41,13 @@ CREATE TABLE IF NOT EXISTS raw_calls (
   args_hash TEXT NOT NULL,
   -- Latency histogram bucket of duration_ms (src/worker/histogram.ts), computed at ingest.
   duration_bucket INTEGER NOT NULL,
-  received_at_ms INTEGER NOT NULL
+  received_at_ms INTEGER NOT NULL,
+  -- Derived by the rollup (NULL until rolled up), SPEC §2.2/§2.4: whether this call is a retry of
+  -- its predecessor / was retried by its successor in its (session, tool) sequence, and the tool of
+  -- the session's very next call (NULL when there is none).
+  is_retry INTEGER,
+  was_retried INTEGER,
+  next_tool_name TEXT
 );
 
 CREATE TABLE IF NOT EXISTS raw_startups (
@@ -203,4 +209,35 @@ CREATE TABLE IF NOT EXISTS agreement_declarations (
 CREATE TABLE IF NOT EXISTS rollup_state (
   name TEXT PRIMARY KEY,
   value INTEGER NOT NULL
+);
+
+-- Rollup lookups (src/worker/rollup): a call's neighbours in its (session, tool) sequence and in
+-- its session, ordered by (started_at, receive order) as SPEC §2.2/§2.4 say; and the calls of
+-- one project-hour, which the rollup re-aggregates.
+CREATE INDEX IF NOT EXISTS raw_calls_by_session_tool
+  ON raw_calls (project_id, session_id, tool_name, started_at_ms, call_seq);
+CREATE INDEX IF NOT EXISTS raw_calls_by_session
+  ON raw_calls (project_id, session_id, started_at_ms, call_seq);
+CREATE INDEX IF NOT EXISTS raw_calls_by_hour
+  ON raw_calls (project_id, started_at_ms);
+-- Pair counts that a late call moved to another pair drop to 0 and are deleted through this.
+CREATE INDEX IF NOT EXISTS tool_pair_days_emptied ON tool_pair_days (pair_count) WHERE pair_count = 0;
+
+-- Rollup scratch space, filled and emptied inside one D1 batch (one transaction), so it is
+-- always empty between batches. `rollup_chunk_calls` holds the calls whose derived columns are
+-- recomputed in the current chunk: the new calls and their neighbours.
+CREATE TABLE IF NOT EXISTS rollup_chunk_calls (
+  call_seq INTEGER PRIMARY KEY,
+  is_new INTEGER NOT NULL,
+  is_retry INTEGER,
+  was_retried INTEGER,
+  next_tool_name TEXT
+);
+CREATE TABLE IF NOT EXISTS rollup_chunk_hours (
+  project_id TEXT NOT NULL,
+  hour_start_ms INTEGER NOT NULL,
+  PRIMARY KEY (project_id, hour_start_ms)
+);
+CREATE TABLE IF NOT EXISTS rollup_chunk_startups (
+  startup_seq INTEGER PRIMARY KEY
 );

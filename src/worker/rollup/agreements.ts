@@ -1,0 +1,38 @@
+// Folds one chunk of agreement verdicts into checks and disagreements per (project, UTC day of
+// checked_at, field, tool_a, tool_b), SPEC §2.5, as ONE D1 batch. The counts are added in the same
+// transaction that moves the `agreements_seq` watermark past the chunk, so each verdict counts
+// exactly once and the sums survive raw retention.
+import { AGREEMENTS_WATERMARK, stateValueSql } from "./state.ts";
+import { dayStartSql } from "./time.ts";
+
+const watermark = stateValueSql(AGREEMENTS_WATERMARK);
+/** The chunk: the next ?1 verdicts above the watermark (the same rows in each statement of the batch). */
+const chunk = `(SELECT * FROM raw_agreements WHERE agreement_seq > ${watermark} ORDER BY agreement_seq LIMIT ?1)`;
+
+const SQL = {
+  addVerdicts: `INSERT INTO agreement_days (project_id, day_start_ms, field, tool_a, tool_b, checks, disagreements)
+    SELECT project_id, ${dayStartSql("checked_at_ms")} AS day_start_ms, field, tool_a, tool_b, COUNT(*), SUM(agreed = 0)
+    FROM ${chunk} WHERE true
+    GROUP BY project_id, day_start_ms, field, tool_a, tool_b
+    ON CONFLICT (project_id, day_start_ms, field, tool_a, tool_b) DO UPDATE SET
+      checks = checks + excluded.checks, disagreements = disagreements + excluded.disagreements`,
+
+  advanceWatermark: `INSERT INTO rollup_state (name, value)
+    SELECT '${AGREEMENTS_WATERMARK}', top FROM (SELECT MAX(agreement_seq) AS top FROM ${chunk}) WHERE top IS NOT NULL
+    ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+
+  report: `SELECT EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${watermark}) AS more`,
+} as const;
+
+export const AGREEMENT_CHUNK_STATEMENTS = 3;
+
+export async function rollupAgreementChunk(db: D1Database, chunkAgreements: number): Promise<{ more: number }> {
+  const results = await db.batch([
+    db.prepare(SQL.addVerdicts).bind(chunkAgreements),
+    db.prepare(SQL.advanceWatermark).bind(chunkAgreements),
+    db.prepare(SQL.report),
+  ]);
+  const report = results[2]?.results?.[0] as { more: number } | undefined;
+  if (!report) throw new Error("rollup: agreements chunk returned no report");
+  return report;
+}

@@ -1,0 +1,27 @@
+// The cron entry of the rollup module: dispatches on the trigger (wrangler.toml [triggers]).
+// Time comes from `controller.scheduledTime`, never the wall clock, so runs are reproducible.
+import type { Env } from "../env.ts";
+import { parseRetentionDays, runRetention } from "./retention.ts";
+import { runRollup } from "./run.ts";
+
+export const ROLLUP_CRON = "*/5 * * * *";
+export const RETENTION_CRON = "30 3 * * *";
+
+export { runRollup, DEFAULT_ROLLUP_OPTIONS, type RollupOptions, type RollupRunReport } from "./run.ts";
+export { runRetention, parseRetentionDays, retentionCutoffMs, type RetentionOptions, type RetentionReport } from "./retention.ts";
+export { AS_OF, CALLS_WATERMARK } from "./state.ts";
+
+export async function handleScheduled(controller: ScheduledController, env: Env): Promise<void> {
+  const now = controller.scheduledTime;
+  if (controller.cron === RETENTION_CRON) {
+    const r = await runRetention(env.DB, now, { retentionDays: parseRetentionDays(env.RAW_RETENTION_DAYS) });
+    console.log(JSON.stringify({ event: "retention", ...r }));
+    return;
+  }
+  if (controller.cron !== ROLLUP_CRON) {
+    console.error(JSON.stringify({ event: "unknown_cron", cron: controller.cron }));
+    return;
+  }
+  const r = await runRollup(env.DB, now);
+  console.log(JSON.stringify({ event: "rollup", ...r }));
+}

@@ -1,0 +1,112 @@
+// The daily raw-row retention (`30 3 * * *`, SPEC §2.6): raw rows older than RAW_RETENTION_DAYS
+// (default 30, never under 8) are deleted in bounded chunks; counters are kept forever.
+//
+// What it never deletes (docs/metrics.md, "Retention"):
+// - a row above its rollup watermark (not folded in yet);
+// - a call a future rollup may still need. Ingest accepts calls up to 7 days old and a call lasts
+//   at most 1 day (SPEC §1.2), so a call that a newly arriving call could retry or be retried by
+//   starts at most 8 days + 30 s before now; the cutoff is at least 8 days + 1 hour back and
+//   hour-aligned, so every hour a rollup re-aggregates is whole;
+// - the latest call of each session before the cutoff: a new call's session predecessor can be
+//   any distance back (tool pairs have no time window, SPEC §2.4), so that call stays to carry
+//   the pair (one row per session at most).
+import { AGREEMENTS_WATERMARK, CALLS_WATERMARK, RAW_KEPT_FROM, STARTUPS_WATERMARK, stateValueSql } from "./state.ts";
+import { DAY_MS, HOUR_MS, hourStartMs } from "./time.ts";
+
+export const DEFAULT_RAW_RETENTION_DAYS = 30;
+/** SPEC §2.6: late payloads up to 7 days old are accepted, so raw rows stay at least 8 days. */
+export const MIN_RAW_RETENTION_DAYS = 8;
+
+export interface RetentionOptions {
+  /** RAW_RETENTION_DAYS; clamped to at least 8, default 30. */
+  retentionDays?: number;
+  /** D1 statements one invocation may run. Default 45 (under the Free plan's 50). */
+  maxQueries?: number;
+  /** Rows per DELETE statement. Default 20,000. */
+  chunkRows?: number;
+}
+
+export interface RetentionReport {
+  cutoffMs: number;
+  deletedCalls: number;
+  deletedStartups: number;
+  deletedAgreements: number;
+  queries: number;
+  caughtUp: boolean;
+}
+
+/** RAW_RETENTION_DAYS from the environment: a whole number of days, at least 8; default 30. */
+export function parseRetentionDays(raw: string | undefined): number {
+  const n = raw === undefined || raw.trim() === "" ? NaN : Number(raw);
+  if (!Number.isFinite(n)) return DEFAULT_RAW_RETENTION_DAYS;
+  return Math.max(MIN_RAW_RETENTION_DAYS, Math.floor(n));
+}
+
+/** Raw calls starting before this may be deleted: `days` back, one more hour, floored to the hour. */
+export function retentionCutoffMs(scheduledTimeMs: number, retentionDays: number): number {
+  const days = Math.max(MIN_RAW_RETENTION_DAYS, retentionDays);
+  return hourStartMs(scheduledTimeMs - days * DAY_MS - HOUR_MS);
+}
+
+const SQL = {
+  // Written before anything is deleted: the rollup freezes the flags of calls before it.
+  keptFrom: `INSERT INTO rollup_state (name, value) VALUES ('${RAW_KEPT_FROM}', ?1)
+    ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value)`,
+
+  deleteCalls: `DELETE FROM raw_calls WHERE call_seq IN (
+    SELECT x.call_seq FROM raw_calls x
+    WHERE x.project_id IN (SELECT DISTINCT project_id FROM sessions)
+      AND x.started_at_ms < ?1 AND x.call_seq <= ${stateValueSql(CALLS_WATERMARK)}
+      AND EXISTS (SELECT 1 FROM raw_calls y
+        WHERE y.project_id = x.project_id AND y.session_id = x.session_id
+          AND (y.started_at_ms, y.call_seq) > (x.started_at_ms, x.call_seq)
+          AND y.started_at_ms < ?1 AND y.call_seq <= ${stateValueSql(CALLS_WATERMARK)})
+    LIMIT ?2)`,
+
+  // Startups and verdicts are folded in by increments (never re-read), so only the watermark
+  // matters. Receive order follows *_seq: delete the run of seqs before the first young row.
+  deleteStartups: `DELETE FROM raw_startups WHERE startup_seq IN (
+    SELECT startup_seq FROM raw_startups
+    WHERE startup_seq <= ${stateValueSql(STARTUPS_WATERMARK)}
+      AND startup_seq < COALESCE((SELECT startup_seq FROM raw_startups WHERE received_at_ms >= ?1 ORDER BY startup_seq LIMIT 1), 9e18)
+    ORDER BY startup_seq LIMIT ?2)`,
+
+  deleteAgreements: `DELETE FROM raw_agreements WHERE agreement_seq IN (
+    SELECT agreement_seq FROM raw_agreements
+    WHERE agreement_seq <= ${stateValueSql(AGREEMENTS_WATERMARK)}
+      AND agreement_seq < COALESCE((SELECT agreement_seq FROM raw_agreements WHERE received_at_ms >= ?1 ORDER BY agreement_seq LIMIT 1), 9e18)
+    ORDER BY agreement_seq LIMIT ?2)`,
+} as const;
+
+export async function runRetention(db: D1Database, scheduledTimeMs: number, options: RetentionOptions = {}): Promise<RetentionReport> {
+  const retentionDays = options.retentionDays ?? DEFAULT_RAW_RETENTION_DAYS;
+  const maxQueries = options.maxQueries ?? 45;
+  const chunkRows = options.chunkRows ?? 20_000;
+  const cutoffMs = retentionCutoffMs(scheduledTimeMs, retentionDays);
+  const report: RetentionReport = { cutoffMs, deletedCalls: 0, deletedStartups: 0, deletedAgreements: 0, queries: 0, caughtUp: false };
+
+  await db.prepare(SQL.keptFrom).bind(cutoffMs).run();
+  report.queries += 1;
+
+  const streams = [
+    { sql: SQL.deleteCalls, key: "deletedCalls" },
+    { sql: SQL.deleteStartups, key: "deletedStartups" },
+    { sql: SQL.deleteAgreements, key: "deletedAgreements" },
+  ] as const;
+  let unfinished = false;
+  for (const stream of streams) {
+    for (;;) {
+      if (report.queries >= maxQueries) {
+        unfinished = true;
+        break;
+      }
+      const result = await db.prepare(stream.sql).bind(cutoffMs, chunkRows).run();
+      report.queries += 1;
+      const deleted = result.meta.changes ?? 0;
+      report[stream.key] += deleted;
+      if (deleted < chunkRows) break;
+    }
+  }
+  report.caughtUp = !unfinished;
+  return report;
+}

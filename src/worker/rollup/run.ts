@@ -1,0 +1,107 @@
+// One rollup invocation (the `*/5 * * * *` cron, SPEC §2.6): folds new startups, agreement
+// verdicts and calls in bounded chunks until caught up or out of query budget, then records
+// `as_of`. Whatever is left waits for the next run; each chunk is its own transaction behind its
+// watermark, so nothing is lost or counted twice when an invocation stops (or dies) half-way.
+import { AGREEMENT_CHUNK_STATEMENTS, rollupAgreementChunk } from "./agreements.ts";
+import { CALL_CHUNK_STATEMENTS, rollupCallChunk } from "./calls.ts";
+import { AGREEMENTS_WATERMARK, AS_OF, CALLS_WATERMARK, STARTUPS_WATERMARK, stateValueSql } from "./state.ts";
+import { STARTUP_CHUNK_STATEMENTS, rollupStartupChunk } from "./startups.ts";
+
+export interface RollupOptions {
+  /**
+   * D1 statements one invocation may run (each statement of a batch counted as one). Default 45:
+   * under the 50 queries per invocation of the Workers Free plan (1,000 on Paid).
+   */
+  maxQueries?: number;
+  /** New calls per chunk (one transaction). Default 10,000. */
+  chunkCalls?: number;
+  /** New startups per chunk; each lists up to 500 tools (SPEC §1.2). Default 200. */
+  chunkStartups?: number;
+  /** New agreement verdicts per chunk. Default 10,000. */
+  chunkAgreements?: number;
+}
+
+export const DEFAULT_ROLLUP_OPTIONS: Required<RollupOptions> = {
+  maxQueries: 45,
+  chunkCalls: 10_000,
+  chunkStartups: 200,
+  chunkAgreements: 10_000,
+};
+
+export interface RollupRunReport {
+  /** D1 statements this invocation ran. */
+  queries: number;
+  newCalls: number;
+  recomputedCalls: number;
+  dirtyHours: number;
+  newStartups: number;
+  /** False when work was left for the next run. */
+  caughtUp: boolean;
+}
+
+const PENDING_SQL = `SELECT
+  EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > ${stateValueSql(CALLS_WATERMARK)}) AS calls,
+  EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${stateValueSql(STARTUPS_WATERMARK)}) AS startups,
+  EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)}) AS agreements`;
+
+/** The first payload not folded in yet of one stream: everything received before it is in. */
+const firstPendingReceivedSql = (table: string, seq: string, watermarkName: string) =>
+  `COALESCE((SELECT received_at_ms - 1 FROM ${table} WHERE ${seq} > ${stateValueSql(watermarkName)} ORDER BY ${seq} LIMIT 1), ?1)`;
+
+// SPEC §2.6 as_of = the time the data is complete up to: the run's scheduled time when caught up,
+// else just before the earliest-received payload still pending (receive order follows *_seq).
+// It never moves backwards.
+const AS_OF_SQL = `INSERT INTO rollup_state (name, value)
+  SELECT '${AS_OF}', MAX(${stateValueSql(AS_OF)}, MIN(?1,
+    ${firstPendingReceivedSql("raw_calls", "call_seq", CALLS_WATERMARK)},
+    ${firstPendingReceivedSql("raw_startups", "startup_seq", STARTUPS_WATERMARK)},
+    ${firstPendingReceivedSql("raw_agreements", "agreement_seq", AGREEMENTS_WATERMARK)}))
+  WHERE true
+  ON CONFLICT (name) DO UPDATE SET value = excluded.value`;
+
+export async function runRollup(db: D1Database, scheduledTimeMs: number, options: RollupOptions = {}): Promise<RollupRunReport> {
+  const o = { ...DEFAULT_ROLLUP_OPTIONS, ...options };
+  const report: RollupRunReport = { queries: 0, newCalls: 0, recomputedCalls: 0, dirtyHours: 0, newStartups: 0, caughtUp: false };
+  // The probe and the as_of write are always made.
+  if (o.maxQueries < 2) throw new Error("rollup: maxQueries must be at least 2");
+  const pendingRow = await db.prepare(PENDING_SQL).first<{ calls: number; startups: number; agreements: number }>();
+  report.queries += 1;
+  const pending = { startups: !!pendingRow?.startups, agreements: !!pendingRow?.agreements, calls: !!pendingRow?.calls };
+  let budget = o.maxQueries - 2;
+
+  // Round-robin over the streams so a backlog in one never starves the others.
+  for (;;) {
+    let ran = false;
+    if (pending.startups && budget >= STARTUP_CHUNK_STATEMENTS) {
+      const r = await rollupStartupChunk(db, o.chunkStartups);
+      budget -= STARTUP_CHUNK_STATEMENTS;
+      report.queries += STARTUP_CHUNK_STATEMENTS;
+      report.newStartups += r.new_startups;
+      pending.startups = !!r.more;
+      ran = true;
+    }
+    if (pending.agreements && budget >= AGREEMENT_CHUNK_STATEMENTS) {
+      const r = await rollupAgreementChunk(db, o.chunkAgreements);
+      budget -= AGREEMENT_CHUNK_STATEMENTS;
+      report.queries += AGREEMENT_CHUNK_STATEMENTS;
+      pending.agreements = !!r.more;
+      ran = true;
+    }
+    if (pending.calls && budget >= CALL_CHUNK_STATEMENTS) {
+      const r = await rollupCallChunk(db, o.chunkCalls);
+      budget -= CALL_CHUNK_STATEMENTS;
+      report.queries += CALL_CHUNK_STATEMENTS;
+      report.newCalls += r.new_calls;
+      report.recomputedCalls += r.recomputed_calls;
+      report.dirtyHours += r.dirty_hours;
+      pending.calls = !!r.more;
+      ran = true;
+    }
+    if (!ran) break;
+  }
+
+  await db.prepare(AS_OF_SQL).bind(scheduledTimeMs).run();
+  report.queries += 1;
+  report.caughtUp = !pending.calls && !pending.startups && !pending.agreements;
+  return report;
+}

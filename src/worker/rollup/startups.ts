@@ -1,0 +1,112 @@
+// Folds one chunk of new startups (SPEC §2.4, §2.5) as ONE D1 batch: the registered tool list
+// (the project's most recently received startup wins), every tool version seen, the declared
+// agreement fields, and each session's schema bytes (its latest startup).
+//
+// "Most recently received" is the highest startup_seq. A chunk holds the startups just above the
+// `startups_seq` watermark, so the highest one per project (or session) in the chunk is the
+// highest overall: replacing with it is exact and idempotent.
+
+import { STARTUPS_WATERMARK, stateValueSql } from "./state.ts";
+
+const watermark = stateValueSql(STARTUPS_WATERMARK);
+
+/** The chunk's startups joined to their rows, with each tool entry of their list. */
+const chunkTools = `rollup_chunk_startups s JOIN raw_startups r ON r.startup_seq = s.startup_seq, json_each(r.tools_json) AS t`;
+
+const SQL = {
+  takeNewStartups: `INSERT INTO rollup_chunk_startups (startup_seq)
+    SELECT startup_seq FROM raw_startups WHERE startup_seq > ${watermark} ORDER BY startup_seq LIMIT ?1`,
+
+  deleteReplacedTools: `DELETE FROM registered_tools WHERE project_id IN
+    (SELECT DISTINCT r.project_id FROM rollup_chunk_startups s JOIN raw_startups r ON r.startup_seq = s.startup_seq)`,
+
+  // A list naming one tool twice keeps its last entry (rows are inserted in list order).
+  insertRegisteredTools: `INSERT OR REPLACE INTO registered_tools (project_id, tool_name, schema_bytes, schema_hash,
+      description_hash, description_norm, requires_authorization, requires_verified_identity, startup_seq)
+    SELECT r.project_id, json_extract(t.value, '$.name'), json_extract(t.value, '$.schema_bytes'),
+      json_extract(t.value, '$.schema_hash'), json_extract(t.value, '$.description_hash'),
+      json_extract(t.value, '$.description_norm'),
+      COALESCE(json_extract(t.value, '$.policy.requires_authorization'), 0),
+      COALESCE(json_extract(t.value, '$.policy.requires_verified_identity'), 0),
+      r.startup_seq
+    FROM raw_startups r, json_each(r.tools_json) AS t
+    WHERE r.startup_seq IN (
+      SELECT MAX(s.startup_seq) FROM rollup_chunk_startups s JOIN raw_startups r2 ON r2.startup_seq = s.startup_seq
+      GROUP BY r2.project_id)
+    ORDER BY r.startup_seq, t.key`,
+
+  // Every distinct (schema_hash, description_hash) per tool ('' stands for an absent hash), with
+  // first/last receive time and how many startups listed it: churn and convergence (SPEC §2.5)
+  // read from here. Counts are added in the watermark's transaction (exactly once); the
+  // description_norm is the latest startup's.
+  upsertToolVersions: `INSERT INTO tool_versions (project_id, tool_name, schema_hash, description_hash, description_norm,
+      first_seen_ms, last_seen_ms, startups)
+    SELECT project_id, tool_name, schema_hash, description_hash, MAX(latest_norm), MIN(received_at_ms), MAX(received_at_ms),
+      COUNT(DISTINCT startup_seq)
+    FROM (
+      SELECT r.project_id, r.startup_seq, r.received_at_ms, json_extract(t.value, '$.name') AS tool_name,
+        COALESCE(json_extract(t.value, '$.schema_hash'), '') AS schema_hash,
+        COALESCE(json_extract(t.value, '$.description_hash'), '') AS description_hash,
+        FIRST_VALUE(json_extract(t.value, '$.description_norm')) OVER (
+          PARTITION BY r.project_id, json_extract(t.value, '$.name'),
+            COALESCE(json_extract(t.value, '$.schema_hash'), ''), COALESCE(json_extract(t.value, '$.description_hash'), '')
+          ORDER BY r.startup_seq DESC, t.key DESC) AS latest_norm
+      FROM ${chunkTools}
+    ) WHERE true
+    GROUP BY project_id, tool_name, schema_hash, description_hash
+    ON CONFLICT (project_id, tool_name, schema_hash, description_hash) DO UPDATE SET
+      description_norm = excluded.description_norm,
+      first_seen_ms = MIN(first_seen_ms, excluded.first_seen_ms),
+      last_seen_ms = MAX(last_seen_ms, excluded.last_seen_ms),
+      startups = startups + excluded.startups`,
+
+  upsertDeclarations: `INSERT INTO agreement_declarations (project_id, field, tool_name, last_declared_ms)
+    SELECT r.project_id, json_extract(d.value, '$.field'), n.value, MAX(r.received_at_ms)
+    FROM rollup_chunk_startups s JOIN raw_startups r ON r.startup_seq = s.startup_seq,
+      json_each(r.agree_declared_json) AS d, json_each(d.value, '$.tools') AS n
+    WHERE true
+    GROUP BY r.project_id, json_extract(d.value, '$.field'), n.value
+    ON CONFLICT (project_id, field, tool_name) DO UPDATE SET
+      last_declared_ms = MAX(last_declared_ms, excluded.last_declared_ms)`,
+
+  // SPEC §2.4: a session's schema bytes are the sum of its latest startup's schema_bytes. If ingest
+  // has not created the session row yet it is created as ingest would (seen at receive time).
+  setSessionSchemaBytes: `INSERT INTO sessions (project_id, session_id, first_seen_ms, last_seen_ms, client_name, schema_bytes_sum)
+    SELECT r.project_id, r.session_id, r.received_at_ms, r.received_at_ms, r.client_name,
+      COALESCE((SELECT SUM(json_extract(t.value, '$.schema_bytes')) FROM json_each(r.tools_json) AS t), 0)
+    FROM raw_startups r
+    WHERE r.startup_seq IN (
+      SELECT MAX(s.startup_seq) FROM rollup_chunk_startups s JOIN raw_startups r2 ON r2.startup_seq = s.startup_seq
+      GROUP BY r2.project_id, r2.session_id)
+    ON CONFLICT (project_id, session_id) DO UPDATE SET schema_bytes_sum = excluded.schema_bytes_sum`,
+
+  advanceWatermark: `INSERT INTO rollup_state (name, value)
+    SELECT '${STARTUPS_WATERMARK}', top FROM (SELECT MAX(startup_seq) AS top FROM rollup_chunk_startups) WHERE top IS NOT NULL
+    ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+
+  report: `SELECT (SELECT COUNT(*) FROM rollup_chunk_startups) AS new_startups,
+      EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${watermark}) AS more`,
+
+  clearChunk: `DELETE FROM rollup_chunk_startups`,
+} as const;
+
+export type StartupChunkReport = { new_startups: number; more: number };
+
+export const STARTUP_CHUNK_STATEMENTS = 9;
+
+export async function rollupStartupChunk(db: D1Database, chunkStartups: number): Promise<StartupChunkReport> {
+  const results = await db.batch([
+    db.prepare(SQL.takeNewStartups).bind(chunkStartups),
+    db.prepare(SQL.deleteReplacedTools),
+    db.prepare(SQL.insertRegisteredTools),
+    db.prepare(SQL.upsertToolVersions),
+    db.prepare(SQL.upsertDeclarations),
+    db.prepare(SQL.setSessionSchemaBytes),
+    db.prepare(SQL.advanceWatermark),
+    db.prepare(SQL.report),
+    db.prepare(SQL.clearChunk),
+  ]);
+  const report = results[7]?.results?.[0] as StartupChunkReport | undefined;
+  if (!report) throw new Error("rollup: startups chunk returned no report");
+  return report;
+}

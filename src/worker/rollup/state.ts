@@ -1,0 +1,16 @@
+// Names of the rollup's bookkeeping rows in `rollup_state` (integer values).
+
+/** Highest raw_calls.call_seq folded in. */
+export const CALLS_WATERMARK = "calls_seq";
+/** Highest raw_startups.startup_seq folded in. */
+export const STARTUPS_WATERMARK = "startups_seq";
+/** Highest raw_agreements.agreement_seq folded in. */
+export const AGREEMENTS_WATERMARK = "agreements_seq";
+/** SPEC §2.6 `as_of` (epoch ms): every payload received before it is in the rollup tables. Read by the metrics API. */
+export const AS_OF = "as_of_ms";
+/** Retention may have deleted raw calls that start before this (epoch ms, hour-aligned). */
+export const RAW_KEPT_FROM = "raw_kept_from_ms";
+
+/** SQL reading one state value, `fallback` when the row is absent. */
+export const stateValueSql = (name: string, fallback = 0) =>
+  `COALESCE((SELECT value FROM rollup_state WHERE name = '${name}'), ${fallback})`;

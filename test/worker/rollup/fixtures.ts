@@ -1,0 +1,283 @@
+// Test helpers for the rollup: write raw rows straight into D1 (as ingest would), read every
+// rollup table back in a canonical form, and count D1 statements through a proxy.
+import { durationBucket } from "../../../src/worker/histogram.ts";
+
+export type Outcome = "ok" | "bad_args" | "tool_error" | "crashed";
+
+export interface TestCall {
+  project_id: string;
+  session_id: string;
+  client_name: string;
+  tool_name: string;
+  started_at_ms: number;
+  duration_ms: number;
+  outcome: Outcome;
+  response_bytes: number;
+  is_empty: boolean;
+  args_hash: string;
+}
+
+export interface TestTool {
+  name: string;
+  schema_bytes: number;
+  schema_hash: string | null;
+  description_hash: string | null;
+  description_norm: string | null;
+  policy: { requires_authorization: boolean; requires_verified_identity: boolean } | null;
+}
+
+export interface TestStartup {
+  project_id: string;
+  session_id: string;
+  client_name: string;
+  tools: TestTool[];
+  agree_declared: { field: string; tools: string[] }[];
+}
+
+export interface TestAgreement {
+  project_id: string;
+  session_id: string;
+  field: string;
+  tool_a: string;
+  tool_b: string;
+  agreed: boolean;
+  checked_at_ms: number;
+  window_ms: number;
+}
+
+export type TestPayload =
+  | { type: "call"; call: TestCall }
+  | { type: "startup"; startup: TestStartup }
+  | { type: "agreement"; agreement: TestAgreement };
+
+const TABLES_TO_RESET = [
+  "raw_calls",
+  "raw_startups",
+  "raw_agreements",
+  "sessions",
+  "tool_hour_metrics",
+  "tool_day_metrics",
+  "tool_pair_days",
+  "registered_tools",
+  "tool_versions",
+  "agreement_days",
+  "agreement_declarations",
+  "rollup_state",
+  "rollup_chunk_calls",
+  "rollup_chunk_hours",
+  "rollup_chunk_startups",
+];
+
+export async function resetDb(db: D1Database): Promise<void> {
+  await db.batch(TABLES_TO_RESET.map((t) => db.prepare(`DELETE FROM ${t}`)));
+}
+
+// Sessions are upserted the way ingest does (SPEC §2.4): first/last seen over call starts and
+// startup receive times, client of the latest.
+const UPSERT_SESSION = `INSERT INTO sessions (project_id, session_id, first_seen_ms, last_seen_ms, client_name)
+  VALUES (?1, ?2, ?3, ?3, ?4)
+  ON CONFLICT (project_id, session_id) DO UPDATE SET
+    client_name = CASE WHEN excluded.last_seen_ms >= last_seen_ms THEN excluded.client_name ELSE client_name END,
+    first_seen_ms = MIN(first_seen_ms, excluded.first_seen_ms),
+    last_seen_ms = MAX(last_seen_ms, excluded.last_seen_ms)`;
+
+const INSERT_CALLS = `INSERT INTO raw_calls (project_id, session_id, client_name, tool_name, started_at_ms, duration_ms,
+    outcome, response_bytes, is_empty, args_hash, duration_bucket, received_at_ms)
+  SELECT json_extract(value, '$.project_id'), json_extract(value, '$.session_id'), json_extract(value, '$.client_name'),
+    json_extract(value, '$.tool_name'), json_extract(value, '$.started_at_ms'), json_extract(value, '$.duration_ms'),
+    json_extract(value, '$.outcome'), json_extract(value, '$.response_bytes'), json_extract(value, '$.is_empty'),
+    json_extract(value, '$.args_hash'), json_extract(value, '$.duration_bucket'), ?2
+  FROM json_each(?1) ORDER BY key`;
+
+/**
+ * Writes one received batch of payloads in order, as ingest would: each payload gets the next
+ * *_seq of its table, and all get `receivedAtMs`.
+ */
+export async function deliver(db: D1Database, payloads: TestPayload[], receivedAtMs: number): Promise<void> {
+  const statements: D1PreparedStatement[] = [];
+  let calls: unknown[] = [];
+  const flushCalls = () => {
+    if (calls.length) statements.push(db.prepare(INSERT_CALLS).bind(JSON.stringify(calls), receivedAtMs));
+    calls = [];
+  };
+  for (const p of payloads) {
+    if (p.type === "call") {
+      const c = p.call;
+      calls.push({ ...c, is_empty: c.is_empty ? 1 : 0, duration_bucket: durationBucket(c.duration_ms) });
+      statements.push(db.prepare(UPSERT_SESSION).bind(c.project_id, c.session_id, c.started_at_ms, c.client_name));
+      continue;
+    }
+    flushCalls();
+    if (p.type === "startup") {
+      const s = p.startup;
+      statements.push(
+        db
+          .prepare(
+            `INSERT INTO raw_startups (project_id, session_id, client_name, received_at_ms, tools_json, agree_declared_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
+          )
+          .bind(s.project_id, s.session_id, s.client_name, receivedAtMs, JSON.stringify(s.tools), JSON.stringify(s.agree_declared)),
+        db.prepare(UPSERT_SESSION).bind(s.project_id, s.session_id, receivedAtMs, s.client_name),
+      );
+    } else {
+      const a = p.agreement;
+      statements.push(
+        db
+          .prepare(
+            `INSERT INTO raw_agreements (project_id, session_id, field, tool_a, tool_b, agreed, checked_at_ms, window_ms, received_at_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)`,
+          )
+          .bind(a.project_id, a.session_id, a.field, a.tool_a, a.tool_b, a.agreed ? 1 : 0, a.checked_at_ms, a.window_ms, receivedAtMs),
+      );
+    }
+  }
+  flushCalls();
+  // Keep the call rows in payload order even though session upserts are interleaved.
+  if (statements.length) await db.batch(statements);
+}
+
+export const calls = (list: TestCall[]): TestPayload[] => list.map((call) => ({ type: "call", call }));
+
+/** A call with defaults, for example tests. */
+export function call(over: Partial<TestCall> & Pick<TestCall, "started_at_ms">): TestCall {
+  return {
+    project_id: "p1",
+    session_id: "s1",
+    client_name: "claude",
+    tool_name: "search",
+    duration_ms: 0,
+    outcome: "ok",
+    response_bytes: 10,
+    is_empty: false,
+    args_hash: "aaaa",
+    ...over,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading the rollup tables back, canonically (sorted rows, histograms parsed).
+// ---------------------------------------------------------------------------------------------
+
+export type CounterRow = {
+  project_id: string;
+  start_ms: number;
+  tool_name: string;
+  client_name: string;
+  calls: number;
+  ok: number;
+  empty: number;
+  bad_args: number;
+  tool_error: number;
+  crashed: number;
+  response_bytes_sum: number;
+  duration_ms_sum: number;
+  retries: number;
+  first_call_attempts: number;
+  first_call_ok: number;
+  histogram: Record<string, number>;
+};
+
+export interface RollupSnapshot {
+  hours: CounterRow[];
+  days: CounterRow[];
+  pairs: { project_id: string; day_start_ms: number; client_name: string; from_tool: string; to_tool: string; pair_count: number }[];
+  sessions: { project_id: string; session_id: string; calls: number; response_bytes_sum: number; schema_bytes_sum: number }[];
+  registered: Record<string, unknown>[];
+  versions: Record<string, unknown>[];
+  agreementDays: Record<string, unknown>[];
+  declarations: Record<string, unknown>[];
+}
+
+const COUNTERS =
+  "calls, ok, empty, bad_args, tool_error, crashed, response_bytes_sum, duration_ms_sum, retries, first_call_attempts, first_call_ok";
+
+function sortedHistogram(json: string): Record<string, number> {
+  const h = JSON.parse(json) as Record<string, number>;
+  return Object.fromEntries(Object.keys(h).sort((a, b) => Number(a) - Number(b)).map((k) => [k, h[k]!]));
+}
+
+export async function snapshot(db: D1Database): Promise<RollupSnapshot> {
+  const [hours, days, pairs, sessions, registered, versions, agreementDays, declarations] = await db.batch([
+    db.prepare(`SELECT project_id, hour_start_ms AS start_ms, tool_name, client_name, ${COUNTERS}, duration_histogram_json
+      FROM tool_hour_metrics ORDER BY project_id, hour_start_ms, tool_name, client_name`),
+    db.prepare(`SELECT project_id, day_start_ms AS start_ms, tool_name, client_name, ${COUNTERS}, duration_histogram_json
+      FROM tool_day_metrics ORDER BY project_id, day_start_ms, tool_name, client_name`),
+    db.prepare(`SELECT project_id, day_start_ms, client_name, from_tool, to_tool, pair_count FROM tool_pair_days
+      ORDER BY project_id, day_start_ms, client_name, from_tool, to_tool`),
+    db.prepare(`SELECT project_id, session_id, calls, response_bytes_sum, schema_bytes_sum FROM sessions ORDER BY project_id, session_id`),
+    db.prepare(`SELECT project_id, tool_name, schema_bytes, schema_hash, description_hash, description_norm,
+      requires_authorization, requires_verified_identity FROM registered_tools ORDER BY project_id, tool_name`),
+    db.prepare(`SELECT project_id, tool_name, schema_hash, description_hash, description_norm, first_seen_ms, last_seen_ms, startups
+      FROM tool_versions ORDER BY project_id, tool_name, schema_hash, description_hash`),
+    db.prepare(`SELECT project_id, day_start_ms, field, tool_a, tool_b, checks, disagreements FROM agreement_days
+      ORDER BY project_id, day_start_ms, field, tool_a, tool_b`),
+    db.prepare(`SELECT project_id, field, tool_name, last_declared_ms FROM agreement_declarations ORDER BY project_id, field, tool_name`),
+  ]);
+  const counterRows = (rows: Record<string, unknown>[]) =>
+    rows.map(({ duration_histogram_json, ...rest }) => ({
+      ...(rest as Omit<CounterRow, "histogram">),
+      histogram: sortedHistogram(duration_histogram_json as string),
+    }));
+  return {
+    hours: counterRows(hours!.results as Record<string, unknown>[]),
+    days: counterRows(days!.results as Record<string, unknown>[]),
+    pairs: pairs!.results as RollupSnapshot["pairs"],
+    sessions: sessions!.results as RollupSnapshot["sessions"],
+    registered: registered!.results as Record<string, unknown>[],
+    versions: versions!.results as Record<string, unknown>[],
+    agreementDays: agreementDays!.results as Record<string, unknown>[],
+    declarations: declarations!.results as Record<string, unknown>[],
+  };
+}
+
+/** The hour rows of one (tool, client), or all, as plain counters without the histogram. */
+export async function hourCounters(db: D1Database): Promise<Omit<CounterRow, "histogram">[]> {
+  return (await snapshot(db)).hours.map(({ histogram: _h, ...rest }) => rest);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Counting D1 statements (SPEC-adjacent platform limit: queries per invocation).
+// ---------------------------------------------------------------------------------------------
+
+/** Wraps a D1 binding and counts every statement run, each statement of a batch counted once. */
+export function countingDb(db: D1Database): { db: D1Database; count: () => number } {
+  let n = 0;
+  const real = new WeakMap<object, D1PreparedStatement>();
+  const wrapStatement = (stmt: D1PreparedStatement): D1PreparedStatement => {
+    const proxy = new Proxy(stmt, {
+      get(target, prop) {
+        if (prop === "bind") return (...args: unknown[]) => wrapStatement(target.bind(...args));
+        if (prop === "first" || prop === "run" || prop === "all" || prop === "raw") {
+          return (...args: unknown[]) => {
+            n += 1;
+            return (target[prop] as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        }
+        const v = Reflect.get(target, prop, target);
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    });
+    real.set(proxy, stmt);
+    return proxy;
+  };
+  const proxy = new Proxy(db, {
+    get(target, prop) {
+      if (prop === "prepare") return (sql: string) => wrapStatement(target.prepare(sql));
+      if (prop === "batch") {
+        return (stmts: D1PreparedStatement[]) => {
+          n += stmts.length;
+          return target.batch(stmts.map((s) => real.get(s) ?? s));
+        };
+      }
+      if (prop === "exec") {
+        return (sql: string) => {
+          n += sql.split("\n").filter((l) => l.trim()).length;
+          return target.exec(sql);
+        };
+      }
+      const v = Reflect.get(target, prop, target);
+      return typeof v === "function" ? v.bind(target) : v;
+    },
+  });
+  return { db: proxy, count: () => n };
+}
