@@ -56,6 +56,8 @@ interface CallInProgress {
   startedAtMs: number;
   startedPerfMs: number;
   callback: CallbackRecord | undefined;
+  /** The request's AbortSignal: once aborted, the MCP SDK sends the client nothing. */
+  signal: AbortSignal | undefined;
 }
 
 /**
@@ -447,9 +449,11 @@ function beginCall(state: WatchState, request: unknown, extra: unknown): CallInP
       startedAtMs: Date.now(),
       startedPerfMs: performance.now(),
       callback: undefined,
+      signal: undefined,
     };
+    const signal = signalOf(extra);
+    call.signal = signal as AbortSignal | undefined;
     if (state.shape.kind === "mcp") {
-      const signal = signalOf(extra);
       if (signal) {
         call.callback = { ran: false, status: "pending", result: undefined };
         callbackBySignal.set(signal, call.callback);
@@ -467,8 +471,10 @@ function finishCall(state: WatchState, call: CallInProgress, threw: boolean, res
     const durationMs = Math.min(MAX_DURATION_MS, Math.max(0, Math.round(performance.now() - call.startedPerfMs)));
     const outcome = call.callback ? outcomeOfToolCallback(call.callback, threw, result) : outcomeOfHandler(threw, error, result);
     let responseBytes = 0;
-    if (!threw) {
-      // The JSON of the result as the server sends it; 0 when the client receives an error.
+    const cancelled = call.signal?.aborted === true;
+    if (!threw && !cancelled) {
+      // The JSON of the result as the server sends it; 0 when the client receives an error
+      // instead, or nothing at all (a cancelled request gets no response).
       const json = JSON.stringify(result);
       responseBytes = typeof json === "string" ? utf16Length(json) : 0;
     }

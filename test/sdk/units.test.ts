@@ -1,0 +1,225 @@
+// The SDK's pure parts: is_empty, outcomes, agreement comparison, options, session ids, constants.
+import { describe, expect, test } from "vitest";
+import * as sdk from "../../src/sdk/index.ts";
+import { AgreementTracker, valueAtPath, valueInResult, valuesAgree } from "../../src/sdk/agreement.ts";
+import { DEFAULT_BUFFER_TUNING } from "../../src/sdk/buffer.ts";
+import { isEmptyResult, isEmptyValue } from "../../src/sdk/empty.ts";
+import { resolveOptions, normaliseEndpoint } from "../../src/sdk/options.ts";
+import { outcomeOfHandler, outcomeOfToolCallback } from "../../src/sdk/outcome.ts";
+import { newSessionId } from "../../src/sdk/session.ts";
+import { transportKind } from "../../src/sdk/shapes.ts";
+import packageJson from "../../package.json" with { type: "json" };
+
+describe("the numbers SPEC §4 fixes", () => {
+  test("are the defaults the buffer and transport use", () => {
+    expect(sdk.FLUSH_AT_PAYLOADS).toBe(30);
+    expect(sdk.FLUSH_INTERVAL_MS).toBe(5_000);
+    expect(sdk.MAX_BUFFERED_PAYLOADS).toBe(1_000);
+    expect(sdk.MAX_PAYLOADS_PER_REQUEST).toBe(500);
+    expect(sdk.SEND_TIMEOUT_MS).toBe(10_000);
+    expect(sdk.EXIT_FLUSH_TIMEOUT_MS).toBe(1_000);
+    expect(sdk.DEFAULT_AGREE_WINDOW_MS).toBe(300_000);
+    expect(DEFAULT_BUFFER_TUNING).toEqual({ flushAtPayloads: 30, flushIntervalMs: 5_000, maxBuffered: 1_000, maxPerRequest: 500 });
+  });
+
+  test("the sdk field names this package and its version, within 64 characters", () => {
+    expect(sdk.SDK_ID).toBe(`mcpulse-edge-ts/${packageJson.version}`);
+    expect(sdk.SDK_ID.length).toBeLessThanOrEqual(64);
+  });
+
+  test("the public surface is watch, its option types and the constants", () => {
+    expect(Object.keys(sdk).sort()).toEqual(
+      [
+        "DEFAULT_AGREE_WINDOW_MS",
+        "DEFAULT_ENDPOINT",
+        "EXIT_FLUSH_TIMEOUT_MS",
+        "FLUSH_AT_PAYLOADS",
+        "FLUSH_INTERVAL_MS",
+        "MAX_BUFFERED_PAYLOADS",
+        "MAX_PAYLOADS_PER_REQUEST",
+        "SDK_ID",
+        "SEND_TIMEOUT_MS",
+        "watch",
+      ].sort(),
+    );
+  });
+});
+
+describe("is_empty", () => {
+  const text = (value: string) => ({ content: [{ type: "text", text: value }] });
+  test.each([
+    ["no content parts", { content: [] }, true],
+    ["content missing", {}, true],
+    ["blank text", text("   \n"), true],
+    ["empty text", text(""), true],
+    ["[]", text("[]"), true],
+    ["[ ] with JSON whitespace", text(" [ \n ] "), true],
+    ["{}", text("{}"), true],
+    ['""', text('""'), true],
+    ["null", text("null"), true],
+    ["0 is an answer", text("0"), false],
+    ["false is an answer", text("false"), false],
+    ["prose", text("no results"), false],
+    ['"[]" as a JSON string is an answer', text('"[]"'), false],
+    ["[0]", text("[0]"), false],
+    ['{"count":0}', text('{"count":0}'), false],
+    ["two empty parts", { content: [{ type: "text", text: "" }, { type: "text", text: "" }] }, false],
+    ["one image part", { content: [{ type: "image", data: "", mimeType: "image/png" }] }, false],
+    ["structuredContent {} decides over prose", { ...text("lots of prose"), structuredContent: {} }, true],
+    ["structuredContent [] decides", { ...text("x"), structuredContent: [] }, true],
+    ["structuredContent null decides", { ...text("x"), structuredContent: null }, true],
+    ['structuredContent "" decides', { ...text("x"), structuredContent: "" }, true],
+    ["structuredContent {count: 0} decides over []", { ...text("[]"), structuredContent: { count: 0 } }, false],
+    ["structuredContent 0 is an answer", { content: [], structuredContent: 0 }, false],
+  ])("%s", (_name, result, expected) => {
+    expect(isEmptyResult(result)).toBe(expected);
+  });
+
+  test("values", () => {
+    expect([null, "", [], {}].map(isEmptyValue)).toEqual([true, true, true, true]);
+    expect([0, false, "x", [0], { a: undefined }].map(isEmptyValue)).toEqual([false, false, false, false, false]);
+  });
+});
+
+describe("outcomes", () => {
+  test("McpServer: the wrapped callback is the source of truth", () => {
+    const ok = { content: [] };
+    const err = { content: [], isError: true };
+    expect(outcomeOfToolCallback({ ran: false, status: "pending", result: undefined }, false, err)).toBe("bad_args");
+    expect(outcomeOfToolCallback({ ran: false, status: "pending", result: undefined }, true, undefined)).toBe("bad_args");
+    expect(outcomeOfToolCallback({ ran: true, status: "threw", result: undefined }, false, err)).toBe("crashed");
+    expect(outcomeOfToolCallback({ ran: true, status: "returned", result: err }, false, err)).toBe("tool_error");
+    // The callback returned fine, but the SDK turned the result into an error (output schema).
+    expect(outcomeOfToolCallback({ ran: true, status: "returned", result: ok }, false, err)).toBe("crashed");
+    expect(outcomeOfToolCallback({ ran: true, status: "returned", result: ok }, true, undefined)).toBe("crashed");
+    expect(outcomeOfToolCallback({ ran: true, status: "returned", result: ok }, false, ok)).toBe("ok");
+  });
+
+  test("low-level Server: −32602 is bad_args, any other throw crashed", () => {
+    expect(outcomeOfHandler(true, { code: -32602 }, undefined)).toBe("bad_args");
+    expect(outcomeOfHandler(true, { code: -32603 }, undefined)).toBe("crashed");
+    expect(outcomeOfHandler(true, new Error("x"), undefined)).toBe("crashed");
+    expect(outcomeOfHandler(true, "a string", undefined)).toBe("crashed");
+    expect(outcomeOfHandler(false, undefined, { content: [], isError: true })).toBe("tool_error");
+    expect(outcomeOfHandler(false, undefined, { content: [], isError: false })).toBe("ok");
+  });
+});
+
+describe("agreement", () => {
+  test("25.22, 25.220 and \"25.22\" are the same number", () => {
+    expect(valuesAgree(25.22, 25.22)).toBe(true);
+    expect(valuesAgree(25.22, "25.220")).toBe(true);
+    expect(valuesAgree("25.22", 25.22)).toBe(true);
+    expect(valuesAgree(" 2.5e1 ", 25)).toBe(true);
+  });
+
+  test("relative tolerance 1e-4: at, just under and just over", () => {
+    expect(valuesAgree(10_000, 10_000.5)).toBe(true); // 5e-5
+    expect(valuesAgree(10_000, 10_000.99)).toBe(true); // 9.9e-5
+    expect(valuesAgree(10_000, 10_001.01)).toBe(false); // 1.01e-4
+    expect(valuesAgree(0, 0)).toBe(true);
+    expect(valuesAgree(0, 1e-9)).toBe(false);
+    expect(valuesAgree(-5, 5)).toBe(false);
+  });
+
+  test("strings, booleans and objects compare exactly", () => {
+    expect(valuesAgree("EMEA", "EMEA")).toBe(true);
+    expect(valuesAgree("EMEA", "emea")).toBe(false);
+    expect(valuesAgree("25.22 USD", 25.22)).toBe(false);
+    expect(valuesAgree(true, true)).toBe(true);
+    expect(valuesAgree(true, 1)).toBe(false);
+    expect(valuesAgree({ a: 1, b: [2] }, { b: [2], a: 1 })).toBe(true);
+    expect(valuesAgree(null, null)).toBe(true);
+  });
+
+  test("paths reach into structuredContent, then JSON text", () => {
+    expect(valueAtPath({ a: { b: [{ c: 3 }] } }, "a.b.0.c")).toBe(3);
+    expect(valueAtPath({ a: 1 }, "a.b")).toBeUndefined();
+    expect(valueAtPath({ a: 1 }, "constructor")).toBeUndefined();
+    expect(valueInResult({ content: [], structuredContent: { x: { y: 2 } } }, "x.y")).toBe(2);
+    expect(valueInResult({ content: [{ type: "text", text: '{"x":{"y":"2.0"}}' }] }, "x.y")).toBe("2.0");
+    expect(valueInResult({ content: [{ type: "text", text: "prose" }] }, "x")).toBeUndefined();
+  });
+
+  test("each value is compared with the other tools' latest values inside the window only", () => {
+    const tracker = new AgreementTracker();
+    expect(tracker.observe("liquidity", "b_tool", 25.22, 1_000, 300_000)).toEqual([]);
+    expect(tracker.observe("liquidity", "b_tool", 25.3, 2_000, 300_000)).toEqual([]); // same tool: no pair
+    expect(tracker.observe("liquidity", "a_tool", "25.300", 3_000, 300_000)).toEqual([
+      { field: "liquidity", tool_a: "a_tool", tool_b: "b_tool", agreed: true },
+    ]);
+    expect(tracker.observe("other", "c_tool", 1, 3_000, 300_000)).toEqual([]); // fields never mix
+    // b_tool's latest is at 2,000: exactly at the window edge it still counts, 1 ms later it does not.
+    expect(tracker.observe("liquidity", "c_tool", 9, 302_000, 300_000)).toEqual([
+      { field: "liquidity", tool_a: "b_tool", tool_b: "c_tool", agreed: false },
+      { field: "liquidity", tool_a: "a_tool", tool_b: "c_tool", agreed: false },
+    ]);
+    expect(tracker.observe("liquidity", "d_tool", 9, 303_001, 300_000)).toEqual([
+      { field: "liquidity", tool_a: "c_tool", tool_b: "d_tool", agreed: true },
+    ]);
+  });
+});
+
+describe("options", () => {
+  test("anything but an object with a usable key disables", () => {
+    for (const raw of [undefined, null, "mp_live_x", 42, [], {}, { key: "" }, { key: "   " }, { key: 7 }]) {
+      expect(resolveOptions(raw).ok).toBe(false);
+    }
+    expect(resolveOptions({ key: "k", enabled: false }).ok).toBe(false);
+    expect(resolveOptions({ key: "k", endpoint: "ftp://x" }).ok).toBe(false);
+    expect(resolveOptions({ key: "k", endpoint: "not a url" }).ok).toBe(false);
+    expect(resolveOptions({ key: "k" })).toMatchObject({ ok: true, options: { endpoint: sdk.DEFAULT_ENDPOINT, debug: false } });
+  });
+
+  test("a trailing slash is ignored", () => {
+    expect(normaliseEndpoint("http://127.0.0.1:8787/")).toBe("http://127.0.0.1:8787");
+    expect(normaliseEndpoint("http://127.0.0.1:8787//")).toBe("http://127.0.0.1:8787");
+    expect(normaliseEndpoint("https://x.example/base/")).toBe("https://x.example/base");
+  });
+
+  test("agreeWindowMs: a positive whole number up to a day, else the default", () => {
+    const windowOf = (agreeWindowMs: unknown) => {
+      const verdict = resolveOptions({ key: "k", agreeWindowMs });
+      return verdict.ok ? verdict.options.agreeWindowMs : undefined;
+    };
+    expect(windowOf(undefined)).toBe(300_000);
+    expect(windowOf(60_000)).toBe(60_000);
+    expect(windowOf(86_400_000)).toBe(86_400_000);
+    expect(windowOf(86_400_001)).toBe(300_000);
+    expect(windowOf(0)).toBe(300_000);
+    expect(windowOf(1.5)).toBe(300_000);
+    expect(windowOf("60000")).toBe(300_000);
+  });
+
+  test("agree and policy declarations are read leniently", () => {
+    const verdict = resolveOptions({
+      key: "k",
+      policy: { pay: { requires_authorization: true }, bad: "yes" },
+      agree: { price: { a: "x.y", b: "", c: 3 }, empty: {}, ["f".repeat(129)]: { a: "x" } },
+    });
+    if (!verdict.ok) throw new Error("expected ok");
+    expect([...verdict.options.policy]).toEqual([["pay", { requires_authorization: true, requires_verified_identity: false }]]);
+    expect([...verdict.options.agree.keys()]).toEqual(["price"]);
+    expect([...verdict.options.agree.get("price")!.keys()]).toEqual(["a"]);
+  });
+});
+
+test("session ids are s_ + 12 lowercase hex, random", () => {
+  const ids = new Set(Array.from({ length: 200 }, newSessionId));
+  expect(ids.size).toBe(200);
+  for (const id of ids) expect(id).toMatch(/^s_[0-9a-f]{12}$/);
+});
+
+test("transport kinds come from the transport's class", () => {
+  class StdioServerTransport {}
+  class StreamableHTTPServerTransport {}
+  class WebStandardStreamableHTTPServerTransport {}
+  class SSEServerTransport {}
+  class InMemoryTransport {}
+  expect(transportKind(new StdioServerTransport())).toBe("stdio");
+  expect(transportKind(new StreamableHTTPServerTransport())).toBe("http");
+  expect(transportKind(new WebStandardStreamableHTTPServerTransport())).toBe("http");
+  expect(transportKind(new SSEServerTransport())).toBe("sse");
+  expect(transportKind(new InMemoryTransport())).toBe("unknown");
+  expect(transportKind(undefined)).toBe("unknown");
+});
