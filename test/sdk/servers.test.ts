@@ -57,7 +57,7 @@ const isMcp = (flavour: Flavour) => flavour.endsWith("-mcp");
 
 /** Every call the scenario makes, with what the SDK must report for it. */
 function scenario(flavour: Flavour): { name: string; args?: Record<string, unknown>; outcome: string; is_empty: boolean }[] {
-  const calls = Object.entries(TOOLS)
+  const calls: { name: string; args?: Record<string, unknown>; outcome: string; is_empty: boolean }[] = Object.entries(TOOLS)
     .filter(([name]) => name !== "wait_for_cancel")
     .map(([name, tool]) => ({ name, args: { note: CANARY_ARG }, ...tool.expect }));
   calls.push({ name: TYPED_TOOL, args: { query: "orders", limit: 25 }, outcome: "ok", is_empty: false });
