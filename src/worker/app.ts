@@ -6,6 +6,7 @@ import type { Env } from "./env.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { ingestRoutes } from "./routes/ingest.ts";
 import { metricsApp } from "./routes/metrics.ts";
+import { dashboardApp } from "./routes/dashboard.tsx";
 
 export type AppEnv = { Bindings: Env; Variables: AuthVariables };
 
@@ -15,6 +16,7 @@ app.get("/healthz", (c) => c.text("ok"));
 app.route("/v1/admin", adminRoutes);
 app.route("/v1/ingest", ingestRoutes);
 app.route("/v1/metrics", metricsApp);
+app.route("/", dashboardApp);
 
 // Every error body is {"error": string}; anything unexpected is a bare 500 (SPEC §1.1): never a
 // stack trace, never input echoed back.

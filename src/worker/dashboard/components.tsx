@@ -1,0 +1,125 @@
+// Small building blocks shared by the dashboard pages: metric cards, status pills, the tools table.
+import type { Child, FC } from "hono/jsx";
+import type { Insight, ToolRow } from "../db/metrics-report.ts";
+import { formatChars, formatInt, formatMs, formatRate, type Delta } from "./format.ts";
+import { toolHref, type PageQuery } from "./layout.tsx";
+
+export const Card: FC<{ label: string; value: string; raw: number | null; delta?: Delta | null; sub?: Child; id: string }> = (p) => (
+  <div class="card" data-card={p.id} data-value={p.raw === null ? "" : String(p.raw)}>
+    <div class="label">{p.label}</div>
+    <div class="value">
+      {p.value}
+      {p.delta ? (
+        <span class={`delta ${p.delta.tone}`} title="against the previous period of the same length">{p.delta.text}</span>
+      ) : null}
+    </div>
+    {p.sub ? <div class="sub">{p.sub}</div> : null}
+  </div>
+);
+
+/** Colours a first-call success rate by the insight thresholds (< 70 % warn, < 50 % bad). */
+export function firstCallClass(rate: number | null): string {
+  if (rate === null) return "";
+  return rate < 0.5 ? "rate-bad" : rate < 0.7 ? "rate-warn" : "";
+}
+
+export function badRateClass(rate: number | null, warnAbove: number): string {
+  if (rate === null) return "";
+  return rate > warnAbove * 4 ? "rate-bad" : rate > warnAbove ? "rate-warn" : "";
+}
+
+export const ToolStatus: FC<{ row: ToolRow }> = ({ row }) => (
+  <>
+    {row.dead ? <span class="pill dead">dead</span> : null}
+    {!row.registered ? <span class="pill unreg" title="called, but not in the latest startup's tool list">unregistered</span> : null}
+    {row.policy ? (
+      <span class="pill policy" title="exempt from dead-tool detection by its policy">
+        {row.policy.requires_authorization ? "needs auth" : "needs identity"}
+      </span>
+    ) : null}
+  </>
+);
+
+/** A numeric cell: the formatted text, the exact API value in data-value (sorting and tests). */
+const N: FC<{ value: number | null; text: string; cls?: string; col: string }> = ({ value, text, cls, col }) => (
+  <td class={`n ${cls ?? ""}`} data-col={col} data-value={value === null ? "" : String(value)}>
+    {text}
+  </td>
+);
+
+export const ToolsTable: FC<{ rows: ToolRow[]; query: PageQuery }> = ({ rows, query }) => {
+  if (rows.length === 0) return <p class="empty-state">No tool was called or registered in this range.</p>;
+  return (
+    <div class="scroll">
+      <table class="sortable" id="tools-table">
+        <thead>
+          <tr>
+            <th data-sort="text">Tool</th>
+            <th class="n" data-sort="num">Calls</th>
+            <th class="n" data-sort="num" title="first calls that were ok, not empty and not retried">First-call ok</th>
+            <th class="n" data-sort="num">Errors</th>
+            <th class="n" data-sort="num">Bad args</th>
+            <th class="n" data-sort="num">Tool error</th>
+            <th class="n" data-sort="num">Crashed</th>
+            <th class="n" data-sort="num">Empty</th>
+            <th class="n" data-sort="num">Retries</th>
+            <th class="n" data-sort="num">p50</th>
+            <th class="n" data-sort="num">p95</th>
+            <th class="n" data-sort="num">p99</th>
+            <th class="n" data-sort="num" title="average response size, UTF-16 characters of JSON">Avg resp.</th>
+            <th class="n" data-sort="num" title="schema size in UTF-16 characters; ÷ 4 ≈ tokens every session">Schema</th>
+            <th>Status</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => (
+            <tr data-tool={r.tool_name}>
+              <td class="tool" data-value={r.tool_name}>
+                <a href={toolHref(r.tool_name, query)}>{r.tool_name}</a>
+              </td>
+              <N col="calls" value={r.calls} text={formatInt(r.calls)} />
+              <N col="first_call_rate" value={r.first_call_rate} text={formatRate(r.first_call_rate)} cls={firstCallClass(r.first_call_rate)} />
+              <N col="error_rate" value={r.error_rate} text={formatRate(r.error_rate)} cls={badRateClass(r.error_rate, 0.05)} />
+              <N col="bad_args" value={r.bad_args} text={formatInt(r.bad_args)} />
+              <N col="tool_error" value={r.tool_error} text={formatInt(r.tool_error)} />
+              <N col="crashed" value={r.crashed} text={formatInt(r.crashed)} />
+              <N col="empty_rate" value={r.empty_rate} text={formatRate(r.empty_rate)} cls={badRateClass(r.empty_rate, 0.05)} />
+              <N col="retries" value={r.retries} text={formatInt(r.retries)} />
+              <N col="p50" value={r.duration_ms.p50} text={formatMs(r.duration_ms.p50)} />
+              <N col="p95" value={r.duration_ms.p95} text={formatMs(r.duration_ms.p95)} />
+              <N col="p99" value={r.duration_ms.p99} text={formatMs(r.duration_ms.p99)} />
+              <N col="response_avg" value={r.response_bytes.avg} text={formatChars(r.response_bytes.avg)} />
+              <N col="schema_bytes" value={r.schema_bytes} text={formatChars(r.schema_bytes)} />
+              <td>
+                <ToolStatus row={r} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+};
+
+export const InsightList: FC<{ insights: Insight[]; query: PageQuery; limit?: number }> = ({ insights, query, limit = 8 }) => {
+  if (insights.length === 0) return <p class="empty-state">Nothing to fix: no tool crosses a threshold (rates need ≥ 20 calls).</p>;
+  return (
+    <ul class="insights" id="insights">
+      {insights.slice(0, limit).map((i) => (
+        <li data-kind={i.kind}>
+          <span class={`pill ${i.severity}`}>{i.severity}</span>
+          <span>
+            {i.tool_name ? (
+              <>
+                <a class="mono" href={toolHref(i.tool_name, query)}>{i.tool_name}</a>
+                {" — "}
+              </>
+            ) : null}
+            {i.message}
+          </span>
+        </li>
+      ))}
+      {insights.length > limit ? <li class="muted">…and {insights.length - limit} more (GET /v1/metrics/insights)</li> : null}
+    </ul>
+  );
+};

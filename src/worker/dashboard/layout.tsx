@@ -1,0 +1,155 @@
+// The dashboard's page frame: header, date range and client pickers, inline CSS and script.
+import type { Child, FC } from "hono/jsx";
+import { DAY_MS } from "../db/metrics.ts";
+import { isoDate, type DateRange } from "../db/metrics-report.ts";
+import { DASHBOARD_CSS, SORT_SCRIPT } from "./styles.ts";
+
+export type PageQuery = { from?: string | undefined; to?: string | undefined; client?: string | undefined };
+
+/** A dashboard link carrying the range and client along. */
+export function pageHref(path: string, q: PageQuery): string {
+  const params = new URLSearchParams();
+  if (q.from !== undefined) params.set("from", q.from);
+  if (q.to !== undefined) params.set("to", q.to);
+  if (q.client !== undefined) params.set("client", q.client);
+  const s = params.toString();
+  return s ? `${path}?${s}` : path;
+}
+
+export function toolHref(tool: string, q: PageQuery): string {
+  return pageHref(`/tools/${encodeURIComponent(tool)}`, q);
+}
+
+const Logo: FC = () => (
+  <svg width="22" height="22" viewBox="0 0 24 24" aria-hidden="true">
+    <rect width="24" height="24" rx="6" fill="#4f46e5" />
+    <path d="M4 13h3.5l2-5 3.5 9 2.5-6 1.5 2H20" fill="none" stroke="#fff" stroke-width="2" stroke-linecap="round" stroke-linejoin="round" />
+  </svg>
+);
+
+export const Document: FC<{ title: string; children?: Child }> = ({ title, children }) => (
+  <html lang="en">
+    <head>
+      <meta charset="utf-8" />
+      <meta name="viewport" content="width=device-width, initial-scale=1" />
+      <meta name="referrer" content="no-referrer" />
+      <title>{title}</title>
+      <style dangerouslySetInnerHTML={{ __html: DASHBOARD_CSS }} />
+    </head>
+    <body>
+      {children}
+      <script dangerouslySetInnerHTML={{ __html: SORT_SCRIPT }} />
+    </body>
+  </html>
+);
+
+export type FrameProps = {
+  title: string;
+  heading: Child;
+  projectName: string;
+  asOf: string | null;
+  range: DateRange;
+  client: string | undefined;
+  clients: string[];
+  /** Path the pickers submit to (the current page). */
+  path: string;
+  todayMs: number;
+  children?: Child;
+};
+
+/** Quick ranges ending today: today, 7, 30 and 90 days. */
+const QUICK_RANGES: [string, number][] = [
+  ["Today", 1],
+  ["7d", 7],
+  ["30d", 30],
+  ["90d", 90],
+];
+
+export const Frame: FC<FrameProps> = (p) => {
+  const today = isoDate(p.todayMs);
+  const clientOptions = p.client !== undefined && !p.clients.includes(p.client) ? [...p.clients, p.client] : p.clients;
+  return (
+    <Document title={p.title}>
+      <header class="top">
+        <a class="brand" href={pageHref("/", { from: p.range.from, to: p.range.to, client: p.client })}>
+          <Logo /> MCPulse
+        </a>
+        <span class="project" data-project>{p.projectName}</span>
+        <span class="spacer" />
+        <form method="post" action="/signout">
+          <button type="submit">Sign out</button>
+        </form>
+      </header>
+      <main>
+        <div class="toolbar">
+          <h1>
+            {p.heading}
+            <small data-as-of={p.asOf ?? ""}>
+              {p.range.from === p.range.to ? p.range.from : `${p.range.from} → ${p.range.to}`} · {p.range.days} day
+              {p.range.days === 1 ? "" : "s"} · data complete to {p.asOf ? p.asOf.replace("T", " ").slice(0, 16) + " UTC" : "— (no rollup yet)"}
+            </small>
+          </h1>
+          <nav class="quick" aria-label="Quick ranges">
+            {QUICK_RANGES.map(([label, days]) => {
+              const from = isoDate(p.todayMs - (days - 1) * DAY_MS);
+              const on = p.range.to === today && p.range.from === from;
+              return (
+                <a class={on ? "on" : ""} href={pageHref(p.path, { from, to: today, client: p.client })} data-quick={String(days)}>
+                  {label}
+                </a>
+              );
+            })}
+          </nav>
+          <form class="picker" method="get" action={p.path} id="range-picker">
+            <label>
+              From
+              <input type="date" name="from" value={p.range.from} required />
+            </label>
+            <label>
+              To
+              <input type="date" name="to" value={p.range.to} required />
+            </label>
+            <label>
+              Client
+              <select name="client" data-autosubmit>
+                <option value="" selected={p.client === undefined}>All clients</option>
+                {clientOptions.map((c) => (
+                  <option value={c} selected={c === p.client}>{c}</option>
+                ))}
+              </select>
+            </label>
+            <button type="submit">Apply</button>
+          </form>
+        </div>
+        {p.children}
+        <footer class="foot">MCPulse Edge · names, sizes, hashes and outcomes only — never arguments or results</footer>
+      </main>
+    </Document>
+  );
+};
+
+export const SignInPage: FC<{ error?: string | undefined }> = ({ error }) => (
+  <Document title="Sign in · MCPulse">
+    <div class="signin">
+      <h1 style="display:flex;align-items:center;gap:10px">
+        <Logo /> MCPulse
+      </h1>
+      <p>Sign in with a read key (<span class="mono">mp_read_…</span>) to see your project's metrics.</p>
+      {error ? <div class="error" role="alert">{error}</div> : null}
+      <form method="post" action="/signin">
+        <input type="password" name="key" placeholder="mp_read_…" autocomplete="off" required aria-label="Read key" />
+        <button type="submit">Sign in</button>
+      </form>
+    </div>
+  </Document>
+);
+
+export const ErrorPage: FC<{ message: string }> = ({ message }) => (
+  <Document title="MCPulse">
+    <div class="signin">
+      <h1>Can't show that</h1>
+      <div class="error" role="alert">{message}</div>
+      <p><a href="/">Back to the overview</a></p>
+    </div>
+  </Document>
+);

@@ -1,0 +1,394 @@
+// The two dashboard pages: the project overview and one tool's page.
+import type { FC } from "hono/jsx";
+import { UTF16_UNITS_PER_TOKEN, type DateRange, type TimeseriesBucket } from "../db/metrics-report.ts";
+import type { Grain } from "../db/metrics.ts";
+import { CallsChart, LatencyHistogram, OutcomeBar, RateChart, type TimePoint } from "./charts.tsx";
+import { Card, InsightList, ToolStatus, ToolsTable, badRateClass, firstCallClass } from "./components.tsx";
+import type { OverviewData, ToolPageData } from "./data.ts";
+import { formatChars, formatDelta, formatInt, formatMs, formatRate, formatTokens, formatUsd } from "./format.ts";
+import { Frame, pageHref, toolHref, type PageQuery } from "./layout.tsx";
+
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+function bucketLabel(start: string, grain: Grain): string {
+  const d = new Date(start);
+  if (grain === "hour") return `${String(d.getUTCHours()).padStart(2, "0")}:00`;
+  return `${MONTHS[d.getUTCMonth()]} ${d.getUTCDate()}`;
+}
+
+function timePoints(series: TimeseriesBucket[], grain: Grain): TimePoint[] {
+  return series.map((b) => ({
+    label: bucketLabel(b.start, grain),
+    title: grain === "hour" ? b.start.slice(0, 13).replace("T", " ") + ":00 UTC" : b.start.slice(0, 10),
+    calls: b.calls,
+    errors: b.bad_args + b.tool_error + b.crashed,
+  }));
+}
+
+type Common = { projectName: string; range: DateRange; client: string | undefined; todayMs: number; pricePerMillion: number };
+
+export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projectName, range, client, todayMs }) => {
+  const q: PageQuery = { from: range.from, to: range.to, client };
+  const t = data.totals;
+  const pt = data.previousTotals;
+  const dead = data.tools.filter((r) => r.dead);
+  const deadTokens = dead.reduce((n, r) => n + (r.schema_bytes ?? 0) / UTF16_UNITS_PER_TOKEN, 0);
+  const periodNote = `previous ${range.days} day${range.days === 1 ? "" : "s"}`;
+  return (
+    <Frame
+      title={`${projectName} · MCPulse`}
+      heading="Overview"
+      projectName={projectName}
+      asOf={data.asOf}
+      range={range}
+      client={client}
+      clients={data.clients}
+      path="/"
+      todayMs={todayMs}
+    >
+      <div class="cards">
+        <Card id="calls" label="Tool calls" value={formatInt(t.calls)} raw={t.calls}
+          delta={formatDelta(t.calls, pt.calls, { relative: true, higherIsBetter: true })} sub={`vs ${formatInt(pt.calls)} in the ${periodNote}`} />
+        <Card id="first_call_rate" label="First-call success" value={formatRate(t.first_call_rate)} raw={t.first_call_rate}
+          delta={formatDelta(t.first_call_rate, pt.first_call_rate, { relative: false, higherIsBetter: true })}
+          sub={`${formatInt(t.first_call_ok)} of ${formatInt(t.first_call_attempts)} first calls`} />
+        <Card id="error_rate" label="Error rate" value={formatRate(t.error_rate)} raw={t.error_rate}
+          delta={formatDelta(t.error_rate, pt.error_rate, { relative: false, higherIsBetter: false })}
+          sub={`${formatInt(t.bad_args)} bad args · ${formatInt(t.tool_error)} tool · ${formatInt(t.crashed)} crashed`} />
+        <Card id="empty_rate" label="Empty results" value={formatRate(t.empty_rate)} raw={t.empty_rate}
+          delta={formatDelta(t.empty_rate, pt.empty_rate, { relative: false, higherIsBetter: false })} sub={`${formatInt(t.empty)} empty answers`} />
+        <Card id="p95" label="p95 latency" value={formatMs(t.duration_ms.p95)} raw={t.duration_ms.p95}
+          delta={formatDelta(t.duration_ms.p95, pt.duration_ms.p95, { relative: true, higherIsBetter: false })}
+          sub={`p50 ${formatMs(t.duration_ms.p50)} · p99 ${formatMs(t.duration_ms.p99)}`} />
+        <Card id="sessions" label="Sessions" value={formatInt(data.sessions.sessions)} raw={data.sessions.sessions}
+          delta={formatDelta(data.sessions.sessions, data.previousSessions.sessions, { relative: true, higherIsBetter: true })}
+          sub={`${data.sessions.calls_per_session ?? "—"} calls per session`} />
+        <Card id="cost_per_session_usd" label="Cost per session" value={formatUsd(data.sessions.cost_per_session_usd)} raw={data.sessions.cost_per_session_usd}
+          delta={formatDelta(data.sessions.cost_per_session_usd, data.previousSessions.cost_per_session_usd, { relative: true, higherIsBetter: false })}
+          sub={`${formatTokens(data.sessions.response_tokens_per_session)} response + ${formatTokens(data.sessions.schema_tokens_per_session)} schema tokens`} />
+        <Card id="dead_tools" label="Dead tools" value={formatInt(dead.length)} raw={dead.length}
+          sub={dead.length ? `${formatTokens(deadTokens)} wasted tokens per session` : "every registered tool was used"} />
+      </div>
+
+      <div class="grid2">
+        <section class="panel">
+          <h2>
+            Calls <small>{data.grain === "hour" ? "per hour" : "per day"} · errors in red</small>
+          </h2>
+          <CallsChart points={timePoints(data.series, data.grain)} />
+        </section>
+        <section class="panel">
+          <h2>
+            Fix first <small>ranked by severity, then calls affected</small>
+          </h2>
+          <InsightList insights={data.insights} query={q} />
+        </section>
+      </div>
+
+      <section class="panel">
+        <h2>
+          Tools <small>{data.tools.length} · click a header to sort, a name for details</small>
+        </h2>
+        <ToolsTable rows={data.tools} query={q} />
+      </section>
+
+      <div class="grid2 even">
+        <section class="panel" id="dead-tools">
+          <h2>
+            Dead tools <small>registered, never called in this range — their schema is paid every session</small>
+          </h2>
+          {dead.length === 0 ? (
+            <p class="empty-state">None.</p>
+          ) : (
+            <table>
+              <thead>
+                <tr><th>Tool</th><th class="n">Schema chars</th><th class="n">Tokens / session</th></tr>
+              </thead>
+              <tbody>
+                {[...dead].sort((a, b) => (b.schema_bytes ?? 0) - (a.schema_bytes ?? 0)).map((r) => (
+                  <tr data-tool={r.tool_name}>
+                    <td class="tool"><a href={toolHref(r.tool_name, q)}>{r.tool_name}</a></td>
+                    <td class="n">{formatInt(r.schema_bytes ?? 0)}</td>
+                    <td class="n">{formatTokens((r.schema_bytes ?? 0) / UTF16_UNITS_PER_TOKEN)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </section>
+        <section class="panel" id="pairs">
+          <h2>
+            Tool pairs <small>which tool the model calls next</small>
+          </h2>
+          {data.pairs.length === 0 ? (
+            <p class="empty-state">No pairs in this range.</p>
+          ) : (
+            <table>
+              <thead><tr><th>From</th><th>Then</th><th class="n">Times</th></tr></thead>
+              <tbody>
+                {data.pairs.slice(0, 10).map((p) => (
+                  <tr>
+                    <td class="tool"><a href={toolHref(p.from_tool, q)}>{p.from_tool}</a></td>
+                    <td class="tool"><a href={toolHref(p.to_tool, q)}>{p.to_tool}</a></td>
+                    <td class="n">{formatInt(p.count)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </section>
+      </div>
+
+      <div class="grid2 even">
+        <section class="panel" id="clients">
+          <h2>Clients</h2>
+          {data.clientRows.length === 0 ? (
+            <p class="empty-state">No calls in this range.</p>
+          ) : (
+            <table class="sortable">
+              <thead>
+                <tr>
+                  <th data-sort="text">Client</th><th class="n" data-sort="num">Calls</th><th class="n" data-sort="num">First-call ok</th>
+                  <th class="n" data-sort="num">Errors</th><th class="n" data-sort="num">Empty</th><th class="n" data-sort="num">p95</th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.clientRows.map((c) => (
+                  <tr data-client={c.client_name}>
+                    <td data-value={c.client_name}><a href={pageHref("/", { from: range.from, to: range.to, client: c.client_name })}>{c.client_name}</a></td>
+                    <td class="n" data-value={String(c.calls)}>{formatInt(c.calls)}</td>
+                    <td class={`n ${firstCallClass(c.first_call_rate)}`} data-value={String(c.first_call_rate ?? "")}>{formatRate(c.first_call_rate)}</td>
+                    <td class="n" data-value={String(c.error_rate ?? "")}>{formatRate(c.error_rate)}</td>
+                    <td class="n" data-value={String(c.empty_rate ?? "")}>{formatRate(c.empty_rate)}</td>
+                    <td class="n" data-value={String(c.duration_ms.p95 ?? "")}>{formatMs(c.duration_ms.p95)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </section>
+        <section class="panel" id="descriptions">
+          <h2>
+            Descriptions <small>churn and convergence</small>
+          </h2>
+          <Descriptions data={data.descriptions} query={q} />
+        </section>
+      </div>
+
+      <section class="panel" id="agreement">
+        <h2>
+          Cross-tool agreement <small>opt-in checks that two tools report the same field</small>
+        </h2>
+        <Agreement data={data.agreement} query={q} />
+      </section>
+    </Frame>
+  );
+};
+
+const Descriptions: FC<{ data: OverviewData["descriptions"]; query: PageQuery }> = ({ data, query }) => (
+  <>
+    {data.churn.length === 0 && data.convergence.length === 0 ? (
+      <p class="empty-state">No description churn and no two tools with the same normalised description.</p>
+    ) : null}
+    {data.churn.map((c) => (
+      <p data-churn={c.tool_name}>
+        <a class="mono" href={toolHref(c.tool_name, query)}>{c.tool_name}</a> — description changed{" "}
+        <b>{c.description_versions - 1}</b> time{c.description_versions === 2 ? "" : "s"} while its schema{" "}
+        <span class="mono">{c.schema_hash}</span> stayed the same
+        <span class="muted"> (last change {c.descriptions[c.descriptions.length - 1]?.first_seen.slice(0, 10)})</span>
+      </p>
+    ))}
+    {data.convergence.map((c) => (
+      <p data-convergence={c.description_norm}>
+        <span class="pill medium">converged</span>{" "}
+        {c.tools.map((t, i) => (
+          <>
+            {i > 0 ? ", " : ""}
+            <a class="mono" href={toolHref(t, query)}>{t}</a>
+          </>
+        ))}{" "}
+        read the same to a model (<span class="mono">{c.description_norm}</span>)
+      </p>
+    ))}
+  </>
+);
+
+const Agreement: FC<{ data: OverviewData["agreement"]; query: PageQuery }> = ({ data, query }) => (
+  <>
+    {data.agreement.length === 0 && data.silent.length === 0 ? <p class="empty-state">No agreement checks declared or run.</p> : null}
+    {data.agreement.length > 0 ? (
+      <table>
+        <thead>
+          <tr><th>Field</th><th>Tool A</th><th>Tool B</th><th class="n">Checks</th><th class="n">Disagreements</th><th class="n">Rate</th></tr>
+        </thead>
+        <tbody>
+          {data.agreement.map((a) => (
+            <tr>
+              <td class="mono">{a.field}</td>
+              <td class="tool"><a href={toolHref(a.tool_a, query)}>{a.tool_a}</a></td>
+              <td class="tool"><a href={toolHref(a.tool_b, query)}>{a.tool_b}</a></td>
+              <td class="n">{formatInt(a.checks)}</td>
+              <td class="n">{formatInt(a.disagreements)}</td>
+              <td class={`n ${badRateClass(a.disagreement_rate, 0.05)}`}>{formatRate(a.disagreement_rate)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    ) : null}
+    {data.silent.map((s) => (
+      <p class="muted" data-silent={s.field}>
+        <span class="pill low">silent</span> <span class="mono">{s.field}</span> is declared on {s.tools.join(", ")} but had no verdict in this range
+      </p>
+    ))}
+  </>
+);
+
+export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ tool, data, projectName, range, client, todayMs, pricePerMillion }) => {
+  const q: PageQuery = { from: range.from, to: range.to, client };
+  const r = data.row;
+  const p = data.previous;
+  const labels = data.series.map((b) => bucketLabel(b.start, data.grain));
+  const schemaTokens = r?.schema_bytes == null ? null : r.schema_bytes / UTF16_UNITS_PER_TOKEN;
+  const before = data.pairs.filter((x) => x.to_tool === tool);
+  const after = data.pairs.filter((x) => x.from_tool === tool);
+  const reg = data.regression;
+  return (
+    <Frame
+      title={`${tool} · ${projectName} · MCPulse`}
+      heading={
+        <>
+          <div class="crumbs"><a href={pageHref("/", q)}>Overview</a> / tool</div>
+          <span class="mono" style="font-size:20px" data-tool-name>{tool}</span> {r ? <ToolStatus row={r} /> : null}
+        </>
+      }
+      projectName={projectName}
+      asOf={data.asOf}
+      range={range}
+      client={client}
+      clients={data.clients}
+      path={`/tools/${encodeURIComponent(tool)}`}
+      todayMs={todayMs}
+    >
+      {!r ? <div class="error">This tool has no calls in this range and is not registered.</div> : null}
+      <div class="cards">
+        <Card id="calls" label="Calls" value={formatInt(r?.calls ?? 0)} raw={r?.calls ?? 0}
+          delta={formatDelta(r?.calls ?? 0, p.calls, { relative: true, higherIsBetter: true })} sub={`${formatInt(r?.retries ?? 0)} retries`} />
+        <Card id="first_call_rate" label="First-call success" value={formatRate(r?.first_call_rate ?? null)} raw={r?.first_call_rate ?? null}
+          delta={formatDelta(r?.first_call_rate ?? null, p.first_call_rate, { relative: false, higherIsBetter: true })}
+          sub={`${formatInt(r?.first_call_ok ?? 0)} of ${formatInt(r?.first_call_attempts ?? 0)} first calls`} />
+        <Card id="error_rate" label="Error rate" value={formatRate(r?.error_rate ?? null)} raw={r?.error_rate ?? null}
+          delta={formatDelta(r?.error_rate ?? null, p.error_rate, { relative: false, higherIsBetter: false })} />
+        <Card id="empty_rate" label="Empty results" value={formatRate(r?.empty_rate ?? null)} raw={r?.empty_rate ?? null}
+          delta={formatDelta(r?.empty_rate ?? null, p.empty_rate, { relative: false, higherIsBetter: false })} />
+        <Card id="p50" label="p50" value={formatMs(r?.duration_ms.p50 ?? null)} raw={r?.duration_ms.p50 ?? null} />
+        <Card id="p95" label="p95" value={formatMs(r?.duration_ms.p95 ?? null)} raw={r?.duration_ms.p95 ?? null}
+          delta={formatDelta(r?.duration_ms.p95 ?? null, p.duration_ms.p95, { relative: true, higherIsBetter: false })} />
+        <Card id="p99" label="p99" value={formatMs(r?.duration_ms.p99 ?? null)} raw={r?.duration_ms.p99 ?? null} />
+        <Card id="response_avg" label="Avg response" value={formatChars(r?.response_bytes.avg ?? null)} raw={r?.response_bytes.avg ?? null}
+          sub={r?.response_bytes.avg != null ? `≈ ${formatTokens(r.response_bytes.avg / UTF16_UNITS_PER_TOKEN)} tokens per call` : "characters of JSON"} />
+      </div>
+
+      <div class="grid2">
+        <section class="panel">
+          <h2>Latency <small>histogram, logarithmic time axis</small></h2>
+          <LatencyHistogram histogram={data.histogram} percentiles={r?.duration_ms ?? { p50: null, p95: null, p99: null }} />
+        </section>
+        <section class="panel">
+          <h2>Outcomes</h2>
+          <OutcomeBar counts={{ ok: r?.ok ?? 0, empty: r?.empty ?? 0, bad_args: r?.bad_args ?? 0, tool_error: r?.tool_error ?? 0, crashed: r?.crashed ?? 0, calls: r?.calls ?? 0 }} />
+          <h2 style="margin-top:18px">Schema cost</h2>
+          <dl class="facts" id="schema-cost">
+            <dt>Schema size</dt><dd>{r?.schema_bytes == null ? "not registered" : `${formatInt(r.schema_bytes)} chars`}</dd>
+            <dt>Tokens every session</dt><dd>{formatTokens(schemaTokens)}</dd>
+            <dt>Cost per 1,000 sessions</dt><dd>{schemaTokens === null ? "—" : formatUsd((schemaTokens * pricePerMillion * 1000) / 1_000_000)}</dd>
+            <dt>Share of session schema</dt>
+            <dd>{schemaTokens !== null && data.sessions.schema_tokens_per_session ? formatRate(schemaTokens / data.sessions.schema_tokens_per_session) : "—"}</dd>
+          </dl>
+        </section>
+      </div>
+
+      <section class="panel">
+        <h2>First-call success and empties over time <small>{data.grain === "hour" ? "per hour" : "per day"}</small></h2>
+        <RateChart
+          labels={labels}
+          series={[
+            { name: "first-call success", color: "#4f46e5", values: data.series.map((b) => b.first_call_rate) },
+            { name: "empty rate", color: "#f79009", values: data.series.map((b) => b.empty_rate) },
+          ]}
+        />
+        <div class="legend">
+          <span><i style="background:#4f46e5" />first-call success</span>
+          <span><i style="background:#f79009" />empty rate</span>
+        </div>
+        <CallsChart points={timePoints(data.series, data.grain)} height={130} />
+      </section>
+
+      <div class="grid2 even">
+        <section class="panel" id="tool-clients">
+          <h2>Clients <small>all clients, this tool</small></h2>
+          {data.clientRows.length === 0 ? <p class="empty-state">No calls in this range.</p> : (
+            <table>
+              <thead><tr><th>Client</th><th class="n">Calls</th><th class="n">First-call ok</th><th class="n">Errors</th><th class="n">Empty</th><th class="n">p95</th></tr></thead>
+              <tbody>
+                {data.clientRows.map((c) => (
+                  <tr data-client={c.client_name}>
+                    <td><a href={toolHref(tool, { ...q, client: c.client_name })}>{c.client_name}</a></td>
+                    <td class="n" data-value={String(c.calls)}>{formatInt(c.calls)}</td>
+                    <td class={`n ${firstCallClass(c.first_call_rate)}`}>{formatRate(c.first_call_rate)}</td>
+                    <td class="n">{formatRate(c.error_rate)}</td>
+                    <td class="n">{formatRate(c.empty_rate)}</td>
+                    <td class="n">{formatMs(c.duration_ms.p95)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </section>
+        <section class="panel" id="tool-pairs">
+          <h2>Pairs</h2>
+          {before.length === 0 && after.length === 0 ? <p class="empty-state">No pairs with this tool in this range.</p> : (
+            <table>
+              <thead><tr><th>Called before</th><th class="n">Times</th><th>Called after</th><th class="n">Times</th></tr></thead>
+              <tbody>
+                {Array.from({ length: Math.min(8, Math.max(before.length, after.length)) }, (_, i) => (
+                  <tr>
+                    <td class="tool">{before[i] ? <a href={toolHref(before[i].from_tool, q)}>{before[i].from_tool}</a> : ""}</td>
+                    <td class="n">{before[i] ? formatInt(before[i].count) : ""}</td>
+                    <td class="tool">{after[i] ? <a href={toolHref(after[i].to_tool, q)}>{after[i].to_tool}</a> : ""}</td>
+                    <td class="n">{after[i] ? formatInt(after[i].count) : ""}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </section>
+      </div>
+
+      <div class="grid2 even">
+        <section class="panel" id="schema-regression">
+          <h2>Schema change <small>7 days before vs after the latest schema_hash change</small></h2>
+          {!reg ? <p class="empty-state">This tool's schema has not changed.</p> : (
+            <>
+              <p>
+                {reg.regressed ? <span class="pill high">regressed</span> : <span class="pill low">no regression</span>}{" "}
+                <span class="mono">{reg.previous_schema_hash}</span> → <span class="mono">{reg.schema_hash}</span> on {reg.changed_at.slice(0, 16).replace("T", " ")} UTC
+              </p>
+              <table>
+                <thead><tr><th></th><th class="n">Calls</th><th class="n">Bad-args rate</th><th class="n">First-call success</th></tr></thead>
+                <tbody>
+                  <tr><td>Before</td><td class="n">{formatInt(reg.before.calls)}</td><td class="n">{formatRate(reg.before.bad_args_rate)}</td><td class="n">{formatRate(reg.before.first_call_rate)}</td></tr>
+                  <tr><td>After</td><td class="n">{formatInt(reg.after.calls)}</td><td class={`n ${badRateClass(reg.after.bad_args_rate, 0.05)}`}>{formatRate(reg.after.bad_args_rate)}</td><td class={`n ${firstCallClass(reg.after.first_call_rate)}`}>{formatRate(reg.after.first_call_rate)}</td></tr>
+                </tbody>
+              </table>
+            </>
+          )}
+        </section>
+        <section class="panel" id="tool-descriptions">
+          <h2>Description and agreement</h2>
+          <Descriptions data={data.descriptions} query={q} />
+          <Agreement data={data.agreement} query={q} />
+        </section>
+      </div>
+    </Frame>
+  );
+};

@@ -1,0 +1,102 @@
+// The dashboard's whole stylesheet, inlined in every page: no external CDN or font (it must work
+// offline). System font stack; tabular figures so numbers line up in tables.
+export const DASHBOARD_CSS = `
+:root{--bg:#f6f7f9;--panel:#fff;--ink:#16181d;--muted:#667085;--line:#e4e7ec;--accent:#4f46e5;--accent-soft:#eef2ff;
+--good:#067647;--good-soft:#ecfdf3;--bad:#b42318;--bad-soft:#fef3f2;--warn:#b54708;--warn-soft:#fffaeb;
+--ok:#12b76a;--empty:#fdb022;--badargs:#f79009;--toolerr:#f04438;--crash:#7a271a}
+*{box-sizing:border-box}
+html,body{margin:0;background:var(--bg);color:var(--ink);font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
+a{color:var(--accent);text-decoration:none}a:hover{text-decoration:underline}
+.num,td.n,th.n{font-variant-numeric:tabular-nums;text-align:right}
+header.top{background:#101828;color:#fff;padding:0 24px;display:flex;align-items:center;gap:16px;height:56px}
+header.top .brand{display:flex;align-items:center;gap:10px;font-weight:650;font-size:16px;color:#fff}
+header.top .project{color:#98a2b3;font-size:13px}
+header.top .spacer{flex:1}
+header.top form{margin:0}
+header.top button{background:transparent;border:1px solid #475467;color:#d0d5dd;border-radius:6px;padding:5px 10px;cursor:pointer;font:inherit;font-size:12px}
+main{max-width:1280px;margin:0 auto;padding:20px 24px 48px}
+.toolbar{display:flex;flex-wrap:wrap;align-items:flex-end;gap:12px;margin-bottom:18px}
+.toolbar h1{font-size:20px;margin:0 auto 0 0;font-weight:650}
+.toolbar h1 small{display:block;font-size:12px;color:var(--muted);font-weight:400;margin-top:2px}
+.picker{display:flex;flex-wrap:wrap;gap:8px;align-items:flex-end;background:var(--panel);border:1px solid var(--line);border-radius:10px;padding:8px 10px}
+.picker label{display:flex;flex-direction:column;font-size:11px;color:var(--muted);gap:2px;text-transform:uppercase;letter-spacing:.03em}
+.picker input,.picker select{font:inherit;font-size:13px;border:1px solid var(--line);border-radius:6px;padding:4px 6px;background:#fff;color:var(--ink)}
+.picker button{font:inherit;font-size:13px;border:0;border-radius:6px;padding:6px 12px;background:var(--accent);color:#fff;cursor:pointer}
+.quick{display:flex;gap:4px}
+.quick a{font-size:12px;padding:5px 8px;border-radius:6px;border:1px solid var(--line);background:#fff;color:var(--ink)}
+.quick a.on{background:var(--accent-soft);border-color:#c7d2fe;color:var(--accent)}
+.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(180px,1fr));gap:12px;margin-bottom:18px}
+.card{background:var(--panel);border:1px solid var(--line);border-radius:10px;padding:12px 14px}
+.card .label{font-size:12px;color:var(--muted)}
+.card .value{font-size:24px;font-weight:650;margin-top:2px;font-variant-numeric:tabular-nums}
+.card .sub{font-size:12px;color:var(--muted);margin-top:2px}
+.delta{font-size:12px;font-weight:600;border-radius:999px;padding:1px 7px;margin-left:6px;vertical-align:middle}
+.delta.good{color:var(--good);background:var(--good-soft)}.delta.bad{color:var(--bad);background:var(--bad-soft)}.delta.flat{color:var(--muted);background:#f2f4f7}
+.grid2{display:grid;grid-template-columns:minmax(0,2fr) minmax(0,1fr);gap:16px;margin-bottom:16px}
+.grid2.even{grid-template-columns:minmax(0,1fr) minmax(0,1fr)}
+@media (max-width:900px){.grid2,.grid2.even{grid-template-columns:1fr}}
+section.panel{background:var(--panel);border:1px solid var(--line);border-radius:10px;padding:14px 16px;margin-bottom:16px;min-width:0}
+section.panel h2{font-size:14px;margin:0 0 10px;font-weight:650;display:flex;align-items:baseline;gap:8px}
+section.panel h2 small{font-weight:400;color:var(--muted);font-size:12px}
+.scroll{overflow-x:auto}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th{font-size:11px;text-transform:uppercase;letter-spacing:.03em;color:var(--muted);font-weight:600;text-align:left;padding:6px 8px;border-bottom:1px solid var(--line);white-space:nowrap}
+th[data-sort]{cursor:pointer;user-select:none}th[data-sort]:hover{color:var(--ink)}
+th.sorted-asc::after{content:" ▲";font-size:9px}th.sorted-desc::after{content:" ▼";font-size:9px}
+td{padding:7px 8px;border-bottom:1px solid #f2f4f7;white-space:nowrap}
+tr:hover td{background:#fafbfc}
+td.tool a{font-weight:600;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
+.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
+.pill{display:inline-block;font-size:11px;border-radius:999px;padding:1px 8px;font-weight:600}
+.pill.dead{background:var(--bad-soft);color:var(--bad)}.pill.unreg{background:var(--warn-soft);color:var(--warn)}
+.pill.policy{background:var(--accent-soft);color:var(--accent)}.pill.high{background:var(--bad-soft);color:var(--bad)}
+.pill.medium{background:var(--warn-soft);color:var(--warn)}.pill.low{background:#f2f4f7;color:var(--muted)}
+.rate-bad{color:var(--bad);font-weight:600}.rate-warn{color:var(--warn);font-weight:600}
+ul.insights{list-style:none;margin:0;padding:0}
+ul.insights li{display:flex;gap:10px;align-items:baseline;padding:8px 0;border-bottom:1px solid #f2f4f7}
+ul.insights li:last-child{border-bottom:0}
+.muted{color:var(--muted)}.empty-state{color:var(--muted);font-size:13px;padding:8px 0}
+.bar{display:flex;height:12px;border-radius:6px;overflow:hidden;background:#f2f4f7}
+.bar span{display:block;height:100%}
+.legend{display:flex;flex-wrap:wrap;gap:12px;font-size:12px;color:var(--muted);margin-top:8px}
+.legend i{display:inline-block;width:10px;height:10px;border-radius:3px;margin-right:5px;vertical-align:-1px}
+svg text{font:11px system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;fill:#667085}
+.signin{max-width:420px;margin:12vh auto;background:var(--panel);border:1px solid var(--line);border-radius:12px;padding:28px}
+.signin h1{font-size:20px;margin:0 0 6px}.signin p{color:var(--muted);margin:0 0 16px}
+.signin input{width:100%;font:inherit;padding:9px 10px;border:1px solid var(--line);border-radius:8px;margin-bottom:12px;font-family:ui-monospace,Menlo,monospace;font-size:13px}
+.signin button{width:100%;font:inherit;padding:9px;border:0;border-radius:8px;background:var(--accent);color:#fff;font-weight:600;cursor:pointer}
+.error{background:var(--bad-soft);color:var(--bad);border-radius:8px;padding:8px 10px;margin-bottom:12px;font-size:13px}
+.crumbs{font-size:12px;color:var(--muted);margin-bottom:4px}
+dl.facts{display:grid;grid-template-columns:auto 1fr;gap:6px 14px;margin:0;font-size:13px}
+dl.facts dt{color:var(--muted)}dl.facts dd{margin:0;font-variant-numeric:tabular-nums}
+footer.foot{color:var(--muted);font-size:12px;text-align:center;margin-top:24px}
+`;
+
+/** Sorts any table.sortable by the clicked header: numbers by data-value, text otherwise. */
+export const SORT_SCRIPT = `
+document.querySelectorAll("table.sortable").forEach(function(table){
+  table.querySelectorAll("th[data-sort]").forEach(function(th, index){
+    th.addEventListener("click", function(){
+      var col = Array.prototype.indexOf.call(th.parentNode.children, th);
+      var desc = !th.classList.contains("sorted-desc");
+      table.querySelectorAll("th").forEach(function(h){ h.classList.remove("sorted-asc","sorted-desc"); });
+      th.classList.add(desc ? "sorted-desc" : "sorted-asc");
+      var body = table.tBodies[0];
+      var rows = Array.prototype.slice.call(body.rows);
+      var numeric = th.getAttribute("data-sort") === "num";
+      rows.sort(function(a, b){
+        var x = a.cells[col].getAttribute("data-value"), y = b.cells[col].getAttribute("data-value");
+        if (numeric) {
+          var nx = x === "" || x === null ? -Infinity : Number(x), ny = y === "" || y === null ? -Infinity : Number(y);
+          return desc ? ny - nx : nx - ny;
+        }
+        return desc ? String(y).localeCompare(String(x)) : String(x).localeCompare(String(y));
+      });
+      rows.forEach(function(r){ body.appendChild(r); });
+    });
+  });
+});
+document.querySelectorAll("[data-autosubmit]").forEach(function(el){
+  el.addEventListener("change", function(){ el.form.submit(); });
+});
+`;

@@ -1,0 +1,160 @@
+// GET / and GET /tools/:name: the dashboard, server-rendered with Hono JSX (no build step, no
+// network). Sign-in with a read key: `?key=` once (then a cookie and a redirect that drops it from
+// the URL) or the sign-in form. The cookie holds the read key itself and is checked on every page
+// exactly like a Bearer key, so a page can only ever show the key's own project (SPEC §3).
+import { Hono, type Context } from "hono";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { HTTPException } from "hono/http-exception";
+import type { JSX } from "hono/jsx/jsx-runtime";
+import { authenticateKey } from "../auth.ts";
+import { findProject } from "../db/projects.ts";
+import { pricePerMillionTokens } from "../db/metrics-report.ts";
+import { DAY_MS } from "../db/metrics.ts";
+import { loadOverview, loadToolPage } from "../dashboard/data.ts";
+import { ErrorPage, SignInPage } from "../dashboard/layout.tsx";
+import { OverviewPage, ToolPage } from "../dashboard/pages.tsx";
+import type { Env } from "../env.ts";
+import { MAX_TOOL_CHARS, parseFilters, parseRange, singleParams } from "./metrics/params.ts";
+
+type DashboardEnv = { Bindings: Env };
+type Ctx = Context<DashboardEnv>;
+
+export const dashboardApp = new Hono<DashboardEnv>();
+
+export const SESSION_COOKIE = "mcpulse_read_key";
+/** The sign-in cookie lasts 30 days; revoking the key ends it at once (it is checked on every page). */
+const COOKIE_MAX_AGE_S = 30 * 24 * 3600;
+const PAGE_PARAMS = ["from", "to", "client", "key"] as const;
+
+/** `Secure` cookies are refused over plain http, which local development uses. */
+export function isLocalHost(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "127.0.0.1" || hostname === "[::1]" || hostname.endsWith(".localhost");
+}
+
+const SECURITY_HEADERS: Record<string, string> = {
+  // Inline CSS and the small sort script only; nothing is fetched from anywhere.
+  "Content-Security-Policy":
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  "Referrer-Policy": "no-referrer",
+  "X-Frame-Options": "DENY",
+  "X-Content-Type-Options": "nosniff",
+  "Cache-Control": "private, no-store",
+};
+
+async function render(c: Ctx, page: JSX.Element, status: 200 | 400 | 401 = 200): Promise<Response> {
+  const html = "<!DOCTYPE html>" + (await page.toString());
+  return c.html(html, status, SECURITY_HEADERS);
+}
+
+function setKeyCookie(c: Ctx, key: string): void {
+  setCookie(c, SESSION_COOKIE, key, {
+    httpOnly: true,
+    secure: !isLocalHost(new URL(c.req.url).hostname),
+    sameSite: "Strict",
+    path: "/",
+    maxAge: COOKIE_MAX_AGE_S,
+  });
+}
+
+function clearKeyCookie(c: Ctx): void {
+  deleteCookie(c, SESSION_COOKIE, { path: "/", secure: !isLocalHost(new URL(c.req.url).hostname) });
+}
+
+type PageAuth = { projectId: string } | { response: Response };
+
+/**
+ * The project of this page request: `?key=` (answered with the cookie and a redirect to the same
+ * URL without it), else the cookie; otherwise the sign-in page.
+ */
+async function authenticatePage(c: Ctx): Promise<PageAuth> {
+  const url = new URL(c.req.url);
+  const keys = url.searchParams.getAll("key");
+  if (keys.length > 0) {
+    const auth = keys.length === 1 ? await authenticateKey(c.env.DB, keys[0] ?? "", "read") : null;
+    if (!auth) return { response: await render(c, <SignInPage error="That is not a valid read key." />, 401) };
+    setKeyCookie(c, keys[0] ?? "");
+    url.searchParams.delete("key");
+    c.header("Cache-Control", "no-store");
+    c.header("Referrer-Policy", "no-referrer");
+    return { response: c.redirect(url.pathname + url.search, 303) };
+  }
+  const cookie = getCookie(c, SESSION_COOKIE);
+  if (cookie === undefined) return { response: await render(c, <SignInPage />, 401) };
+  const auth = await authenticateKey(c.env.DB, cookie, "read");
+  if (!auth) {
+    clearKeyCookie(c);
+    return { response: await render(c, <SignInPage error="Your key is no longer valid. Sign in again." />, 401) };
+  }
+  return { projectId: auth.project_id };
+}
+
+/** Range and client of a page; the form's "All clients" sends `client=` which means no filter. */
+function pageQuery(c: Ctx) {
+  const url = new URL(c.req.url);
+  if (url.searchParams.get("client") === "") url.searchParams.delete("client");
+  const params = singleParams(url, PAGE_PARAMS);
+  return { range: parseRange(params, Date.now()), client: parseFilters(params).client };
+}
+
+async function withBadParameters(c: Ctx, page: () => Promise<Response>): Promise<Response> {
+  try {
+    return await page();
+  } catch (err) {
+    if (err instanceof HTTPException && err.status === 400) return render(c, <ErrorPage message={err.message} />, 400);
+    throw err;
+  }
+}
+
+function common(c: Ctx, projectName: string, q: ReturnType<typeof pageQuery>) {
+  return {
+    projectName,
+    range: q.range,
+    client: q.client,
+    todayMs: Math.floor(Date.now() / DAY_MS) * DAY_MS,
+    pricePerMillion: pricePerMillionTokens(c.env.PRICE_PER_MILLION_TOKENS_USD),
+  };
+}
+
+dashboardApp.get("/", async (c) => {
+  const auth = await authenticatePage(c);
+  if ("response" in auth) return auth.response;
+  return withBadParameters(c, async () => {
+    const q = pageQuery(c);
+    const props = common(c, "", q);
+    const [project, data] = await Promise.all([
+      findProject(c.env.DB, auth.projectId),
+      loadOverview(c.env.DB, auth.projectId, q.range, q.client, props.pricePerMillion),
+    ]);
+    return render(c, <OverviewPage {...props} projectName={project?.name ?? ""} data={data} />);
+  });
+});
+
+dashboardApp.get("/tools/:name", async (c) => {
+  const auth = await authenticatePage(c);
+  if ("response" in auth) return auth.response;
+  return withBadParameters(c, async () => {
+    const tool = c.req.param("name");
+    if (tool.length === 0 || tool.length > MAX_TOOL_CHARS) throw new HTTPException(400, { message: "not a tool name" });
+    const q = pageQuery(c);
+    const props = common(c, "", q);
+    const [project, data] = await Promise.all([
+      findProject(c.env.DB, auth.projectId),
+      loadToolPage(c.env.DB, auth.projectId, tool, q.range, q.client, props.pricePerMillion),
+    ]);
+    return render(c, <ToolPage {...props} projectName={project?.name ?? ""} tool={tool} data={data} />);
+  });
+});
+
+dashboardApp.post("/signin", async (c) => {
+  const form = await c.req.parseBody();
+  const key = typeof form.key === "string" ? form.key.trim() : "";
+  const auth = key ? await authenticateKey(c.env.DB, key, "read") : null;
+  if (!auth) return render(c, <SignInPage error="That is not a valid read key." />, 401);
+  setKeyCookie(c, key);
+  return c.redirect("/", 303);
+});
+
+dashboardApp.post("/signout", (c) => {
+  clearKeyCookie(c);
+  return c.redirect("/", 303);
+});

@@ -1,0 +1,176 @@
+// The dashboard (GET /, GET /tools/:name): sign-in by ?key= or form, the cookie's attributes,
+// figures equal to the API's, bad parameters, and that no page shows another project's data.
+import { exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { createKey, createProject, revokeKey } from "./helpers/projects.ts";
+import { dayMs, getJson, histogramOf, seedHour, seedRegistered } from "./metrics/seed.ts";
+
+const COOKIE = "mcpulse_read_key";
+
+async function page(path: string, key?: string, host = "http://worker"): Promise<Response> {
+  const headers: Record<string, string> = key ? { cookie: `${COOKIE}=${key}` } : {};
+  return exports.default.fetch(`${host}${path}`, { headers, redirect: "manual" });
+}
+
+async function seedTwoTools(projectId: string, prefix: string): Promise<void> {
+  const h = dayMs("2026-11-02") + 9 * 3_600_000;
+  await seedHour({ projectId, hourMs: h, tool: `${prefix}_search`, client: `${prefix}_cli`, counters: { calls: 40, ok: 30, empty: 3, bad_args: 10, first_call_attempts: 36, first_call_ok: 25, response_bytes_sum: 40 * 1234 }, histogram: histogramOf([...Array(30).fill(40), ...Array(10).fill(1500)]) });
+  await seedHour({ projectId, hourMs: h + 86_400_000, tool: `${prefix}_fetch`, client: "shared", counters: { calls: 7, ok: 7, first_call_attempts: 7, first_call_ok: 7 } });
+  await seedRegistered(projectId, `${prefix}_unused`, { schemaBytes: 2000 });
+}
+
+describe("dashboard sign-in", () => {
+  it("shows the sign-in form without a cookie", async () => {
+    const res = await page("/");
+    expect(res.status).toBe(401);
+    const html = await res.text();
+    expect(html).toMatch(/^<!DOCTYPE html>/);
+    expect(html).toContain('action="/signin"');
+    expect(res.headers.get("set-cookie")).toBeNull();
+  });
+
+  it("turns ?key= into an HttpOnly, Secure, SameSite=Strict cookie and redirects without the key", async () => {
+    const p = await createProject();
+    const res = await page(`/?from=2026-11-01&key=${p.read_key}&client=x`);
+    expect(res.status).toBe(303);
+    expect(res.headers.get("location")).toBe("/?from=2026-11-01&client=x");
+    const cookie = res.headers.get("set-cookie") ?? "";
+    expect(cookie).toContain(`${COOKIE}=${p.read_key}`);
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/Secure/);
+    expect(cookie).toMatch(/SameSite=Strict/);
+    expect(cookie).toMatch(/Path=\//);
+    const onTool = await page(`/tools/a%20b?key=${p.read_key}`);
+    expect(onTool.headers.get("location")).toBe("/tools/a%20b");
+  });
+
+  it("leaves Secure off on localhost, where development runs over http", async () => {
+    const p = await createProject();
+    for (const host of ["http://localhost:8787", "http://127.0.0.1:8787"]) {
+      const res = await page(`/?key=${p.read_key}`, undefined, host);
+      expect(res.status).toBe(303);
+      const cookie = res.headers.get("set-cookie") ?? "";
+      expect(cookie).toMatch(/HttpOnly/);
+      expect(cookie).toMatch(/SameSite=Strict/);
+      expect(cookie).not.toMatch(/Secure/);
+    }
+  });
+
+  it("refuses ingest keys, unknown keys and revoked keys", async () => {
+    const p = await createProject();
+    for (const bad of [p.ingest_key, "mp_read_" + "x".repeat(32), "nonsense"]) {
+      const res = await page(`/?key=${encodeURIComponent(bad)}`);
+      expect(res.status).toBe(401);
+      expect(res.headers.get("set-cookie")).toBeNull();
+      expect(await res.text()).toContain("not a valid read key");
+    }
+    const extra = await createKey(p.project_id, "read");
+    expect((await page("/", extra.key)).status).toBe(200);
+    await revokeKey(extra.key_id);
+    const res = await page("/", extra.key);
+    expect(res.status).toBe(401);
+    expect(res.headers.get("set-cookie")).toMatch(new RegExp(`${COOKIE}=;.*Max-Age=0`));
+  });
+
+  it("signs in with the form and out again", async () => {
+    const p = await createProject();
+    const ok = await exports.default.fetch("http://worker/signin", {
+      method: "POST", body: new URLSearchParams({ key: p.read_key }), redirect: "manual",
+    });
+    expect(ok.status).toBe(303);
+    expect(ok.headers.get("location")).toBe("/");
+    expect(ok.headers.get("set-cookie")).toMatch(/HttpOnly.*|SameSite=Strict/);
+    const bad = await exports.default.fetch("http://worker/signin", {
+      method: "POST", body: new URLSearchParams({ key: p.ingest_key }), redirect: "manual",
+    });
+    expect(bad.status).toBe(401);
+    expect(bad.headers.get("set-cookie")).toBeNull();
+    const out = await exports.default.fetch("http://worker/signout", { method: "POST", redirect: "manual" });
+    expect(out.status).toBe(303);
+    expect(out.headers.get("set-cookie")).toMatch(/Max-Age=0/);
+  });
+
+  it("sends no-store, no-referrer and a CSP that loads nothing from elsewhere", async () => {
+    const p = await createProject();
+    const res = await page("/", p.read_key);
+    expect(res.headers.get("cache-control")).toBe("private, no-store");
+    expect(res.headers.get("referrer-policy")).toBe("no-referrer");
+    expect(res.headers.get("content-security-policy")).toContain("default-src 'none'");
+    const html = await res.text();
+    expect(html).not.toMatch(/<link|src="http|href="http/);
+  });
+});
+
+describe("dashboard pages", () => {
+  it("shows the API's figures for the key's project", async () => {
+    const p = await createProject("Acme tools");
+    await seedTwoTools(p.project_id, "acme");
+    const range = "from=2026-11-01&to=2026-11-07";
+    const res = await page(`/?${range}`, p.read_key);
+    expect(res.status).toBe(200);
+    const html = await res.text();
+    expect(html).toContain("Acme tools");
+    const api = await getJson<{ tools: { tool_name: string; calls: number; first_call_rate: number | null; duration_ms: { p95: number | null } }[] }>(`/v1/metrics/tools?${range}`, p.read_key);
+    for (const t of api.body.tools) {
+      const row = new RegExp(`<tr data-tool="${t.tool_name}">([\\s\\S]*?)</tr>`).exec(html)?.[1] ?? "";
+      expect(row, t.tool_name).toContain(`data-col="calls" data-value="${t.calls}"`);
+      expect(row).toContain(`data-col="first_call_rate" data-value="${t.first_call_rate ?? ""}"`);
+      expect(row).toContain(`data-col="p95" data-value="${t.duration_ms.p95 ?? ""}"`);
+    }
+    expect(html).toContain('data-card="calls" data-value="47"');
+    expect(html).toMatch(/id="dead-tools"[\s\S]*acme_unused/);
+    // The client picker lists the clients of the range.
+    expect(html).toContain('<option value="acme_cli">acme_cli</option>');
+  });
+
+  it("filters by client and renders a tool page", async () => {
+    const p = await createProject();
+    await seedTwoTools(p.project_id, "acme");
+    const one = await (await page("/?from=2026-11-01&to=2026-11-07&client=shared", p.read_key)).text();
+    expect(one).toContain('data-card="calls" data-value="7"');
+    // "All clients" in the form sends client= which means no filter.
+    const all = await (await page("/?from=2026-11-01&to=2026-11-07&client=", p.read_key)).text();
+    expect(all).toContain('data-card="calls" data-value="47"');
+    const tool = await page("/tools/acme_search?from=2026-11-01&to=2026-11-07", p.read_key);
+    expect(tool.status).toBe(200);
+    const html = await tool.text();
+    expect(html).toContain('data-card="calls" data-value="40"');
+    expect(html).toContain('data-card="first_call_rate" data-value="0.6944"');
+    expect(html).toContain('data-chart="latency"');
+    expect(html).toContain('data-outcome="bad_args" data-value="10"');
+  });
+
+  it("answers bad parameters with a 400 page", async () => {
+    const p = await createProject();
+    for (const q of ["from=2026-02-30", "from=2026-03-02&to=2026-03-01", "to=2026-01-01&from=2024-01-01", "client=a&client=b", "nope=1"]) {
+      const res = await page(`/?${q}`, p.read_key);
+      expect(res.status, q).toBe(400);
+      expect(res.headers.get("content-type")).toContain("text/html");
+    }
+    expect((await page(`/tools/${"t".repeat(201)}`, p.read_key)).status).toBe(400);
+  });
+
+  it("never shows project A's data to project B's cookie", async () => {
+    const a = await createProject("Alpha Corp");
+    const b = await createProject("Beta Corp");
+    await seedTwoTools(a.project_id, "alpha");
+    await seedTwoTools(b.project_id, "beta");
+    for (const path of ["/?from=2026-11-01&to=2026-11-07", "/tools/alpha_search?from=2026-11-01&to=2026-11-07", "/?from=2026-11-01&to=2026-11-07&client=alpha_cli"]) {
+      const html = await (await page(path, b.read_key)).text();
+      expect(html).toContain("Beta Corp");
+      expect(html).not.toContain("Alpha Corp");
+      // The page repeats the tool or client named in its own URL, never anything of A's.
+      expect(html).not.toMatch(/alpha_(fetch|unused)/);
+      if (!path.includes("alpha_cli")) expect(html).not.toContain("alpha_cli");
+    }
+    const toolForB = await (await page("/tools/alpha_search?from=2026-11-01&to=2026-11-07", b.read_key)).text();
+    expect(toolForB).toContain('data-card="calls" data-value="0"');
+  });
+
+  it("leaves other routes alone", async () => {
+    expect(await (await exports.default.fetch("http://worker/healthz")).text()).toBe("ok");
+    const res = await exports.default.fetch("http://worker/nothing-here");
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ error: "not found" });
+  });
+});
