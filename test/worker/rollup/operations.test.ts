@@ -1,0 +1,171 @@
+// How the rollup runs: late arrivals, idempotency, chunking, the per-invocation query budget,
+// as_of, and the cron dispatch (SPEC §2.2, §2.6).
+import { createScheduledController, env } from "cloudflare:test";
+import { beforeEach, describe, expect, it } from "vitest";
+import worker from "../../../src/worker/index.ts";
+import { AS_OF, DEFAULT_ROLLUP_OPTIONS, runRollup } from "../../../src/worker/rollup/index.ts";
+import { call, calls, countingDb, deliver, resetDb, snapshot, type TestCall } from "./fixtures.ts";
+import { referenceRollup } from "./reference.ts";
+
+const db = env.DB;
+const T = Date.UTC(2026, 10, 20, 23, 59, 0); // a minute before UTC midnight
+const NOW = Date.UTC(2026, 10, 21, 1);
+
+beforeEach(() => resetDb(db));
+
+async function asOf(): Promise<number | null> {
+  const row = await db.prepare("SELECT value FROM rollup_state WHERE name = ?1").bind(AS_OF).first<{ value: number }>();
+  return row?.value ?? null;
+}
+
+async function rollupUntilCaughtUp(d: D1Database, options = {}) {
+  let runs = 0;
+  for (;;) {
+    runs += 1;
+    const r = await runRollup(d, NOW, options);
+    if (r.caughtUp) return runs;
+    if (runs > 1000) throw new Error("rollup did not catch up");
+  }
+}
+
+/** A session of n calls alternating tools and hashes, 10 s apart, crossing midnight. */
+function sessionCalls(n: number, session = "s1"): TestCall[] {
+  return Array.from({ length: n }, (_, i) =>
+    call({
+      session_id: session,
+      started_at_ms: T + i * 10_000,
+      duration_ms: 1_000,
+      tool_name: i % 3 === 2 ? "fetch" : "search",
+      args_hash: i % 2 ? "aaaa" : "bbbb",
+      client_name: i % 5 === 0 ? "cursor" : "claude",
+      outcome: i % 7 === 3 ? "bad_args" : "ok",
+    }),
+  );
+}
+
+describe("late arrivals", () => {
+  it("a call arriving between two rolled-up calls moves the pair and the retry flags", async () => {
+    const a = call({ started_at_ms: T, duration_ms: 1_000, args_hash: "aaaa", tool_name: "search" });
+    const b = call({ started_at_ms: T + 2_000, duration_ms: 1_000, args_hash: "bbbb", tool_name: "search" });
+    const c = call({ started_at_ms: T + 40_000, args_hash: "cccc", tool_name: "fetch" });
+    await deliver(db, calls([a, c]), NOW - 2_000);
+    await runRollup(db, NOW);
+    let snap = await snapshot(db);
+    expect(snap.pairs.map((p) => [p.from_tool, p.to_tool, p.pair_count])).toEqual([["search", "fetch", 1]]);
+    expect(snap.hours.reduce((s, r) => s + r.retries, 0)).toBe(0);
+
+    await deliver(db, calls([b]), NOW - 1_000); // b is late: started between a and c
+    await runRollup(db, NOW);
+    snap = await snapshot(db);
+    const ref = referenceRollup(
+      [a, c, b].map((item, seq) => ({ seq, received_at_ms: 0, item })),
+      [],
+      [],
+    );
+    expect(snap.hours).toEqual(ref.hours);
+    expect(snap.days).toEqual(ref.days);
+    expect(snap.pairs).toEqual(ref.pairs);
+    expect(snap.hours.reduce((s, r) => s + r.retries, 0)).toBe(1); // b is a retry of a
+    expect(snap.pairs.map((p) => [p.from_tool, p.to_tool, p.pair_count])).toEqual([["search", "fetch", 1]]); // b → c
+  });
+
+  it("rolling up twice changes nothing", async () => {
+    await deliver(db, calls(sessionCalls(40)), NOW - 1_000);
+    await runRollup(db, NOW);
+    const first = await snapshot(db);
+    const again = await runRollup(db, NOW + 300_000);
+    expect(again.newCalls).toBe(0);
+    expect(await snapshot(db)).toEqual(first);
+  });
+});
+
+describe("chunks and the query budget", () => {
+  it("a tiny chunk size takes several runs and gives the same tables as one big chunk", async () => {
+    const workload = [...sessionCalls(60, "s1"), ...sessionCalls(25, "s2")];
+    await deliver(db, calls(workload), NOW - 1_000);
+    const runs = await rollupUntilCaughtUp(db, { chunkCalls: 4 });
+    expect(runs).toBeGreaterThan(5);
+    const chunked = await snapshot(db);
+
+    await resetDb(db);
+    await deliver(db, calls(workload), NOW - 1_000);
+    expect(await rollupUntilCaughtUp(db)).toBe(1);
+    expect(await snapshot(db)).toEqual(chunked);
+    expect(chunked.sessions.map((s) => s.calls)).toEqual([60, 25]);
+  });
+
+  it("never runs more statements per invocation than the budget (default under 50)", async () => {
+    await deliver(db, calls(sessionCalls(200)), NOW - 1_000);
+    const counted = countingDb(db);
+    let before = 0;
+    let caughtUp = false;
+    let runs = 0;
+    while (!caughtUp) {
+      const r = await runRollup(counted.db, NOW, { chunkCalls: 7 });
+      const used = counted.count() - before;
+      before = counted.count();
+      expect(used).toBe(r.queries);
+      expect(used).toBeLessThanOrEqual(DEFAULT_ROLLUP_OPTIONS.maxQueries);
+      expect(DEFAULT_ROLLUP_OPTIONS.maxQueries).toBeLessThan(50);
+      caughtUp = r.caughtUp;
+      runs += 1;
+    }
+    expect(runs).toBeGreaterThan(1);
+    expect((await snapshot(db)).sessions[0]!.calls).toBe(200);
+  });
+
+  it("honours a smaller budget exactly: 18 statements fit one calls chunk, 17 none, 34 two", async () => {
+    await deliver(db, calls(sessionCalls(30)), NOW - 1_000);
+    const counted = countingDb(db);
+    const one = await runRollup(counted.db, NOW, { chunkCalls: 5, maxQueries: 18 });
+    expect(counted.count()).toBe(18);
+    expect(one.newCalls).toBe(5);
+    const starved = await runRollup(counted.db, NOW, { chunkCalls: 5, maxQueries: 17 });
+    expect(counted.count()).toBe(18 + 2);
+    expect(starved.newCalls).toBe(0);
+    expect(starved.caughtUp).toBe(false);
+    const two = await runRollup(counted.db, NOW, { chunkCalls: 5, maxQueries: 34 });
+    expect(counted.count()).toBe(18 + 2 + 34);
+    expect(two.newCalls).toBe(10);
+  });
+});
+
+describe("as_of (SPEC §2.6)", () => {
+  it("is absent before the first rollup, the scheduled time once caught up, and never moves back", async () => {
+    expect(await asOf()).toBeNull();
+    await deliver(db, calls(sessionCalls(3)), NOW - 5_000);
+    await runRollup(db, NOW);
+    expect(await asOf()).toBe(NOW);
+    await runRollup(db, NOW - 600_000);
+    expect(await asOf()).toBe(NOW);
+  });
+
+  it("stops just before the first payload still waiting when a run could not catch up", async () => {
+    await deliver(db, calls(sessionCalls(3)), NOW - 50_000);
+    await deliver(db, calls(sessionCalls(3, "s2")), NOW - 40_000);
+    await runRollup(db, NOW - 30_000, { chunkCalls: 3, maxQueries: 18 });
+    expect(await asOf()).toBe(NOW - 40_001);
+    await runRollup(db, NOW, { chunkCalls: 3, maxQueries: 18 });
+    expect(await asOf()).toBe(NOW);
+  });
+});
+
+describe("scheduled handler", () => {
+  it("runs the rollup on the 5-minute cron with the controller's time", async () => {
+    await deliver(db, calls(sessionCalls(4)), NOW - 1_000);
+    const controller = createScheduledController({ scheduledTime: NOW, cron: "*/5 * * * *" });
+    await worker.scheduled!(controller, env);
+    expect(await asOf()).toBe(NOW);
+    expect((await snapshot(db)).sessions[0]!.calls).toBe(4);
+  });
+
+  it("runs retention on the daily cron, and nothing on an unknown cron", async () => {
+    const controller = createScheduledController({ scheduledTime: NOW, cron: "30 3 * * *" });
+    await worker.scheduled!(controller, env);
+    const kept = await db.prepare("SELECT value FROM rollup_state WHERE name = 'raw_kept_from_ms'").first<{ value: number }>();
+    expect(kept?.value).toBe(Date.UTC(2026, 9, 22)); // 30 days and an hour back, on the hour
+    await resetDb(db);
+    await worker.scheduled!(createScheduledController({ scheduledTime: NOW, cron: "0 0 * * *" }), env);
+    expect(await asOf()).toBeNull();
+  });
+});
