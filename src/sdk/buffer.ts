@@ -40,10 +40,13 @@ export class PayloadBuffer {
   /** Payloads dropped because the buffer was full (for debug output and tests). */
   droppedOldest = 0;
 
-  constructor(
-    private readonly send: SendBatch,
-    private readonly tuning: BufferTuning = DEFAULT_BUFFER_TUNING,
-  ) {}
+  private readonly send: SendBatch;
+  private readonly tuning: BufferTuning;
+
+  constructor(send: SendBatch, tuning: BufferTuning = DEFAULT_BUFFER_TUNING) {
+    this.send = send;
+    this.tuning = tuning;
+  }
 
   get size(): number {
     return this.waiting.length;
@@ -106,6 +109,9 @@ export class PayloadBuffer {
     try {
       await Promise.race([drain(), timeUp]);
     } finally {
+      // Best effort: what could not go within the deadline is dropped, so the process can end
+      // (otherwise every later beforeExit would start another flush of the same payloads).
+      if (this.waiting.length > 0) this.waiting.length = 0;
       clearTimeout(deadlineTimer);
       this.finalFlushing = false;
     }

@@ -29,13 +29,12 @@ export class Destination {
   perRequestStartupSent = false;
   private readonly clientByTransportSession = new Map<string, string>();
 
-  constructor(
-    readonly endpoint: string,
-    readonly key: string,
-    post: PostJson,
-    tuning: BufferTuning,
-    sendTimeoutMs: number,
-  ) {
+  readonly endpoint: string;
+  readonly key: string;
+
+  constructor(endpoint: string, key: string, post: PostJson, tuning: BufferTuning, sendTimeoutMs: number) {
+    this.endpoint = endpoint;
+    this.key = key;
     this.ingestUrl = endpoint + INGEST_PATH;
     this.buffer = new PayloadBuffer(async (batch, final) => {
       const body = JSON.stringify({ batch });
@@ -110,7 +109,9 @@ export function resetDestinationsForTests(): void {
   registry().clear();
 }
 
-export function destinationFor(endpoint: string, key: string): Destination {
+export function destinationFor(rawEndpoint: string, key: string): Destination {
+  // A trailing slash is ignored, also in the destination's identity (SPEC §4).
+  const endpoint = rawEndpoint.replace(/\/+$/, "");
   const all = registry();
   const identity = `${endpoint}\n${key}`;
   let destination = all.get(identity);

@@ -25,6 +25,10 @@ export interface CaptureServer {
   calls(): Record<string, unknown>[];
   startups(): Record<string, unknown>[];
   waitForPayloads(count: number, timeoutMs?: number): Promise<Record<string, unknown>[]>;
+  /** Waits until this many requests have arrived. */
+  waitForRequests(count: number, timeoutMs?: number): Promise<CapturedRequest[]>;
+  /** Cuts every hanging request's connection (the sender sees a network failure). */
+  releaseHanging(): void;
   close(): Promise<void>;
 }
 
@@ -46,6 +50,17 @@ export async function startCaptureServer(mode: CaptureMode = "accept"): Promise<
         await new Promise((resolve) => setTimeout(resolve, 10));
       }
       return capture.payloads();
+    },
+    async waitForRequests(count, timeoutMs = 8_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (capture.requests.length < count) {
+        if (Date.now() > deadline) throw new Error(`expected ${count} requests, got ${capture.requests.length}`);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      return capture.requests;
+    },
+    releaseHanging() {
+      for (const response of hanging) response.socket?.destroy();
     },
     close: () =>
       new Promise<void>((resolve) => {

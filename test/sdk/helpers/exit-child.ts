@@ -1,0 +1,23 @@
+// A process that records calls and then ends in a chosen way, to test the exit flush (SPEC §4).
+// node exit-child.ts <endpoint> <key> <calls> <idle|wait|host-handler>
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import { watch } from "../../../src/sdk/index.ts";
+
+const [endpoint, key, callsText, mode] = process.argv.slice(2) as [string, string, string, string];
+const server = watch(new McpServer({ name: "exit-child", version: "1.0.0" }), { key, endpoint });
+server.registerTool("ping", { description: "Answers pong" }, () => ({ content: [{ type: "text", text: "pong" }] }));
+const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
+await server.connect(serverTransport);
+const client = new Client({ name: "exit-client", version: "1.0.0" });
+await client.connect(clientTransport);
+for (let i = 0; i < Number(callsText); i++) await client.callTool({ name: "ping", arguments: { i } });
+// Let the startup (built asynchronously after initialize) reach the buffer.
+await new Promise((resolve) => setTimeout(resolve, 20));
+if (mode === "wait") setInterval(() => {}, 60_000); // something of the host's keeps it alive
+if (mode === "host-handler") {
+  setInterval(() => {}, 60_000);
+  process.on("SIGTERM", () => setTimeout(() => process.exit(7), 300));
+}
+process.stdout.write("ready\n");

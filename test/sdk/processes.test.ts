@@ -1,0 +1,157 @@
+// Child processes: stdio servers of both SDK majors, the exit flush on beforeExit/SIGINT/SIGTERM
+// within 1 s, nothing keeping the process alive, and debug output on stderr only (SPEC §4).
+import { spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, test } from "vitest";
+import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport as StdioClientV1 } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { Client as ClientV2 } from "@modelcontextprotocol/client";
+import { StdioClientTransport as StdioClientV2 } from "@modelcontextprotocol/client/stdio";
+import { argsHash } from "../../src/shared/index.ts";
+import { invalidPayloads, startCaptureServer, type CaptureServer } from "./helpers/capture-server.ts";
+import { CANARY_ARG, CANARY_DESCRIPTION, CANARY_RESULT, TOOLS } from "./helpers/fixtures.ts";
+
+const STDIO_SERVER = fileURLToPath(new URL("./helpers/stdio-server.ts", import.meta.url));
+const EXIT_CHILD = fileURLToPath(new URL("./helpers/exit-child.ts", import.meta.url));
+
+const servers: CaptureServer[] = [];
+const children: ChildProcess[] = [];
+afterEach(async () => {
+  for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  await Promise.all(servers.splice(0).map((server) => server.close()));
+});
+async function capture(mode: "accept" | "hang" = "accept") {
+  const server = await startCaptureServer(mode);
+  servers.push(server);
+  return server;
+}
+
+describe.each(["v1-mcp", "v1-server", "v2-mcp", "v2-server"] as const)("%s over stdio in a child process", (flavour) => {
+  test("every outcome once, transport stdio, delivered by the exit flush when the client goes", async () => {
+    const ingest = await capture();
+    const key = `mp_live_stdio_${flavour}`;
+    const params = { command: process.execPath, args: [STDIO_SERVER, flavour, ingest.url, key], stderr: "pipe" as const };
+    const client = flavour.startsWith("v1") ? new ClientV1({ name: "stdio-client", version: "1.0.0" }) : new ClientV2({ name: "stdio-client", version: "1.0.0" });
+    const transport = flavour.startsWith("v1") ? new StdioClientV1(params) : new StdioClientV2(params);
+    await (client as ClientV1).connect(transport as StdioClientV1);
+    const expected: [string, string, boolean][] = [];
+    for (const [name, tool] of Object.entries(TOOLS)) {
+      if (name === "wait_for_cancel") continue;
+      await (client as ClientV1).callTool({ name, arguments: { note: CANARY_ARG } }).catch(() => undefined);
+      expected.push([name, tool.expect.outcome, tool.expect.is_empty]);
+    }
+    await (client as ClientV1).callTool({ name: "nope", arguments: {} }).catch(() => undefined);
+    expected.push(["nope", "bad_args", false]);
+    // Fewer than 30 payloads and a 5 s interval: only the exit flush can deliver them in time.
+    expect(ingest.requests).toHaveLength(0);
+    await (client as ClientV1).close();
+    const payloads = await ingest.waitForPayloads(expected.length + 1, 5_000);
+    const calls = payloads.filter((p) => p.type === "call");
+    expect(calls.map((p) => [p.tool_name, p.outcome, p.is_empty])).toEqual(expected);
+    expect(calls.every((p) => p.args_hash === argsHash(p.tool_name === "nope" ? {} : { note: CANARY_ARG }))).toBe(true);
+    const startup = payloads.find((p) => p.type === "startup")!;
+    expect(startup).toMatchObject({ transport: "stdio", client_name: "stdio-client" });
+    expect(invalidPayloads(payloads)).toEqual([]);
+    for (const request of ingest.requests) {
+      for (const canary of [CANARY_ARG, CANARY_RESULT, CANARY_DESCRIPTION]) expect(request.body).not.toContain(canary);
+    }
+  });
+});
+
+test("debug: every payload on stderr, stdout carries only JSON-RPC", async () => {
+  const ingest = await capture();
+  const child = spawn(process.execPath, [STDIO_SERVER, "v1-mcp", ingest.url, "mp_live_debug", "debug"], { stdio: ["pipe", "pipe", "pipe"] });
+  children.push(child);
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const send = (message: object) => child.stdin!.write(`${JSON.stringify(message)}\n`);
+  send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw-client", version: "1" } } });
+  send({ jsonrpc: "2.0", method: "notifications/initialized" });
+  send({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "answer", arguments: { q: CANARY_ARG } } });
+  send({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "throws", arguments: {} } });
+  const deadline = Date.now() + 5_000;
+  while (!stdout.includes('"id":3') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  child.stdin!.end();
+  const exit = await new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  expect(exit).toBe(0);
+  const lines = stdout.split("\n").filter((line) => line.length > 0);
+  expect(lines.length).toBe(3);
+  for (const line of lines) {
+    const message = JSON.parse(line) as { jsonrpc?: string };
+    expect(message.jsonrpc).toBe("2.0");
+  }
+  expect(stdout).not.toContain("mcpulse");
+  expect(stderr).toContain("[mcpulse] sending 3 payload(s)");
+  expect(stderr).toMatch(/\[mcpulse\] \{"v":1,"type":"call".*"tool_name":"throws".*"outcome":"crashed"/);
+  expect(stderr).not.toContain(CANARY_ARG);
+  expect(stderr).not.toContain("mp_live_debug"); // the key is never logged
+});
+
+interface ExitRun {
+  ingest: CaptureServer;
+  child: ChildProcess;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>;
+  ready: Promise<number>;
+}
+
+async function runExitChild(ingestMode: "accept" | "hang", calls: number, mode: "idle" | "wait" | "host-handler"): Promise<ExitRun> {
+  const ingest = await capture(ingestMode);
+  const child = spawn(process.execPath, [EXIT_CHILD, ingest.url, `mp_live_exit_${mode}`, String(calls), mode], { stdio: ["ignore", "pipe", "inherit"] });
+  children.push(child);
+  const ready = new Promise<number>((resolve) => child.stdout!.on("data", (chunk: Buffer) => chunk.toString().includes("ready") && resolve(Date.now())));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>((resolve) =>
+    child.on("exit", (code, signal) => resolve({ code, signal, atMs: Date.now() })),
+  );
+  return { ingest, child, exited, ready };
+}
+
+describe("exit flush", () => {
+  test("beforeExit: the waiting payloads go out and the process ends on its own", async () => {
+    const run = await runExitChild("accept", 5, "idle");
+    const { code } = await run.exited;
+    expect(code).toBe(0);
+    expect(run.ingest.calls()).toHaveLength(5);
+    expect(run.ingest.startups()).toHaveLength(1);
+  });
+
+  test("beforeExit with a hanging endpoint and a send in flight: the process still ends within 1 s", async () => {
+    const run = await runExitChild("hang", 35, "idle"); // 30 go at once and hang; 5 + startup wait
+    const readyAt = await run.ready;
+    const { code, atMs } = await run.exited;
+    expect(code).toBe(0);
+    expect(atMs - readyAt).toBeLessThan(2_500); // 1 s flush cap, plus process teardown; the send timeout is 10 s
+    expect(run.ingest.requests.length).toBeGreaterThanOrEqual(1);
+  });
+
+  test.each(["SIGTERM", "SIGINT"] as const)("%s: one final flush, then the signal's normal effect", async (signal) => {
+    const run = await runExitChild("accept", 4, "wait");
+    await run.ready;
+    run.child.kill(signal);
+    const exit = await run.exited;
+    expect(exit.signal).toBe(signal);
+    expect(run.ingest.calls()).toHaveLength(4);
+  });
+
+  test("SIGTERM with a hanging endpoint: terminated within 1 s of flushing", async () => {
+    const run = await runExitChild("hang", 4, "wait");
+    await run.ready;
+    const sentAt = Date.now();
+    run.child.kill("SIGTERM");
+    const exit = await run.exited;
+    expect(exit.signal).toBe("SIGTERM");
+    expect(exit.atMs - sentAt).toBeLessThan(2_500);
+    expect(exit.atMs - sentAt).toBeGreaterThanOrEqual(900); // it did wait for the flush, up to 1 s
+    expect(run.ingest.calls()).toHaveLength(4); // the request arrived even if never answered
+  });
+
+  test("a host with its own SIGTERM handler keeps control of its exit", async () => {
+    const run = await runExitChild("accept", 3, "host-handler");
+    await run.ready;
+    run.child.kill("SIGTERM");
+    const exit = await run.exited;
+    expect(exit.code).toBe(7);
+    expect(run.ingest.calls()).toHaveLength(3);
+  });
+});
