@@ -2,6 +2,12 @@
 // rules (toJSON, boxed primitives, undefined/function/symbol members dropped, array holes as
 // null, strings exactly as JSON.stringify writes them) with object keys sorted by UTF-16 code unit
 // at every depth and no whitespace.
+//
+// Speed matters (args_hash runs on every tool call, SPEC §4 "never block"), so a subtree that is
+// already canonical — plain objects with keys in order, arrays, primitives, a few levels deep; most
+// leaves of real argument objects — is handed to the engine's own JSON.stringify, which writes
+// exactly the canonical form for it; everything else is written here. bench/wire.ts measures it against the
+// `canonicalize` package and test/shared/canonical.test.ts checks it against a plain reference.
 
 /** Thrown for values JSON cannot represent: NaN, ±Infinity, BigInt, cycles, a bare undefined. */
 export class CanonicalizeError extends Error {
@@ -13,9 +19,8 @@ export class CanonicalizeError extends Error {
  * cycles, and on a top-level value JSON.stringify would skip (undefined, a function, a symbol).
  *
  * Why not the `canonicalize` npm package directly: it throws on lone surrogates, which SPEC §1.3
- * requires to be written as `\udxxx` (every JavaScript string hashes), and it neither unwraps boxed
- * primitives nor passes the key to `toJSON` as JSON.stringify does. This function is
- * differential-tested against the package on generated JSON values where the two must agree.
+ * requires to be written as `\udxxx` (every JavaScript string hashes), it neither unwraps boxed
+ * primitives nor passes the key to `toJSON` as JSON.stringify does, and it is slower (bench/wire.ts).
  */
 export function canonicalize(value: unknown): string {
   const text = serializeProperty(value, "", []);
@@ -24,46 +29,122 @@ export function canonicalize(value: unknown): string {
 }
 
 /** SerializeJSONProperty of ECMA-262 §25.5.2.2, with sorted keys; undefined = member skipped. */
-function serializeProperty(input: unknown, key: string, ancestors: object[]): string | undefined {
-  let value = input;
-  if (typeof value === "object" && value !== null) {
-    const toJSON = (value as { toJSON?: unknown }).toJSON;
-    if (typeof toJSON === "function") value = toJSON.call(value, key);
-  } else if (typeof value === "bigint") {
-    // A BigInt.prototype.toJSON installed by the host is honoured, as JSON.stringify does.
-    const toJSON = (BigInt.prototype as { toJSON?: unknown }).toJSON;
-    if (typeof toJSON === "function") value = toJSON.call(value, key);
-  }
+function serializeProperty(value: unknown, key: string, ancestors: object[]): string | undefined {
   switch (typeof value) {
     case "string":
-      // JSON.stringify already writes exactly the RFC 8785 string form (short escapes, lowercase
-      // \u00xx for other controls, lone surrogates as \udxxx, nothing else escaped).
-      return JSON.stringify(value);
+      return quote(value);
     case "number":
       return serializeNumber(value);
     case "boolean":
       return value ? "true" : "false";
-    case "bigint":
-      throw new CanonicalizeError("BigInt is not representable as JSON");
-    case "object":
+    case "object": {
       if (value === null) return "null";
-      if (value instanceof Number) return serializeNumber(Number(value));
-      if (value instanceof String) return JSON.stringify(String(value));
-      if (value instanceof Boolean) return value.valueOf() ? "true" : "false";
-      if (value instanceof BigInt) throw new CanonicalizeError("BigInt is not representable as JSON");
-      return Array.isArray(value)
-        ? serializeArray(value, ancestors)
-        : serializeObject(value as Record<string, unknown>, ancestors);
+      const toJSON = (value as { toJSON?: unknown }).toJSON;
+      if (typeof toJSON === "function") return serializeResolved(toJSON.call(value, key), ancestors);
+      return serializeContainer(value, ancestors);
+    }
+    case "bigint": {
+      // A BigInt.prototype.toJSON installed by the host is honoured, as JSON.stringify does.
+      const toJSON = (BigInt.prototype as { toJSON?: unknown }).toJSON;
+      if (typeof toJSON === "function") return serializeResolved(toJSON.call(value, key), ancestors);
+      throw new CanonicalizeError("BigInt is not representable as JSON");
+    }
     default:
       // undefined, functions and symbols: skipped in objects, null in arrays (as JSON.stringify).
       return undefined;
   }
 }
 
+/** A value that toJSON already produced: serialised without calling toJSON again. */
+function serializeResolved(value: unknown, ancestors: object[]): string | undefined {
+  switch (typeof value) {
+    case "string":
+      return quote(value);
+    case "number":
+      return serializeNumber(value);
+    case "boolean":
+      return value ? "true" : "false";
+    case "object":
+      return value === null ? "null" : serializeContainer(value, ancestors);
+    case "bigint":
+      throw new CanonicalizeError("BigInt is not representable as JSON");
+    default:
+      return undefined;
+  }
+}
+
+// Characters JSON.stringify escapes: '"', '\', controls, and (only when lone) surrogates.
+const NEEDS_ESCAPING = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/** A string exactly as JSON.stringify writes it (short escapes, lowercase \u00xx, \udxxx). */
+function quote(text: string): string {
+  return NEEDS_ESCAPING.test(text) ? JSON.stringify(text) : `"${text}"`;
+}
+
 /** ECMAScript Number::toString is exactly RFC 8785's number form, except -0 which is "0". */
 function serializeNumber(value: number): string {
-  if (!Number.isFinite(value)) throw new CanonicalizeError("NaN and Infinity are not representable");
+  if (value - value !== 0) throw new CanonicalizeError("NaN and Infinity are not representable");
   return value === 0 ? "0" : String(value);
+}
+
+function serializeContainer(value: object, ancestors: object[]): string {
+  // Already canonical throughout: the engine writes it faster than any JS loop.
+  if (isStringifyReady(value, SHORTCUT_DEPTH)) return JSON.stringify(value);
+  if (Array.isArray(value)) return serializeArray(value, ancestors);
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) {
+    if (value instanceof Number) return serializeNumber(Number(value));
+    if (value instanceof String) return quote(String(value));
+    if (value instanceof Boolean) return value.valueOf() ? "true" : "false";
+    if (value instanceof BigInt) throw new CanonicalizeError("BigInt is not representable as JSON");
+  }
+  return serializeObject(value as Record<string, unknown>, ancestors);
+}
+
+/**
+ * Whether JSON.stringify writes `value` (a member) exactly as canonicalize would when it is a
+ * member of a container: strings, finite numbers, booleans, null, and what both skip.
+ */
+function isPlainLeaf(value: unknown): boolean {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+    case "undefined":
+    case "function":
+    case "symbol":
+      return true;
+    case "number":
+      return value - value === 0; // finite
+    case "object":
+      return value === null;
+    default:
+      return false; // bigint
+  }
+}
+
+/** How many container levels the JSON.stringify shortcut inspects before giving up. */
+const SHORTCUT_DEPTH = 3;
+
+/**
+ * Whether JSON.stringify already writes `value` canonically: leaves as above, arrays and plain
+ * objects (no toJSON, no boxed primitives) whose keys are in UTF-16 order, at most `depth`
+ * container levels deep. Bounded, so a cycle or a deep tree costs a few steps, not a walk.
+ */
+function isStringifyReady(value: unknown, depth: number): boolean {
+  if (typeof value !== "object" || value === null) return isPlainLeaf(value);
+  if (depth === 0 || typeof (value as { toJSON?: unknown }).toJSON === "function") return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!isStringifyReady(value[i], depth - 1)) return false;
+    return true;
+  }
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return false;
+  const keys = Object.keys(value);
+  for (let i = 0; i < keys.length; i++) {
+    if (i > 0 && keys[i - 1]! > keys[i]!) return false;
+    if (!isStringifyReady((value as Record<string, unknown>)[keys[i]!], depth - 1)) return false;
+  }
+  return true;
 }
 
 function enter(value: object, ancestors: object[]): void {
@@ -75,9 +156,9 @@ function enter(value: object, ancestors: object[]): void {
 }
 
 function serializeArray(array: readonly unknown[], ancestors: object[]): string {
+  const length = array.length;
   enter(array, ancestors);
   let out = "[";
-  const length = array.length;
   for (let i = 0; i < length; i++) {
     if (i > 0) out += ",";
     out += serializeProperty(array[i], String(i), ancestors) ?? "null";
@@ -87,17 +168,34 @@ function serializeArray(array: readonly unknown[], ancestors: object[]): string 
 }
 
 function serializeObject(object: Record<string, unknown>, ancestors: object[]): string {
+  const keys = Object.keys(object);
+  const count = keys.length;
+  sortCodeUnits(keys);
   enter(object, ancestors);
-  // The default sort compares UTF-16 code units, which is RFC 8785 §3.2.3's order.
-  const keys = Object.keys(object).sort();
   let out = "{";
-  let first = true;
-  for (const key of keys) {
+  for (let i = 0; i < count; i++) {
+    const key = keys[i]!;
     const member = serializeProperty(object[key], key, ancestors);
     if (member === undefined) continue;
-    out += (first ? "" : ",") + JSON.stringify(key) + ":" + member;
-    first = false;
+    out += (out.length === 1 ? "" : ",") + quote(key) + ":" + member;
   }
   ancestors.pop();
   return out + "}";
+}
+
+/** Sorts by UTF-16 code unit (RFC 8785 §3.2.3): `<` on strings compares code units. */
+function sortCodeUnits(keys: string[]): void {
+  if (keys.length > 16) {
+    keys.sort(); // the default sort also compares UTF-16 code units
+    return;
+  }
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i]!;
+    let j = i - 1;
+    while (j >= 0 && keys[j]! > key) {
+      keys[j + 1] = keys[j]!;
+      j--;
+    }
+    keys[j + 1] = key;
+  }
 }

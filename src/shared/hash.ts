@@ -1,7 +1,7 @@
 // SHA-256 hex prefixes and UTF-16 sizes used on the wire (SPEC §1.3): every hash the SDK sends is
 // the first 12 lowercase hex characters of a SHA-256 over UTF-8 bytes.
-import { sha256 } from "@noble/hashes/sha2.js";
 import { canonicalize } from "./canonical.ts";
+import { sha256HexPrefix } from "./sha256.ts";
 
 /** Hash of arguments that cannot be represented as JSON (NaN, ±Infinity, BigInt, cycles). */
 export const UNREPRESENTABLE_HASH = "000000000000";
@@ -9,20 +9,11 @@ export const UNREPRESENTABLE_HASH = "000000000000";
 /** Length of every hash the SDKs send (SPEC §1.2: "SDKs send 12"). */
 export const HASH_HEX_CHARS = 12;
 
-const HEX_DIGITS = "0123456789abcdef";
-const utf8Encoder = new TextEncoder();
-
 /** First 12 lowercase hex characters of the SHA-256 of the UTF-8 bytes of `text`. */
 export function sha256Hex12(text: string): string {
-  // TextEncoder writes a lone surrogate as U+FFFD, as every UTF-8 encoder must; canonical JSON
-  // never contains one (it is escaped as \udxxx first), so argsHash is unaffected.
-  const digest = sha256(utf8Encoder.encode(text));
-  let hex = "";
-  for (let i = 0; i < HASH_HEX_CHARS / 2; i++) {
-    const byte = digest[i]!;
-    hex += HEX_DIGITS[byte >> 4]! + HEX_DIGITS[byte & 15]!;
-  }
-  return hex;
+  // A lone surrogate is hashed as U+FFFD, as every UTF-8 encoder writes it; canonical JSON never
+  // contains one (it is escaped as \udxxx first), so argsHash is unaffected.
+  return sha256HexPrefix(text, HASH_HEX_CHARS);
 }
 
 /**

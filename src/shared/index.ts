@@ -9,5 +9,6 @@ export * from "./fields.ts";
 export * from "./hash.ts";
 export * from "./payload.ts";
 export * from "./porter.ts";
+export * from "./sha256.ts";
 export * from "./startup.ts";
 export * from "./timestamp.ts";

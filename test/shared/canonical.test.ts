@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { argsHash, CanonicalizeError, canonicalize, UNREPRESENTABLE_HASH } from "../../src/shared/index.ts";
+import { referenceCanonicalize } from "./reference-canonicalize.ts";
 
 type CanonicalCase = {
   name: string;
@@ -213,5 +214,70 @@ describe("differential test against the canonicalize package", () => {
   it("differs from the package only where SPEC §1.3 requires: lone surrogates hash instead of throwing", () => {
     expect(() => canonicalizePackage("\ud800")).toThrow();
     expect(canonicalize("\ud800")).toBe('"\\ud800"');
+  });
+});
+
+describe("differential test against the plain reference serializer", () => {
+  // canonicalize hands already-canonical subtrees to JSON.stringify; the reference never does.
+  // Both must agree on everything JavaScript can hold: toJSON, boxed values, Dates, Maps, typed
+  // and sparse arrays, null prototypes, undefined and functions, unsorted keys at any depth.
+  const outcome = (serialize: (value: unknown) => string, value: unknown) => {
+    try {
+      return { text: serialize(value) };
+    } catch {
+      return { threw: true };
+    }
+  };
+  const anything = fc.anything({
+    maxDepth: 6,
+    withBigInt: true,
+    withBoxedValues: true,
+    withDate: true,
+    withMap: true,
+    withSet: true,
+    withNullPrototype: true,
+    withObjectString: true,
+    withSparseArray: true,
+    withTypedArray: true,
+    withUnicodeString: true,
+  });
+
+  it("agrees on arbitrary JavaScript values", () => {
+    fc.assert(
+      fc.property(anything, (value) => {
+        expect(outcome(canonicalize, value)).toEqual(outcome(referenceCanonicalize, value));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("agrees on JSON values with toJSON members and deep nesting beyond the shortcut", () => {
+    const withToJSON = fc.jsonValue().map((inner) => ({ toJSON: (key: string) => ({ key, inner }) }));
+    const deep = fc.jsonValue().map((leaf) => {
+      let value: unknown = leaf;
+      for (let i = 0; i < 8; i++) value = i % 2 === 0 ? { b: value, a: [value] } : [value, { z: 1 }];
+      return value;
+    });
+    fc.assert(
+      fc.property(fc.oneof(fc.jsonValue(), withToJSON, deep, fc.array(withToJSON), fc.dictionary(fc.string(), withToJSON)), (value) => {
+        expect(canonicalize(value)).toBe(referenceCanonicalize(value));
+        // And it is JSON.stringify's value, reordered: parsing both gives the same data.
+        expect(JSON.parse(canonicalize(value))).toEqual(JSON.parse(JSON.stringify(value)));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("does not take the shortcut through toJSON, boxed values or polluted prototypes", () => {
+    const sortedButBoxed = { a: [new String("x")], b: { c: new Number(2) } };
+    expect(canonicalize(sortedButBoxed)).toBe('{"a":["x"],"b":{"c":2}}');
+    const sortedWithToJSON = { a: { toJSON: () => ({ z: 1, y: 2 }) } };
+    expect(canonicalize(sortedWithToJSON)).toBe('{"a":{"y":2,"z":1}}');
+    const nested = { a: { b: { c: { d: { f: 1, e: 2 } } } } };
+    expect(canonicalize(nested)).toBe('{"a":{"b":{"c":{"d":{"e":2,"f":1}}}}}');
+    expect(() => canonicalize({ a: [1, Number.NaN] })).toThrow(CanonicalizeError);
+    expect(() => canonicalize({ a: { b: [Infinity] } })).toThrow(CanonicalizeError);
+    const integerKeys = { "2": "b", "10": "a" };
+    expect(canonicalize(integerKeys)).toBe('{"10":"a","2":"b"}');
   });
 });
