@@ -56,4 +56,14 @@ describe("KeyBudget Durable Object", () => {
     expect((await a.take(1, 5)).admitted).toBe(false);
     expect(await b.take(5, 5)).toEqual({ admitted: true });
   });
+
+  it("writes the bucket to the object's storage, where a restarted instance reads it", async () => {
+    const { runInDurableObject } = await import("cloudflare:test");
+    const stub = env.KEY_BUDGET.get(env.KEY_BUDGET.idFromName("mp_live_budgetC1"));
+    expect(await stub.take(4, 5)).toEqual({ admitted: true });
+    await runInDurableObject(stub, async (_instance, state) => {
+      const saved = await state.storage.get<{ tokens: number }>("bucket");
+      expect(saved?.tokens).toBeCloseTo(1, 2);
+    });
+  });
 });

@@ -3,10 +3,12 @@
 // globally unique, so every isolate that serves the key asks the same counter.
 //
 // The counter is a token bucket: it holds at most `budgetPerMinute` tokens and refills at
-// `budgetPerMinute / 60` per second, so over any 60 s window a key gets at most one minute's budget
-// plus what refilled during the window (never the 2× burst a fixed minute window allows at its
-// edge). Its state is saved in the object's SQLite storage on every change, so an eviction or a
-// restart does not reset it.
+// `budgetPerMinute / 60` per second, so in any window of T seconds a key gets at most
+// budget × (1 + T/60) — never the 2× within seconds that a fixed-minute counter allows at a
+// minute's edge. The bucket lives in the object's memory and every change is also written to its SQLite
+// storage, so an eviction or a restart does not reset it. The write is not awaited and does not
+// hold the answer (`allowUnconfirmed`): waiting for each write to be confirmed made every ingest
+// request wait on a storage flush, and a lost write costs at most one batch's worth of count.
 import { DurableObject } from "cloudflare:workers";
 
 export type BudgetDecision = { admitted: true } | { admitted: false; retryAfterSeconds: number };
@@ -41,11 +43,19 @@ export function takeTokens(
 }
 
 export class KeyBudget extends DurableObject {
+  #bucket: BucketState | undefined;
+  #loaded = false;
+
   /** Takes `payloads` from this key's budget, or says how many seconds to wait. */
   async take(payloads: number, budgetPerMinute: number): Promise<BudgetDecision> {
-    const kv = this.ctx.storage.kv;
-    const { state, decision } = takeTokens(kv.get<BucketState>(STATE_KEY), payloads, budgetPerMinute, Date.now());
-    kv.put(STATE_KEY, state);
+    if (!this.#loaded) {
+      // The input gate holds other calls while this first read is in flight, so none sees a half-loaded bucket.
+      this.#bucket = await this.ctx.storage.get<BucketState>(STATE_KEY);
+      this.#loaded = true;
+    }
+    const { state, decision } = takeTokens(this.#bucket, payloads, budgetPerMinute, Date.now());
+    this.#bucket = state;
+    this.ctx.storage.put(STATE_KEY, state, { allowUnconfirmed: true }).catch(() => {});
     return decision;
   }
 }
