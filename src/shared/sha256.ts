@@ -22,7 +22,9 @@ const schedule = new Int32Array(64);
 const state = new Int32Array(8);
 const utf8Encoder = new TextEncoder();
 // Reused across calls (hashing is synchronous, so nothing else can use it meanwhile); grown on
-// demand to the UTF-8 worst case of 3 bytes per UTF-16 code unit plus padding.
+// demand to the UTF-8 worst case of 3 bytes per UTF-16 code unit plus padding, up to 1 MiB. A
+// larger input gets a buffer of its own, so one huge argument does not pin memory for good.
+const MAX_RETAINED_BUFFER_BYTES = 1_048_576;
 let buffer = new Uint8Array(4096);
 let bufferView = new DataView(buffer.buffer);
 
@@ -32,12 +34,16 @@ let bufferView = new DataView(buffer.buffer);
  */
 function digestWords(text: string): Int32Array {
   const worstCase = text.length * 3 + 72;
-  if (buffer.length < worstCase) {
-    buffer = new Uint8Array(Math.max(worstCase, buffer.length * 2));
-    bufferView = new DataView(buffer.buffer);
+  let bytes = buffer;
+  let view = bufferView;
+  if (bytes.length < worstCase) {
+    bytes = new Uint8Array(Math.max(worstCase, bytes.length * 2));
+    view = new DataView(bytes.buffer);
+    if (bytes.length <= MAX_RETAINED_BUFFER_BYTES) {
+      buffer = bytes;
+      bufferView = view;
+    }
   }
-  const bytes = buffer;
-  const view = bufferView;
   const length = utf8Encoder.encodeInto(text, bytes).written;
   // Padding: 0x80, zeros to 56 mod 64, then the bit length as a 64-bit big-endian integer.
   let end = length;
@@ -70,10 +76,10 @@ function digestWords(text: string): Int32Array {
     let a = h0, b = h1, c = h2, d = h3, e = h4, f = h5, g = h6, h = h7;
     for (let t = 0; t < 64; t++) {
       const sigma1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
-      const choice = (e & f) ^ (~e & g);
+      const choice = g ^ (e & (f ^ g)); // Ch(e, f, g) in three operations
       const t1 = (h + sigma1 + choice + k[t]! + w[t]!) | 0;
       const sigma0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
-      const majority = (a & b) ^ (a & c) ^ (b & c);
+      const majority = (a & b) | (c & (a | b)); // Maj(a, b, c) in four operations
       const t2 = (sigma0 + majority) | 0;
       h = g;
       g = f;

@@ -1,0 +1,106 @@
+// `npm run bench:wire`: the wire contract's hot paths (SPEC §1.3, §1.1), each beside a baseline
+// measured in the same run, written to the bench:wire section of docs/benchmarks.md.
+//   - argsHash of a ~1 KB argument object (target ≤ 10 µs)
+//   - canonicalize vs the `canonicalize` npm package on ~80 B, 1 KB and 64 KB inputs
+//   - JSON.parse + parseBatch of a 500-call envelope (target ≤ 1.5 ms), Zod JIT and jitless
+import { sha256 } from "@noble/hashes/sha2.js";
+import canonicalizePackage from "canonicalize";
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { fileURLToPath } from "node:url";
+import { argsHash, canonicalize, sha256Hex12 } from "../src/shared/index.ts";
+import { oneKilobyteArguments, sixtyFourKilobyteArguments, smallArguments } from "./wire/inputs.ts";
+import { type Measurement, measure } from "./wire/measure.ts";
+import { measureParseBatch } from "./wire/parse-batch.ts";
+
+const ARGS_HASH_TARGET_US = 10;
+const PARSE_BATCH_TARGET_US = 1500;
+
+const fmt = (us: number) => (us >= 1000 ? `${(us / 1000).toFixed(2)} ms` : `${us.toFixed(2)} µs`);
+const utf8Bytes = (text: string) => new TextEncoder().encode(text).length;
+
+// --- argsHash of ~1 KB ------------------------------------------------------------------------
+const oneKbText = canonicalize(oneKilobyteArguments);
+const oneKbBytes = new TextEncoder().encode(oneKbText);
+const argsHashRows: Measurement[] = [
+  measure("argsHash (canonicalize + SHA-256 + hex12)", () => argsHash(oneKilobyteArguments)),
+  measure("baseline: JSON.stringify alone", () => JSON.stringify(oneKilobyteArguments)),
+  measure("baseline: SHA-256 of the same text (ours, hex12)", () => sha256Hex12(oneKbText)),
+  measure("baseline: SHA-256 of the same bytes (@noble/hashes)", () => sha256(oneKbBytes)),
+  measure("baseline: JSON.stringify + @noble/hashes SHA-256", () => sha256(new TextEncoder().encode(JSON.stringify(oneKilobyteArguments)))),
+];
+
+// --- canonicalize vs the package ----------------------------------------------------------------
+const canonicalInputs = [
+  ["small", smallArguments],
+  ["1 KB", oneKilobyteArguments],
+  ["64 KB", sixtyFourKilobyteArguments],
+] as const;
+const canonicalRows = canonicalInputs.map(([label, input]) => {
+  if (canonicalize(input) !== canonicalizePackage(input)) throw new Error(`${label}: outputs differ`);
+  return {
+    label,
+    bytes: utf8Bytes(canonicalize(input)),
+    ours: measure("canonicalize", () => canonicalize(input)),
+    pkg: measure("canonicalize package", () => canonicalizePackage(input)),
+    stringify: measure("JSON.stringify", () => JSON.stringify(input)),
+  };
+});
+
+// --- parseBatch -------------------------------------------------------------------------------
+const jit = await measureParseBatch();
+const child = spawnSync(
+  process.execPath,
+  ["--experimental-strip-types", "--no-warnings", fileURLToPath(new URL("./wire/parse-batch.ts", import.meta.url)), "--jitless"],
+  { encoding: "utf8" },
+);
+if (child.status !== 0) throw new Error(`jitless run failed: ${child.stderr}`);
+const jitless = JSON.parse(child.stdout) as Awaited<ReturnType<typeof measureParseBatch>>;
+
+// --- report -----------------------------------------------------------------------------------
+const argsHashUs = argsHashRows[0]!.medianUs;
+const parseJitUs = jit.parseBatch.medianUs;
+const parseJitlessUs = jitless.parseBatch.medianUs;
+const verdict = (us: number, target: number) => (us <= target ? `meets ≤ ${fmt(target)}` : `MISSES ≤ ${fmt(target)}`);
+
+const lines: string[] = [];
+lines.push(`Run on ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ${cpus()[0]?.model ?? "unknown CPU"} (${cpus().length} cores, shared).`);
+lines.push("Medians of per-call CPU time (process.cpuUsage) over 21–31 batches of ~10 ms each, so time");
+lines.push("spent descheduled on the shared machine is not counted. Lower is better.");
+lines.push("");
+lines.push(`### argsHash of a ${oneKbBytes.length}-byte argument object — ${verdict(argsHashUs, ARGS_HASH_TARGET_US)}`);
+lines.push("");
+lines.push("| operation | median |");
+lines.push("|---|---:|");
+for (const row of argsHashRows) lines.push(`| ${row.name} | ${fmt(row.medianUs)} |`);
+lines.push("");
+lines.push("### canonicalize: ours vs the `canonicalize` npm package (same output checked first)");
+lines.push("");
+lines.push("| input | canonical bytes | ours | `canonicalize` package | ours ÷ package | JSON.stringify (floor, unsorted) |");
+lines.push("|---|---:|---:|---:|---:|---:|");
+for (const row of canonicalRows) {
+  lines.push(
+    `| ${row.label} | ${row.bytes} | ${fmt(row.ours.medianUs)} | ${fmt(row.pkg.medianUs)} | ${(row.ours.medianUs / row.pkg.medianUs).toFixed(2)} | ${fmt(row.stringify.medianUs)} |`,
+  );
+}
+lines.push("");
+lines.push(`### JSON.parse + parseBatch of a 500-call envelope (${jit.kept} kept) — ${verdict(Math.max(parseJitUs, parseJitlessUs), PARSE_BATCH_TARGET_US)}`);
+lines.push("");
+lines.push("| Zod mode | JSON.parse alone (baseline) | JSON.parse + parseBatch | parseBatch per item |");
+lines.push("|---|---:|---:|---:|");
+lines.push(`| JIT (Node default) | ${fmt(jit.jsonParse.medianUs)} | ${fmt(parseJitUs)} | ${fmt((parseJitUs - jit.jsonParse.medianUs) / 500)} |`);
+lines.push(`| jitless (what workerd runs: no \`new Function\`) | ${fmt(jitless.jsonParse.medianUs)} | ${fmt(parseJitlessUs)} | ${fmt((parseJitlessUs - jitless.jsonParse.medianUs) / 500)} |`);
+const section = lines.join("\n");
+console.log(section);
+
+const docsPath = fileURLToPath(new URL("../docs/benchmarks.md", import.meta.url));
+const START = "<!-- bench:wire:start -->";
+const END = "<!-- bench:wire:end -->";
+const block = `${START}\n## Wire contract (\`npm run bench:wire\`)\n\n${section}\n${END}`;
+let docs = existsSync(docsPath) ? readFileSync(docsPath, "utf8") : "# Benchmarks\n";
+const start = docs.indexOf(START);
+const end = docs.indexOf(END);
+docs = start >= 0 && end > start ? docs.slice(0, start) + block + docs.slice(end + END.length) : `${docs.trimEnd()}\n\n${block}\n`;
+writeFileSync(docsPath, docs);
+console.log(`\nwrote the bench:wire section of ${docsPath}`);
