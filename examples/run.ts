@@ -1,0 +1,98 @@
+// `npm run example`: drives examples/server.ts (a stdio MCP server with watch()) with a real MCP
+// client against the local worker (`npm run dev`), runs the rollup, prints what
+// /v1/metrics/tools now says and the dashboard URL.
+//   MCPULSE_URL        worker URL (default http://127.0.0.1:8787)
+//   MCPULSE_KEY / MCPULSE_READ_KEY   reuse an existing project's keys instead of creating one
+//   ADMIN_TOKEN        else read from .dev.vars (written by `npm run dev`)
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const url = (process.env.MCPULSE_URL ?? "http://127.0.0.1:8787").replace(/\/+$/, "");
+const root = fileURLToPath(new URL("..", import.meta.url));
+
+async function reachable(): Promise<boolean> {
+  try {
+    await fetch(`${url}/v1/metrics/tools`, { signal: AbortSignal.timeout(3_000) });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function keys(): Promise<{ ingest: string; read: string }> {
+  if (process.env.MCPULSE_KEY && process.env.MCPULSE_READ_KEY) return { ingest: process.env.MCPULSE_KEY, read: process.env.MCPULSE_READ_KEY };
+  const devVars = `${root}.dev.vars`;
+  const token =
+    process.env.ADMIN_TOKEN ??
+    (existsSync(devVars) ? /^ADMIN_TOKEN\s*=\s*"?([^"\n]*)"?\s*$/m.exec(readFileSync(devVars, "utf8"))?.[1] : undefined);
+  if (!token) throw new Error("No ADMIN_TOKEN: run `npm run dev` once (it writes .dev.vars), or set ADMIN_TOKEN.");
+  const response = await fetch(`${url}/v1/admin/projects`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify({ name: `example ${new Date().toISOString().slice(0, 16)}` }),
+  });
+  if (response.status !== 201) throw new Error(`creating a project answered ${response.status}: ${await response.text()}`);
+  const project = (await response.json()) as { ingest_key: string; read_key: string; project_id: string };
+  console.log(`Created project ${project.project_id}.`);
+  return { ingest: project.ingest_key, read: project.read_key };
+}
+
+if (!(await reachable())) {
+  console.error(`The worker is not answering at ${url}. Start it in another terminal with \`npm run dev\`, then run \`npm run example\` again.`);
+  process.exit(1);
+}
+const { ingest, read } = await keys();
+
+// The MCP server runs as a child process over stdio, exactly as a desktop client would run it.
+const transport = new StdioClientTransport({
+  command: process.execPath,
+  args: ["--experimental-strip-types", "--no-warnings", fileURLToPath(new URL("./server.ts", import.meta.url))],
+  env: { ...(process.env as Record<string, string>), MCPULSE_KEY: ingest, MCPULSE_ENDPOINT: url },
+  stderr: "inherit",
+});
+const client = new Client({ name: "example-client", version: "1.0.0" });
+await client.connect(transport);
+const call = async (name: string, args: Record<string, unknown>) => {
+  try {
+    const result = await client.callTool({ name, arguments: args });
+    return result.isError ? "isError" : "ok";
+  } catch (error) {
+    return `error: ${(error as Error).message}`;
+  }
+};
+// A session like a model's: a wrong first attempt and its retry, an empty answer, a tool error,
+// a crash, pagination (the same arguments again), and a pair of tools used one after the other.
+const script: [string, Record<string, unknown>][] = [
+  ["search_orders", { customer: "acme", limit: "5" }], // bad_args: limit must be a number
+  ["search_orders", { customer: "acme", limit: 5 }], // its retry, different arguments
+  ["get_order", { id: "A-1001" }],
+  ["get_order", { id: "A-9999" }], // empty: {}
+  ["refund_order", { id: "A-1001" }], // tool_error: shipped
+  ["refund_order", { id: "A-1002" }],
+  ["export_report", {}], // crashed
+  ["search_orders", { customer: "globex" }],
+  ["search_orders", { customer: "globex" }], // same arguments: a repeat, not a retry
+];
+for (const [name, args] of script) console.log(`  ${name}(${JSON.stringify(args)}) → ${await call(name, args)}`);
+await client.close(); // the server's stdin closes; its exit flush sends the buffered payloads
+
+// Fold them into the metrics now instead of waiting for the 5-minute cron (`npm run dev` serves
+// wrangler's --test-scheduled route).
+await new Promise((resolve) => setTimeout(resolve, 500));
+const cron = await fetch(`${url}/__scheduled?cron=${encodeURIComponent("*/5 * * * *")}`).catch(() => undefined);
+if (!cron?.ok) console.log("(Could not trigger the rollup; the cron folds the calls in within 5 minutes.)");
+
+const metrics = (await (await fetch(`${url}/v1/metrics/tools`, { headers: { authorization: `Bearer ${read}` } })).json()) as {
+  tools: { tool_name: string; calls: number; ok: number; empty: number; bad_args: number; tool_error: number; crashed: number; first_call_rate: number | null; dead: boolean }[];
+};
+console.log("\n/v1/metrics/tools:");
+console.log("  tool            calls  ok  empty  bad_args  tool_error  crashed  first-call  dead");
+for (const tool of metrics.tools ?? []) {
+  console.log(
+    `  ${tool.tool_name.padEnd(15)} ${String(tool.calls).padStart(5)} ${String(tool.ok).padStart(3)} ${String(tool.empty).padStart(6)} ${String(tool.bad_args).padStart(9)} ${String(tool.tool_error).padStart(11)} ${String(tool.crashed).padStart(8)}  ${String(tool.first_call_rate ?? "—").padStart(10)}  ${tool.dead}`,
+  );
+}
+console.log(`\nDashboard: ${url}/?key=${read}`);
+console.log(`Your ingest key: ${ingest}  (watch(server, { key, endpoint: "${url}" }))`);
