@@ -233,6 +233,37 @@ describe("what is stored", () => {
     expect(rows.agreements).toHaveLength(1);
   });
 
+  it("keeps every field at its cap and drops it one over (SPEC §1.2), through the worker", async () => {
+    const p = await createProject();
+    const day = 86_400_000;
+    // [label, field overrides at the cap, the same one over]
+    const cases: [string, Record<string, unknown>, Record<string, unknown>][] = [
+      ["session_id", { session_id: "s".repeat(128) }, { session_id: "s".repeat(129) }],
+      ["client_name", { client_name: "c".repeat(128) }, { client_name: "c".repeat(129) }],
+      ["tool_name", { tool_name: "t".repeat(200) }, { tool_name: "t".repeat(201) }],
+      ["duration_ms", { duration_ms: 86_400_000 }, { duration_ms: 86_400_001 }],
+      ["response_bytes", { response_bytes: 2_147_483_647 }, { response_bytes: 2_147_483_648 }],
+      ["args_hash long", { args_hash: "a".repeat(64) }, { args_hash: "a".repeat(65) }],
+      ["args_hash short", { args_hash: "abcd" }, { args_hash: "abc" }],
+      ["started_at past", { started_at: isoAgo(7 * day - 60_000) }, { started_at: isoAgo(7 * day + 60_000) }],
+      ["started_at future", { started_at: isoAgo(-4 * 60_000) }, { started_at: isoAgo(-6 * 60_000) }],
+    ];
+    const batch = cases.flatMap(([label, atCap, over]) => [
+      callPayload({ ...atCap, args_hash: atCap.args_hash ?? "0000aaaa0000", session_id: atCap.session_id ?? `kept ${label}` }),
+      callPayload({ ...over, session_id: over.session_id ?? `dropped ${label}` }),
+    ]);
+    const tools = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `tool_${i}`, schema_bytes: 1 }));
+    batch.push(startupPayload({ session_id: "kept tools", tools: tools(500) }), startupPayload({ session_id: "dropped tools", tools: tools(501) }));
+    expect((await postIngest({ batch }, { key: p.ingest_key })).status).toBe(202);
+    const rows = await storedRows(p.project_id);
+    expect(rows.calls).toHaveLength(cases.length);
+    expect(rows.calls.some((r) => String(r.session_id).startsWith("dropped"))).toBe(false);
+    expect(rows.calls.find((r) => r.duration_ms === 86_400_000)).toBeDefined();
+    expect(rows.calls.find((r) => r.response_bytes === 2_147_483_647)).toBeDefined();
+    expect(rows.startups.map((r) => r.session_id)).toEqual(["kept tools"]);
+    expect(JSON.parse(String(rows.startups[0]!.tools_json))).toHaveLength(500);
+  });
+
   it("stores each field in its column, with the duration bucket, and nothing else", async () => {
     const p = await createProject();
     const nowIso = new Date(Date.now() - 1000).toISOString();
