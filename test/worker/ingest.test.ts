@@ -1,7 +1,8 @@
 // POST /v1/ingest through the real worker: every row of the SPEC §1.1 table, the check order,
 // the caps at and over their limits, and what reaches D1 (SPEC §1.2, schema.sql).
 import { env } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { exports } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
 import { MAX_BODY_BYTES } from "../../src/shared/index.ts";
 import { agreementPayload, callPayload, isoAgo, postIngest, startupPayload, storedRows, streamOf } from "./helpers/ingest.ts";
 import { createProject, createKey, revokeKey, setPayloadBudget } from "./helpers/projects.ts";
@@ -35,6 +36,19 @@ describe("202: a valid envelope of 0–500 items", () => {
     expect(rows.startups).toHaveLength(1);
     expect(rows.agreements).toHaveLength(1);
     expect(rows.sessions).toHaveLength(1);
+  });
+
+  it("works through the runtime's own entry point (exports.default.fetch)", async () => {
+    const p = await createProject();
+    const res = await exports.default.fetch("http://worker/v1/ingest", {
+      method: "POST",
+      headers: { authorization: `Bearer ${p.ingest_key}`, "content-type": "application/json" },
+      body: JSON.stringify({ batch: [callPayload({ tool_name: "via_entry" })] }),
+    });
+    expect(res.status).toBe(202);
+    expect(await res.text()).toBe("");
+    // The write runs in waitUntil, after the answer: wait for it to land.
+    await vi.waitFor(async () => expect((await storedRows(p.project_id)).calls.map((r) => r.tool_name)).toEqual(["via_entry"]), { timeout: 5000 });
   });
 
   it("accepts an empty batch (0 items)", async () => {
