@@ -1,24 +1,16 @@
-// SHA-256 (FIPS 180-4) of a string's UTF-8 bytes, synchronous and runtime-neutral: a plain
-// JavaScript compression loop over a reused buffer. Written because args_hash runs on every tool
-// call (SPEC §4 "never block") and the generic @noble/hashes path (TextEncoder.encode, a fresh
-// array, a streaming hasher) measured slower on the 1 KB argument objects of bench/wire.ts; it is
-// tested against node:crypto and @noble/hashes on generated strings.
+// SHA-256 (FIPS 180-4) of a string's UTF-8 bytes, synchronous and runtime-neutral: the message is
+// encoded into a reused buffer and compressed by the unrolled rounds of sha256-rounds.ts. Written
+// because args_hash runs on every tool call (SPEC §4 "never block") and @noble/hashes (a fresh
+// byte array, a streaming hasher, a loop over typed arrays) measured slower on the 1 KB argument
+// objects of bench/wire.ts; tested against node:crypto and @noble/hashes on generated strings.
 
-const ROUND_CONSTANTS = new Int32Array([
-  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-  0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-  0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-  0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-  0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-  0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-  0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-  0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-]);
-const INITIAL_STATE = [
+import { compressBlocks } from "./sha256-rounds.ts";
+
+// FIPS 180-4 §5.3.3: the first 32 bits of the fractional parts of the square roots of the first 8 primes.
+const INITIAL_STATE = new Int32Array([
   0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
-];
+]);
 
-const schedule = new Int32Array(64);
 const state = new Int32Array(8);
 const utf8Encoder = new TextEncoder();
 // Reused across calls (hashing is synchronous, so nothing else can use it meanwhile); grown on
@@ -60,41 +52,8 @@ function digestWords(text: string): Int32Array {
   bytes[end++] = bitLengthLow >>> 8;
   bytes[end++] = bitLengthLow;
 
-  let h0 = INITIAL_STATE[0]! | 0, h1 = INITIAL_STATE[1]! | 0, h2 = INITIAL_STATE[2]! | 0, h3 = INITIAL_STATE[3]! | 0;
-  let h4 = INITIAL_STATE[4]! | 0, h5 = INITIAL_STATE[5]! | 0, h6 = INITIAL_STATE[6]! | 0, h7 = INITIAL_STATE[7]! | 0;
-  const w = schedule;
-  const k = ROUND_CONSTANTS;
-  for (let offset = 0; offset < end; offset += 64) {
-    for (let t = 0; t < 16; t++) w[t] = view.getInt32(offset + (t << 2)); // big-endian words
-    for (let t = 16; t < 64; t++) {
-      const x = w[t - 15]!;
-      const y = w[t - 2]!;
-      const s0 = ((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3);
-      const s1 = ((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10);
-      w[t] = (w[t - 16]! + s0 + w[t - 7]! + s1) | 0;
-    }
-    let a = h0, b = h1, c = h2, d = h3, e = h4, f = h5, g = h6, h = h7;
-    for (let t = 0; t < 64; t++) {
-      const sigma1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
-      const choice = g ^ (e & (f ^ g)); // Ch(e, f, g) in three operations
-      const t1 = (h + sigma1 + choice + k[t]! + w[t]!) | 0;
-      const sigma0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
-      const majority = (a & b) | (c & (a | b)); // Maj(a, b, c) in four operations
-      const t2 = (sigma0 + majority) | 0;
-      h = g;
-      g = f;
-      f = e;
-      e = (d + t1) | 0;
-      d = c;
-      c = b;
-      b = a;
-      a = (t1 + t2) | 0;
-    }
-    h0 = (h0 + a) | 0; h1 = (h1 + b) | 0; h2 = (h2 + c) | 0; h3 = (h3 + d) | 0;
-    h4 = (h4 + e) | 0; h5 = (h5 + f) | 0; h6 = (h6 + g) | 0; h7 = (h7 + h) | 0;
-  }
-  state[0] = h0; state[1] = h1; state[2] = h2; state[3] = h3;
-  state[4] = h4; state[5] = h5; state[6] = h6; state[7] = h7;
+  state.set(INITIAL_STATE);
+  compressBlocks(view, end, state);
   return state;
 }
 
