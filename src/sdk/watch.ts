@@ -31,8 +31,12 @@ const MAX_DURATION_MS = 86_400_000;
 
 /** Marks functions this SDK made, so nothing is wrapped twice. */
 const INSTRUMENTED = Symbol.for("mcpulse-edge.sdk.instrumented");
-/** Server objects already watched (an McpServer and its inner Server both count). */
-const watched = new WeakSet<object>();
+/**
+ * Server objects already watched (an McpServer and its inner Server both count); kept on
+ * globalThis so a second copy of this package in the process sees the first one's.
+ */
+const WATCHED_KEY = Symbol.for("mcpulse-edge.sdk.watched");
+const watched: WeakSet<object> = ((globalThis as unknown as Record<symbol, WeakSet<object> | undefined>)[WATCHED_KEY] ??= new WeakSet<object>());
 /**
  * Ties a tool callback to its tools/call: keyed by the request's AbortSignal, which the MCP SDKs
  * pass along to the callback (1.x `extra.signal`, 2.x `ctx.mcpReq.signal`) and which survives the
@@ -385,22 +389,28 @@ function signalOf(context: unknown): object | undefined {
   return isRecord(mcpReq) && isRecord(mcpReq.signal) ? mcpReq.signal : undefined;
 }
 
-/** Wraps a tool's callback once, looked up at dispatch time (SPEC §4 "Facts about the MCP SDKs"). */
-function wrapToolCallbackAtDispatch(state: WatchState, toolName: string): void {
-  if (state.shape.kind !== "mcp") return;
+/**
+ * Wraps a tool's callback once, looked up at dispatch time (SPEC §4 "Facts about the MCP SDKs").
+ * Returns false when the tool exists but has no callback function to wrap (a task tool's handler
+ * object): then the answer, not the callback, has to decide the outcome.
+ */
+function wrapToolCallbackAtDispatch(state: WatchState, toolName: string): boolean {
+  if (state.shape.kind !== "mcp") return false;
   const tools = state.shape.high._registeredTools;
-  if (!Object.hasOwn(tools, toolName)) return;
+  // An unknown tool: its callback can never run, so the call is bad_args.
+  if (!Object.hasOwn(tools, toolName)) return true;
   const tool = tools[toolName];
-  if (!isRecord(tool)) return;
+  if (!isRecord(tool)) return true;
   // 2.x calls the closure `executor` (replacing `handler` there does nothing); 1.32 reads
   // `handler` at call time; 1.17 calls `callback`.
   for (const property of ["executor", "handler", "callback"]) {
     const callback = tool[property];
     if (typeof callback === "function") {
       if (!isInstrumented(callback)) tool[property] = markInstrumented(recordingCallback(callback as (...args: unknown[]) => unknown));
-      return;
+      return true;
     }
   }
+  return false;
 }
 
 function recordingCallback(callback: (...args: unknown[]) => unknown): (...args: unknown[]) => unknown {
@@ -454,10 +464,9 @@ function beginCall(state: WatchState, request: unknown, extra: unknown): CallInP
     const signal = signalOf(extra);
     call.signal = signal as AbortSignal | undefined;
     if (state.shape.kind === "mcp") {
-      if (signal) {
+      if (signal && wrapToolCallbackAtDispatch(state, toolName)) {
         call.callback = { ran: false, status: "pending", result: undefined };
         callbackBySignal.set(signal, call.callback);
-        wrapToolCallbackAtDispatch(state, toolName);
       }
     }
     return call;

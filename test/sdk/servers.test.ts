@@ -298,3 +298,21 @@ test("agreement: verdicts only, values compared in-process within the window", a
   expect(bodies).not.toContain("data.liquidity");
   await client.close();
 });
+
+test("a tool with no callback function to wrap (a task tool's handler object) is judged by its answer", async () => {
+  const key = freshKey();
+  const server = new McpServerV1({ name: "tasks", version: "1.0.0" });
+  server.registerTool("task_tool", { description: "A task tool" }, () => ({ content: [] }));
+  // What registerToolTask leaves behind: a handler object, not a function.
+  (server as unknown as { _registeredTools: Record<string, { handler: unknown }> })._registeredTools.task_tool!.handler = {
+    createTask: () => ({ task: { taskId: "t" } }),
+  };
+  watch(server, { key, endpoint: capture.url });
+  const client = await connectInMemory("v1-mcp", server);
+  const answer = (await callAndCapture(client, "task_tool", {})) as { result?: { isError?: boolean } };
+  expect(answer.result?.isError).toBe(true); // 1.32: no task store for a plain call
+  const [call] = await payloadsFor(key, 1, "call");
+  // Not bad_args: nothing says the arguments were wrong; the answer is an error result.
+  expect(call!.outcome).toBe("tool_error");
+  await client.close();
+});
