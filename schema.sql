@@ -211,14 +211,36 @@ CREATE TABLE IF NOT EXISTS rollup_state (
   value INTEGER NOT NULL
 );
 
+-- Latency histogram counts per bucket (src/worker/histogram.ts) behind duration_histogram_json
+-- of tool_hour_metrics / tool_day_metrics: the rollup adds new calls here and rewrites the JSON of
+-- the rows it touched from these, so it never re-reads old raw calls.
+CREATE TABLE IF NOT EXISTS tool_hour_duration_buckets (
+  project_id TEXT NOT NULL,
+  hour_start_ms INTEGER NOT NULL,
+  tool_name TEXT NOT NULL,
+  client_name TEXT NOT NULL,
+  bucket INTEGER NOT NULL,
+  calls INTEGER NOT NULL,
+  PRIMARY KEY (project_id, hour_start_ms, tool_name, client_name, bucket)
+);
+CREATE TABLE IF NOT EXISTS tool_day_duration_buckets (
+  project_id TEXT NOT NULL,
+  day_start_ms INTEGER NOT NULL,
+  tool_name TEXT NOT NULL,
+  client_name TEXT NOT NULL,
+  bucket INTEGER NOT NULL,
+  calls INTEGER NOT NULL,
+  PRIMARY KEY (project_id, day_start_ms, tool_name, client_name, bucket)
+);
+
 -- Rollup lookups (src/worker/rollup): a call's neighbours in its (session, tool) sequence and in
--- its session, ordered by (started_at, receive order) as SPEC §2.2/§2.4 say; and the calls of
--- one project-hour, which the rollup re-aggregates.
+-- its session, ordered by (started_at, receive order) as SPEC §2.2/§2.4 say; and the calls before
+-- a time, which retention deletes.
 CREATE INDEX IF NOT EXISTS raw_calls_by_session_tool
   ON raw_calls (project_id, session_id, tool_name, started_at_ms, call_seq);
 CREATE INDEX IF NOT EXISTS raw_calls_by_session
   ON raw_calls (project_id, session_id, started_at_ms, call_seq);
-CREATE INDEX IF NOT EXISTS raw_calls_by_hour
+CREATE INDEX IF NOT EXISTS raw_calls_by_start
   ON raw_calls (project_id, started_at_ms);
 -- Pair counts that a late call moved to another pair drop to 0 and are deleted through this.
 CREATE INDEX IF NOT EXISTS tool_pair_days_emptied ON tool_pair_days (pair_count) WHERE pair_count = 0;
@@ -233,10 +255,24 @@ CREATE TABLE IF NOT EXISTS rollup_chunk_calls (
   was_retried INTEGER,
   next_tool_name TEXT
 );
-CREATE TABLE IF NOT EXISTS rollup_chunk_hours (
+-- The chunk's change to each (project, hour, tool, client) counter row.
+CREATE TABLE IF NOT EXISTS rollup_chunk_deltas (
   project_id TEXT NOT NULL,
   hour_start_ms INTEGER NOT NULL,
-  PRIMARY KEY (project_id, hour_start_ms)
+  tool_name TEXT NOT NULL,
+  client_name TEXT NOT NULL,
+  calls INTEGER NOT NULL,
+  ok INTEGER NOT NULL,
+  empty INTEGER NOT NULL,
+  bad_args INTEGER NOT NULL,
+  tool_error INTEGER NOT NULL,
+  crashed INTEGER NOT NULL,
+  response_bytes_sum INTEGER NOT NULL,
+  duration_ms_sum INTEGER NOT NULL,
+  retries INTEGER NOT NULL,
+  first_call_attempts INTEGER NOT NULL,
+  first_call_ok INTEGER NOT NULL,
+  PRIMARY KEY (project_id, hour_start_ms, tool_name, client_name)
 );
 CREATE TABLE IF NOT EXISTS rollup_chunk_startups (
   startup_seq INTEGER PRIMARY KEY

@@ -112,6 +112,7 @@ async function withWorker<T>(name: string, workerScript: string, fn: (mf: Minifl
     await mf.ready;
     const db = await mf.getD1Database("DB");
     await db.batch(statementsOf(readFileSync(join(root, "schema.sql"), "utf8")).map((s) => db.prepare(s)));
+    await db.prepare("INSERT INTO projects (project_id, name, created_at_ms) VALUES ('bench', 'bench', 0)").run();
     const durations = Array.from({ length: 500 }, (_, k) => Math.round(Math.exp((k / 499) * Math.log(30_000))));
     await db.prepare("CREATE TABLE bench_durations (idx INTEGER PRIMARY KEY, duration_ms INTEGER, duration_bucket INTEGER)").run();
     await db

@@ -16,7 +16,7 @@
 //
 // The chunk bounds come from `rollup_state` read inside the batch, so two overlapping cron runs
 // simply take consecutive chunks.
-import { DAY_MS, HOUR_MS, dayStartSql, hourStartSql, retryGapSql } from "./time.ts";
+import { DAY_MS, dayStartSql, hourStartSql, retryGapSql } from "./time.ts";
 import { CALLS_WATERMARK, RAW_KEPT_FROM, stateValueSql } from "./state.ts";
 
 const watermark = stateValueSql(CALLS_WATERMARK);
@@ -41,10 +41,15 @@ function neighbour(kind: "tool_prev" | "tool_next" | "session_prev" | "session_n
     ORDER BY x.started_at_ms ${prev ? "DESC" : "ASC"}, x.call_seq ${prev ? "DESC" : "ASC"} LIMIT 1)`;
 }
 
-const COUNTER_COLUMNS =
-  "calls, ok, empty, bad_args, tool_error, crashed, response_bytes_sum, duration_ms_sum, retries, first_call_attempts, first_call_ok";
+const COUNTERS = [
+  "calls", "ok", "empty", "bad_args", "tool_error", "crashed", "response_bytes_sum", "duration_ms_sum",
+  "retries", "first_call_attempts", "first_call_ok",
+] as const;
+const COUNTER_COLUMNS = COUNTERS.join(", ");
+const SUM_COUNTERS = COUNTERS.map((c) => `SUM(${c})`).join(", ");
+const ADD_COUNTERS = COUNTERS.map((c) => `${c} = ${c} + excluded.${c}`).join(", ");
 
-const SQL = {
+export const CALL_CHUNK_SQL = {
   takeNewCalls: `INSERT INTO rollup_chunk_calls (call_seq, is_new)
     SELECT call_seq, 1 FROM raw_calls WHERE call_seq > ${watermark} ORDER BY call_seq LIMIT ?1`,
 
@@ -53,13 +58,13 @@ const SQL = {
   addNeighbours: `INSERT OR IGNORE INTO rollup_chunk_calls (call_seq, is_new)
     SELECT neighbour_seq, 0 FROM (
       SELECT ${neighbour("tool_prev", "x.call_seq", chunkTop)} AS neighbour_seq
-        FROM rollup_chunk_calls s JOIN raw_calls c ON c.call_seq = s.call_seq
+        FROM rollup_chunk_calls s CROSS JOIN raw_calls c ON c.call_seq = s.call_seq
       UNION ALL
       SELECT ${neighbour("tool_next", "x.call_seq", chunkTop)}
-        FROM rollup_chunk_calls s JOIN raw_calls c ON c.call_seq = s.call_seq
+        FROM rollup_chunk_calls s CROSS JOIN raw_calls c ON c.call_seq = s.call_seq
       UNION ALL
       SELECT ${neighbour("session_prev", "x.call_seq", chunkTop)}
-        FROM rollup_chunk_calls s JOIN raw_calls c ON c.call_seq = s.call_seq
+        FROM rollup_chunk_calls s CROSS JOIN raw_calls c ON c.call_seq = s.call_seq
     ) WHERE neighbour_seq IS NOT NULL`,
 
   // SPEC §2.2: c was retried when its next call n starts 0 ≤ gap ≤ 30,000 ms after c ended and
@@ -77,10 +82,69 @@ const SQL = {
       next_tool_name = ${neighbour("session_next", "x.tool_name", chunkTop)}
     FROM raw_calls AS c WHERE c.call_seq = s.call_seq`,
 
-  markDirtyHours: `INSERT OR IGNORE INTO rollup_chunk_hours (project_id, hour_start_ms)
-    SELECT DISTINCT c.project_id, ${hourStartSql("c.started_at_ms")}
-    FROM rollup_chunk_calls s JOIN raw_calls c ON c.call_seq = s.call_seq
-    WHERE s.is_new = 1 OR s.is_retry IS NOT c.is_retry OR s.was_retried IS NOT c.was_retried`,
+  // Each call contributes to the counter row of its hour, tool and client (SPEC §2.1–2.3): a
+  // chain counts in its first call's hour and client and a retry in its own (SPEC §2.2), and both
+  // are the hour and client of the call carrying the flag. The chunk's change to a row is the sum
+  // of (new contribution − stored contribution) of the calls in the chunk: a new call adds all of
+  // its counters, a neighbour only moves between retries / first_call_attempts / first_call_ok
+  // when its flags changed. Flags still NULL (new calls) contributed nothing yet.
+  stageCounterDeltas: `INSERT INTO rollup_chunk_deltas (project_id, hour_start_ms, tool_name, client_name, ${COUNTER_COLUMNS})
+    SELECT * FROM (
+      SELECT project_id, hour_start_ms, tool_name, client_name,
+        SUM(n) AS calls, SUM(n * is_ok) AS ok, SUM(n * is_ok * is_empty) AS empty, SUM(n * (outcome = 'bad_args')) AS bad_args,
+        SUM(n * (outcome = 'tool_error')) AS tool_error, SUM(n * (outcome = 'crashed')) AS crashed,
+        SUM(n * response_bytes) AS response_bytes_sum, SUM(n * duration_ms) AS duration_ms_sum,
+        SUM(new_retry) - SUM(COALESCE(old_retry, 0)) AS retries,
+        SUM(1 - new_retry) - SUM(COALESCE(1 - old_retry, 0)) AS first_call_attempts,
+        SUM(new_retry = 0 AND is_ok AND is_empty = 0 AND new_retried = 0)
+          - SUM(COALESCE(old_retry = 0 AND is_ok AND is_empty = 0 AND old_retried = 0, 0)) AS first_call_ok
+      FROM (
+        SELECT c.project_id, ${hourStartSql("c.started_at_ms")} AS hour_start_ms, c.tool_name, c.client_name,
+          s.is_new AS n, c.outcome, c.outcome = 'ok' AS is_ok, c.is_empty, c.response_bytes, c.duration_ms,
+          s.is_retry AS new_retry, s.was_retried AS new_retried,
+          CASE WHEN s.is_new = 1 THEN NULL ELSE c.is_retry END AS old_retry,
+          CASE WHEN s.is_new = 1 THEN NULL ELSE c.was_retried END AS old_retried
+        FROM rollup_chunk_calls s CROSS JOIN raw_calls c ON c.call_seq = s.call_seq
+      )
+      GROUP BY project_id, hour_start_ms, tool_name, client_name
+    ) WHERE calls <> 0 OR retries <> 0 OR first_call_attempts <> 0 OR first_call_ok <> 0`,
+
+  applyHourDeltas: `INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, duration_histogram_json)
+    SELECT project_id, hour_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, '{}' FROM rollup_chunk_deltas WHERE true
+    ON CONFLICT (project_id, hour_start_ms, tool_name, client_name) DO UPDATE SET ${ADD_COUNTERS}`,
+
+  // A day row is the sum of its hour rows, so it takes the sum of their changes.
+  applyDayDeltas: `INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, duration_histogram_json)
+    SELECT project_id, hour_start_ms - hour_start_ms % ${DAY_MS} AS day_start_ms, tool_name, client_name, ${SUM_COUNTERS}, '{}'
+    FROM rollup_chunk_deltas WHERE true GROUP BY project_id, day_start_ms, tool_name, client_name
+    ON CONFLICT (project_id, day_start_ms, tool_name, client_name) DO UPDATE SET ${ADD_COUNTERS}`,
+
+  addHourBuckets: `INSERT INTO tool_hour_duration_buckets (project_id, hour_start_ms, tool_name, client_name, bucket, calls)
+    SELECT c.project_id, ${hourStartSql("c.started_at_ms")} AS hour_start_ms, c.tool_name, c.client_name, c.duration_bucket, COUNT(*)
+    FROM rollup_chunk_calls s CROSS JOIN raw_calls c ON c.call_seq = s.call_seq
+    WHERE s.is_new = 1 GROUP BY c.project_id, hour_start_ms, c.tool_name, c.client_name, c.duration_bucket
+    ON CONFLICT (project_id, hour_start_ms, tool_name, client_name, bucket) DO UPDATE SET calls = calls + excluded.calls`,
+
+  addDayBuckets: `INSERT INTO tool_day_duration_buckets (project_id, day_start_ms, tool_name, client_name, bucket, calls)
+    SELECT c.project_id, ${dayStartSql("c.started_at_ms")} AS day_start_ms, c.tool_name, c.client_name, c.duration_bucket, COUNT(*)
+    FROM rollup_chunk_calls s CROSS JOIN raw_calls c ON c.call_seq = s.call_seq
+    WHERE s.is_new = 1 GROUP BY c.project_id, day_start_ms, c.tool_name, c.client_name, c.duration_bucket
+    ON CONFLICT (project_id, day_start_ms, tool_name, client_name, bucket) DO UPDATE SET calls = calls + excluded.calls`,
+
+  // The JSON histogram of every row that gained calls, rewritten whole from its bucket counts.
+  refreshHourHistograms: `UPDATE tool_hour_metrics SET duration_histogram_json = (
+      SELECT json_group_object(CAST(b.bucket AS TEXT), b.calls) FROM tool_hour_duration_buckets b
+      WHERE b.project_id = tool_hour_metrics.project_id AND b.hour_start_ms = tool_hour_metrics.hour_start_ms
+        AND b.tool_name = tool_hour_metrics.tool_name AND b.client_name = tool_hour_metrics.client_name)
+    WHERE (project_id, hour_start_ms, tool_name, client_name) IN
+      (SELECT project_id, hour_start_ms, tool_name, client_name FROM rollup_chunk_deltas WHERE calls > 0)`,
+
+  refreshDayHistograms: `UPDATE tool_day_metrics SET duration_histogram_json = (
+      SELECT json_group_object(CAST(b.bucket AS TEXT), b.calls) FROM tool_day_duration_buckets b
+      WHERE b.project_id = tool_day_metrics.project_id AND b.day_start_ms = tool_day_metrics.day_start_ms
+        AND b.tool_name = tool_day_metrics.tool_name AND b.client_name = tool_day_metrics.client_name)
+    WHERE (project_id, day_start_ms, tool_name, client_name) IN
+      (SELECT project_id, hour_start_ms - hour_start_ms % ${DAY_MS}, tool_name, client_name FROM rollup_chunk_deltas WHERE calls > 0)`,
 
   // Pairs change by difference between the stored and the recomputed next tool of each call, so
   // a pair whose first call is older than the kept raw rows is still right (see file comment).
@@ -89,11 +153,11 @@ const SQL = {
     SELECT project_id, day_start_ms, client_name, from_tool, to_tool, SUM(delta) FROM (
       SELECT c.project_id, ${dayStartSql("c.started_at_ms")} AS day_start_ms, c.client_name,
              c.tool_name AS from_tool, c.next_tool_name AS to_tool, -1 AS delta
-        FROM rollup_chunk_calls s JOIN raw_calls c ON c.call_seq = s.call_seq
+        FROM rollup_chunk_calls s CROSS JOIN raw_calls c ON c.call_seq = s.call_seq
         WHERE c.next_tool_name IS NOT s.next_tool_name AND c.next_tool_name IS NOT NULL AND c.next_tool_name <> c.tool_name
       UNION ALL
       SELECT c.project_id, ${dayStartSql("c.started_at_ms")}, c.client_name, c.tool_name, s.next_tool_name, 1
-        FROM rollup_chunk_calls s JOIN raw_calls c ON c.call_seq = s.call_seq
+        FROM rollup_chunk_calls s CROSS JOIN raw_calls c ON c.call_seq = s.call_seq
         WHERE c.next_tool_name IS NOT s.next_tool_name AND s.next_tool_name IS NOT NULL AND s.next_tool_name <> c.tool_name
     ) WHERE true
     GROUP BY project_id, day_start_ms, client_name, from_tool, to_tool HAVING SUM(delta) <> 0
@@ -102,108 +166,23 @@ const SQL = {
 
   dropEmptyPairs: `DELETE FROM tool_pair_days WHERE pair_count = 0`,
 
-  storeFlags: `UPDATE raw_calls SET is_retry = s.is_retry, was_retried = s.was_retried, next_tool_name = s.next_tool_name
-    FROM rollup_chunk_calls AS s WHERE raw_calls.call_seq = s.call_seq`,
-
-  deleteDirtyHours: `DELETE FROM tool_hour_metrics
-    WHERE (project_id, hour_start_ms) IN (SELECT project_id, hour_start_ms FROM rollup_chunk_hours)`,
-
-  // Re-aggregate each dirty hour from all its raw calls up to the chunk's top. The range test
-  // (widened by 1 ms) lets the index find the hour; the equality keeps exactly the calls whose
-  // hour arithmetic says they belong here. SPEC §2.2: a chain counts in its first call's hour and
-  // client, a retry in its own; both are the hour and client of the call carrying the flag.
-  insertDirtyHours: `INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name,
-      ${COUNTER_COLUMNS}, duration_histogram_json)
-    WITH hour_calls AS (
-      SELECT h.project_id, h.hour_start_ms, c.tool_name, c.client_name, c.outcome, c.is_empty,
-             c.response_bytes, c.duration_ms, c.duration_bucket, c.is_retry, c.was_retried
-      FROM rollup_chunk_hours h JOIN raw_calls c
-        ON c.project_id = h.project_id
-       AND c.started_at_ms >= h.hour_start_ms - 1 AND c.started_at_ms < h.hour_start_ms + ${HOUR_MS + 1}
-      WHERE ${hourStartSql("c.started_at_ms")} = h.hour_start_ms AND c.call_seq <= ${chunkTop}
-    ),
-    bucket_counts AS (
-      SELECT project_id, hour_start_ms, tool_name, client_name, duration_bucket, COUNT(*) AS n
-      FROM hour_calls GROUP BY project_id, hour_start_ms, tool_name, client_name, duration_bucket
-    ),
-    histograms AS (
-      SELECT project_id, hour_start_ms, tool_name, client_name,
-             json_group_object(CAST(duration_bucket AS TEXT), n) AS histogram
-      FROM bucket_counts GROUP BY project_id, hour_start_ms, tool_name, client_name
-    ),
-    counters AS (
-      SELECT project_id, hour_start_ms, tool_name, client_name,
-        COUNT(*) AS calls,
-        SUM(outcome = 'ok') AS ok,
-        SUM(outcome = 'ok' AND is_empty = 1) AS empty,
-        SUM(outcome = 'bad_args') AS bad_args,
-        SUM(outcome = 'tool_error') AS tool_error,
-        SUM(outcome = 'crashed') AS crashed,
-        SUM(response_bytes) AS response_bytes_sum,
-        SUM(duration_ms) AS duration_ms_sum,
-        SUM(is_retry = 1) AS retries,
-        SUM(is_retry = 0) AS first_call_attempts,
-        SUM(is_retry = 0 AND outcome = 'ok' AND is_empty = 0 AND was_retried = 0) AS first_call_ok
-      FROM hour_calls GROUP BY project_id, hour_start_ms, tool_name, client_name
-    )
-    SELECT k.project_id, k.hour_start_ms, k.tool_name, k.client_name, ${COUNTER_COLUMNS}, h.histogram
-    FROM counters k JOIN histograms h
-      ON h.project_id = k.project_id AND h.hour_start_ms = k.hour_start_ms
-     AND h.tool_name = k.tool_name AND h.client_name = k.client_name`,
-
-  deleteDirtyDays: `DELETE FROM tool_day_metrics WHERE (project_id, day_start_ms) IN
-    (SELECT DISTINCT project_id, hour_start_ms - hour_start_ms % ${DAY_MS} FROM rollup_chunk_hours)`,
-
-  // A day row is the sum of that day's hour rows (hour rows are kept forever, so this never needs
-  // raw rows); histograms are summed bucket by bucket.
-  insertDirtyDays: `INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name,
-      ${COUNTER_COLUMNS}, duration_histogram_json)
-    WITH days AS (
-      SELECT DISTINCT project_id, hour_start_ms - hour_start_ms % ${DAY_MS} AS day_start_ms FROM rollup_chunk_hours
-    ),
-    day_hours AS (
-      SELECT d.day_start_ms, m.*
-      FROM days d JOIN tool_hour_metrics m
-        ON m.project_id = d.project_id AND m.hour_start_ms >= d.day_start_ms AND m.hour_start_ms < d.day_start_ms + ${DAY_MS}
-    ),
-    bucket_counts AS (
-      SELECT project_id, day_start_ms, tool_name, client_name, b.key AS bucket, SUM(b.value) AS n
-      FROM day_hours, json_each(day_hours.duration_histogram_json) AS b
-      GROUP BY project_id, day_start_ms, tool_name, client_name, b.key
-    ),
-    histograms AS (
-      SELECT project_id, day_start_ms, tool_name, client_name, json_group_object(bucket, n) AS histogram
-      FROM bucket_counts GROUP BY project_id, day_start_ms, tool_name, client_name
-    ),
-    counters AS (
-      SELECT project_id, day_start_ms, tool_name, client_name,
-        SUM(calls) AS calls, SUM(ok) AS ok, SUM(empty) AS empty, SUM(bad_args) AS bad_args,
-        SUM(tool_error) AS tool_error, SUM(crashed) AS crashed, SUM(response_bytes_sum) AS response_bytes_sum,
-        SUM(duration_ms_sum) AS duration_ms_sum, SUM(retries) AS retries,
-        SUM(first_call_attempts) AS first_call_attempts, SUM(first_call_ok) AS first_call_ok
-      FROM day_hours GROUP BY project_id, day_start_ms, tool_name, client_name
-    )
-    SELECT k.project_id, k.day_start_ms, k.tool_name, k.client_name, ${COUNTER_COLUMNS}, h.histogram
-    FROM counters k JOIN histograms h
-      ON h.project_id = k.project_id AND h.day_start_ms = k.day_start_ms
-     AND h.tool_name = k.tool_name AND h.client_name = k.client_name`,
+  storeFlags: `UPDATE raw_calls SET (is_retry, was_retried, next_tool_name) =
+      (SELECT s.is_retry, s.was_retried, s.next_tool_name FROM rollup_chunk_calls s WHERE s.call_seq = raw_calls.call_seq)
+    WHERE call_seq IN (SELECT call_seq FROM rollup_chunk_calls)`,
 
   // SPEC §2.4 session counters: added for the chunk's new calls in the transaction that moves the
   // watermark past them, so each call is added exactly once and the sums survive raw retention.
   // The row is normally created by ingest; if it is not there yet it is created here the way
   // ingest would (first/last seen over these calls, client of the latest).
   addSessionCounters: `INSERT INTO sessions (project_id, session_id, first_seen_ms, last_seen_ms, client_name, calls, response_bytes_sum)
-    SELECT g.project_id, g.session_id, g.first_seen_ms, g.last_seen_ms,
-      (SELECT l.client_name FROM rollup_chunk_calls ls JOIN raw_calls l ON l.call_seq = ls.call_seq
-        WHERE ls.is_new = 1 AND l.project_id = g.project_id AND l.session_id = g.session_id
-        ORDER BY l.started_at_ms DESC, l.call_seq DESC LIMIT 1),
-      g.calls, g.response_bytes_sum
+    SELECT project_id, session_id, MIN(started_at_ms), MAX(started_at_ms), MAX(latest_client), COUNT(*), SUM(response_bytes)
     FROM (
-      SELECT c.project_id, c.session_id, MIN(c.started_at_ms) AS first_seen_ms, MAX(c.started_at_ms) AS last_seen_ms,
-             COUNT(*) AS calls, SUM(c.response_bytes) AS response_bytes_sum
-      FROM rollup_chunk_calls s JOIN raw_calls c ON c.call_seq = s.call_seq
-      WHERE s.is_new = 1 GROUP BY c.project_id, c.session_id
-    ) AS g WHERE true
+      SELECT c.project_id, c.session_id, c.started_at_ms, c.response_bytes,
+        FIRST_VALUE(c.client_name) OVER (PARTITION BY c.project_id, c.session_id ORDER BY c.started_at_ms DESC, c.call_seq DESC) AS latest_client
+      FROM rollup_chunk_calls s CROSS JOIN raw_calls c ON c.call_seq = s.call_seq
+      WHERE s.is_new = 1
+    ) WHERE true
+    GROUP BY project_id, session_id
     ON CONFLICT (project_id, session_id) DO UPDATE SET
       calls = calls + excluded.calls, response_bytes_sum = response_bytes_sum + excluded.response_bytes_sum`,
 
@@ -214,44 +193,46 @@ const SQL = {
   report: `SELECT
       (SELECT COUNT(*) FROM rollup_chunk_calls WHERE is_new = 1) AS new_calls,
       (SELECT COUNT(*) FROM rollup_chunk_calls) AS recomputed_calls,
-      (SELECT COUNT(*) FROM rollup_chunk_hours) AS dirty_hours,
+      (SELECT COUNT(DISTINCT project_id || ' ' || hour_start_ms) FROM rollup_chunk_deltas) AS touched_hours,
       EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > ${watermark}) AS more`,
 
   clearChunkCalls: `DELETE FROM rollup_chunk_calls`,
-  clearChunkHours: `DELETE FROM rollup_chunk_hours`,
+  clearChunkDeltas: `DELETE FROM rollup_chunk_deltas`,
 } as const;
 
-export type CallChunkReport = { new_calls: number; recomputed_calls: number; dirty_hours: number; more: number };
+export type CallChunkReport = { new_calls: number; recomputed_calls: number; touched_hours: number; more: number };
 
 /** The statements of one calls chunk, in order; run them as one `db.batch()`. */
 export function callChunkStatements(db: D1Database, chunkCalls: number): D1PreparedStatement[] {
   return [
-    db.prepare(SQL.takeNewCalls).bind(chunkCalls),
-    db.prepare(SQL.addNeighbours),
-    db.prepare(SQL.computeFlags),
-    db.prepare(SQL.markDirtyHours),
-    db.prepare(SQL.applyPairDeltas),
-    db.prepare(SQL.dropEmptyPairs),
-    db.prepare(SQL.storeFlags),
-    db.prepare(SQL.deleteDirtyHours),
-    db.prepare(SQL.insertDirtyHours),
-    db.prepare(SQL.deleteDirtyDays),
-    db.prepare(SQL.insertDirtyDays),
-    db.prepare(SQL.addSessionCounters),
-    db.prepare(SQL.advanceWatermark),
-    db.prepare(SQL.report),
-    db.prepare(SQL.clearChunkCalls),
-    db.prepare(SQL.clearChunkHours),
+    db.prepare(CALL_CHUNK_SQL.takeNewCalls).bind(chunkCalls),
+    db.prepare(CALL_CHUNK_SQL.addNeighbours),
+    db.prepare(CALL_CHUNK_SQL.computeFlags),
+    db.prepare(CALL_CHUNK_SQL.stageCounterDeltas),
+    db.prepare(CALL_CHUNK_SQL.applyHourDeltas),
+    db.prepare(CALL_CHUNK_SQL.applyDayDeltas),
+    db.prepare(CALL_CHUNK_SQL.addHourBuckets),
+    db.prepare(CALL_CHUNK_SQL.addDayBuckets),
+    db.prepare(CALL_CHUNK_SQL.refreshHourHistograms),
+    db.prepare(CALL_CHUNK_SQL.refreshDayHistograms),
+    db.prepare(CALL_CHUNK_SQL.applyPairDeltas),
+    db.prepare(CALL_CHUNK_SQL.dropEmptyPairs),
+    db.prepare(CALL_CHUNK_SQL.storeFlags),
+    db.prepare(CALL_CHUNK_SQL.addSessionCounters),
+    db.prepare(CALL_CHUNK_SQL.advanceWatermark),
+    db.prepare(CALL_CHUNK_SQL.report),
+    db.prepare(CALL_CHUNK_SQL.clearChunkCalls),
+    db.prepare(CALL_CHUNK_SQL.clearChunkDeltas),
   ];
 }
 
 /** Statements one calls chunk costs against the per-invocation query budget. */
-export const CALL_CHUNK_STATEMENTS = 16;
+export const CALL_CHUNK_STATEMENTS = 18;
 
 /** Runs one calls chunk; returns what it did (new_calls 0 when there was nothing to fold in). */
 export async function rollupCallChunk(db: D1Database, chunkCalls: number): Promise<CallChunkReport> {
   const results = await db.batch(callChunkStatements(db, chunkCalls));
-  const report = results[13]?.results?.[0] as CallChunkReport | undefined;
+  const report = results[15]?.results?.[0] as CallChunkReport | undefined;
   if (!report) throw new Error("rollup: calls chunk returned no report");
   return report;
 }

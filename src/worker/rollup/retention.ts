@@ -48,14 +48,14 @@ export function retentionCutoffMs(scheduledTimeMs: number, retentionDays: number
   return hourStartMs(scheduledTimeMs - days * DAY_MS - HOUR_MS);
 }
 
-const SQL = {
+export const RETENTION_SQL = {
   // Written before anything is deleted: the rollup freezes the flags of calls before it.
   keptFrom: `INSERT INTO rollup_state (name, value) VALUES ('${RAW_KEPT_FROM}', ?1)
     ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value)`,
 
   deleteCalls: `DELETE FROM raw_calls WHERE call_seq IN (
     SELECT x.call_seq FROM raw_calls x
-    WHERE x.project_id IN (SELECT DISTINCT project_id FROM sessions)
+    WHERE x.project_id IN (SELECT project_id FROM projects)
       AND x.started_at_ms < ?1 AND x.call_seq <= ${stateValueSql(CALLS_WATERMARK)}
       AND EXISTS (SELECT 1 FROM raw_calls y
         WHERE y.project_id = x.project_id AND y.session_id = x.session_id
@@ -85,13 +85,13 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
   const cutoffMs = retentionCutoffMs(scheduledTimeMs, retentionDays);
   const report: RetentionReport = { cutoffMs, deletedCalls: 0, deletedStartups: 0, deletedAgreements: 0, queries: 0, caughtUp: false };
 
-  await db.prepare(SQL.keptFrom).bind(cutoffMs).run();
+  await db.prepare(RETENTION_SQL.keptFrom).bind(cutoffMs).run();
   report.queries += 1;
 
   const streams = [
-    { sql: SQL.deleteCalls, key: "deletedCalls" },
-    { sql: SQL.deleteStartups, key: "deletedStartups" },
-    { sql: SQL.deleteAgreements, key: "deletedAgreements" },
+    { sql: RETENTION_SQL.deleteCalls, key: "deletedCalls" },
+    { sql: RETENTION_SQL.deleteStartups, key: "deletedStartups" },
+    { sql: RETENTION_SQL.deleteAgreements, key: "deletedAgreements" },
   ] as const;
   let unfinished = false;
   for (const stream of streams) {

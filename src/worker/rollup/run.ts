@@ -33,7 +33,8 @@ export interface RollupRunReport {
   queries: number;
   newCalls: number;
   recomputedCalls: number;
-  dirtyHours: number;
+  /** Distinct (project, hour) counter rows' hours the run changed, summed over chunks. */
+  touchedHours: number;
   newStartups: number;
   /** False when work was left for the next run. */
   caughtUp: boolean;
@@ -61,7 +62,7 @@ const AS_OF_SQL = `INSERT INTO rollup_state (name, value)
 
 export async function runRollup(db: D1Database, scheduledTimeMs: number, options: RollupOptions = {}): Promise<RollupRunReport> {
   const o = { ...DEFAULT_ROLLUP_OPTIONS, ...options };
-  const report: RollupRunReport = { queries: 0, newCalls: 0, recomputedCalls: 0, dirtyHours: 0, newStartups: 0, caughtUp: false };
+  const report: RollupRunReport = { queries: 0, newCalls: 0, recomputedCalls: 0, touchedHours: 0, newStartups: 0, caughtUp: false };
   // The probe and the as_of write are always made.
   if (o.maxQueries < 2) throw new Error("rollup: maxQueries must be at least 2");
   const pendingRow = await db.prepare(PENDING_SQL).first<{ calls: number; startups: number; agreements: number }>();
@@ -93,7 +94,7 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
       report.queries += CALL_CHUNK_STATEMENTS;
       report.newCalls += r.new_calls;
       report.recomputedCalls += r.recomputed_calls;
-      report.dirtyHours += r.dirty_hours;
+      report.touchedHours += r.touched_hours;
       pending.calls = !!r.more;
       ran = true;
     }

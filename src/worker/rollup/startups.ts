@@ -11,14 +11,14 @@ import { STARTUPS_WATERMARK, stateValueSql } from "./state.ts";
 const watermark = stateValueSql(STARTUPS_WATERMARK);
 
 /** The chunk's startups joined to their rows, with each tool entry of their list. */
-const chunkTools = `rollup_chunk_startups s JOIN raw_startups r ON r.startup_seq = s.startup_seq, json_each(r.tools_json) AS t`;
+const chunkTools = `rollup_chunk_startups s CROSS JOIN raw_startups r ON r.startup_seq = s.startup_seq, json_each(r.tools_json) AS t`;
 
-const SQL = {
+export const STARTUP_CHUNK_SQL = {
   takeNewStartups: `INSERT INTO rollup_chunk_startups (startup_seq)
     SELECT startup_seq FROM raw_startups WHERE startup_seq > ${watermark} ORDER BY startup_seq LIMIT ?1`,
 
   deleteReplacedTools: `DELETE FROM registered_tools WHERE project_id IN
-    (SELECT DISTINCT r.project_id FROM rollup_chunk_startups s JOIN raw_startups r ON r.startup_seq = s.startup_seq)`,
+    (SELECT DISTINCT r.project_id FROM rollup_chunk_startups s CROSS JOIN raw_startups r ON r.startup_seq = s.startup_seq)`,
 
   // A list naming one tool twice keeps its last entry (rows are inserted in list order).
   insertRegisteredTools: `INSERT OR REPLACE INTO registered_tools (project_id, tool_name, schema_bytes, schema_hash,
@@ -31,7 +31,7 @@ const SQL = {
       r.startup_seq
     FROM raw_startups r, json_each(r.tools_json) AS t
     WHERE r.startup_seq IN (
-      SELECT MAX(s.startup_seq) FROM rollup_chunk_startups s JOIN raw_startups r2 ON r2.startup_seq = s.startup_seq
+      SELECT MAX(s.startup_seq) FROM rollup_chunk_startups s CROSS JOIN raw_startups r2 ON r2.startup_seq = s.startup_seq
       GROUP BY r2.project_id)
     ORDER BY r.startup_seq, t.key`,
 
@@ -62,7 +62,7 @@ const SQL = {
 
   upsertDeclarations: `INSERT INTO agreement_declarations (project_id, field, tool_name, last_declared_ms)
     SELECT r.project_id, json_extract(d.value, '$.field'), n.value, MAX(r.received_at_ms)
-    FROM rollup_chunk_startups s JOIN raw_startups r ON r.startup_seq = s.startup_seq,
+    FROM rollup_chunk_startups s CROSS JOIN raw_startups r ON r.startup_seq = s.startup_seq,
       json_each(r.agree_declared_json) AS d, json_each(d.value, '$.tools') AS n
     WHERE true
     GROUP BY r.project_id, json_extract(d.value, '$.field'), n.value
@@ -76,7 +76,7 @@ const SQL = {
       COALESCE((SELECT SUM(json_extract(t.value, '$.schema_bytes')) FROM json_each(r.tools_json) AS t), 0)
     FROM raw_startups r
     WHERE r.startup_seq IN (
-      SELECT MAX(s.startup_seq) FROM rollup_chunk_startups s JOIN raw_startups r2 ON r2.startup_seq = s.startup_seq
+      SELECT MAX(s.startup_seq) FROM rollup_chunk_startups s CROSS JOIN raw_startups r2 ON r2.startup_seq = s.startup_seq
       GROUP BY r2.project_id, r2.session_id)
     ON CONFLICT (project_id, session_id) DO UPDATE SET schema_bytes_sum = excluded.schema_bytes_sum`,
 
@@ -96,15 +96,15 @@ export const STARTUP_CHUNK_STATEMENTS = 9;
 
 export async function rollupStartupChunk(db: D1Database, chunkStartups: number): Promise<StartupChunkReport> {
   const results = await db.batch([
-    db.prepare(SQL.takeNewStartups).bind(chunkStartups),
-    db.prepare(SQL.deleteReplacedTools),
-    db.prepare(SQL.insertRegisteredTools),
-    db.prepare(SQL.upsertToolVersions),
-    db.prepare(SQL.upsertDeclarations),
-    db.prepare(SQL.setSessionSchemaBytes),
-    db.prepare(SQL.advanceWatermark),
-    db.prepare(SQL.report),
-    db.prepare(SQL.clearChunk),
+    db.prepare(STARTUP_CHUNK_SQL.takeNewStartups).bind(chunkStartups),
+    db.prepare(STARTUP_CHUNK_SQL.deleteReplacedTools),
+    db.prepare(STARTUP_CHUNK_SQL.insertRegisteredTools),
+    db.prepare(STARTUP_CHUNK_SQL.upsertToolVersions),
+    db.prepare(STARTUP_CHUNK_SQL.upsertDeclarations),
+    db.prepare(STARTUP_CHUNK_SQL.setSessionSchemaBytes),
+    db.prepare(STARTUP_CHUNK_SQL.advanceWatermark),
+    db.prepare(STARTUP_CHUNK_SQL.report),
+    db.prepare(STARTUP_CHUNK_SQL.clearChunk),
   ]);
   const report = results[7]?.results?.[0] as StartupChunkReport | undefined;
   if (!report) throw new Error("rollup: startups chunk returned no report");

@@ -51,6 +51,8 @@ export type TestPayload =
   | { type: "agreement"; agreement: TestAgreement };
 
 const TABLES_TO_RESET = [
+  "api_keys",
+  "projects",
   "raw_calls",
   "raw_startups",
   "raw_agreements",
@@ -64,7 +66,9 @@ const TABLES_TO_RESET = [
   "agreement_declarations",
   "rollup_state",
   "rollup_chunk_calls",
-  "rollup_chunk_hours",
+  "rollup_chunk_deltas",
+  "tool_hour_duration_buckets",
+  "tool_day_duration_buckets",
   "rollup_chunk_startups",
 ];
 
@@ -100,6 +104,11 @@ export async function deliver(db: D1Database, payloads: TestPayload[], receivedA
     if (calls.length) statements.push(db.prepare(INSERT_CALLS).bind(JSON.stringify(calls), receivedAtMs));
     calls = [];
   };
+  // Ingest only stores payloads of existing projects (the key names the project).
+  const projects = new Set(payloads.map((p) => (p.type === "call" ? p.call : p.type === "startup" ? p.startup : p.agreement).project_id));
+  for (const id of projects) {
+    statements.push(db.prepare("INSERT OR IGNORE INTO projects (project_id, name, created_at_ms) VALUES (?1, ?1, 0)").bind(id));
+  }
   for (const p of payloads) {
     if (p.type === "call") {
       const c = p.call;

@@ -3,6 +3,7 @@
 import { createScheduledController, env } from "cloudflare:test";
 import { beforeEach, describe, expect, it } from "vitest";
 import worker from "../../../src/worker/index.ts";
+import { CALL_CHUNK_STATEMENTS } from "../../../src/worker/rollup/calls.ts";
 import { AS_OF, DEFAULT_ROLLUP_OPTIONS, runRollup } from "../../../src/worker/rollup/index.ts";
 import { call, calls, countingDb, deliver, resetDb, snapshot, type TestCall } from "./fixtures.ts";
 import { referenceRollup } from "./reference.ts";
@@ -114,18 +115,19 @@ describe("chunks and the query budget", () => {
     expect((await snapshot(db)).sessions[0]!.calls).toBe(200);
   });
 
-  it("honours a smaller budget exactly: 18 statements fit one calls chunk, 17 none, 34 two", async () => {
+  it("honours a smaller budget exactly: probe + as_of + one calls chunk fit, one statement less fits none", async () => {
+    const one = 2 + CALL_CHUNK_STATEMENTS;
     await deliver(db, calls(sessionCalls(30)), NOW - 1_000);
     const counted = countingDb(db);
-    const one = await runRollup(counted.db, NOW, { chunkCalls: 5, maxQueries: 18 });
-    expect(counted.count()).toBe(18);
-    expect(one.newCalls).toBe(5);
-    const starved = await runRollup(counted.db, NOW, { chunkCalls: 5, maxQueries: 17 });
-    expect(counted.count()).toBe(18 + 2);
+    const first = await runRollup(counted.db, NOW, { chunkCalls: 5, maxQueries: one });
+    expect(counted.count()).toBe(one);
+    expect(first.newCalls).toBe(5);
+    const starved = await runRollup(counted.db, NOW, { chunkCalls: 5, maxQueries: one - 1 });
+    expect(counted.count()).toBe(one + 2);
     expect(starved.newCalls).toBe(0);
     expect(starved.caughtUp).toBe(false);
-    const two = await runRollup(counted.db, NOW, { chunkCalls: 5, maxQueries: 34 });
-    expect(counted.count()).toBe(18 + 2 + 34);
+    const two = await runRollup(counted.db, NOW, { chunkCalls: 5, maxQueries: one + CALL_CHUNK_STATEMENTS });
+    expect(counted.count()).toBe(one + 2 + one + CALL_CHUNK_STATEMENTS);
     expect(two.newCalls).toBe(10);
   });
 });
@@ -143,9 +145,9 @@ describe("as_of (SPEC §2.6)", () => {
   it("stops just before the first payload still waiting when a run could not catch up", async () => {
     await deliver(db, calls(sessionCalls(3)), NOW - 50_000);
     await deliver(db, calls(sessionCalls(3, "s2")), NOW - 40_000);
-    await runRollup(db, NOW - 30_000, { chunkCalls: 3, maxQueries: 18 });
+    await runRollup(db, NOW - 30_000, { chunkCalls: 3, maxQueries: 2 + CALL_CHUNK_STATEMENTS });
     expect(await asOf()).toBe(NOW - 40_001);
-    await runRollup(db, NOW, { chunkCalls: 3, maxQueries: 18 });
+    await runRollup(db, NOW, { chunkCalls: 3, maxQueries: 2 + CALL_CHUNK_STATEMENTS });
     expect(await asOf()).toBe(NOW);
   });
 });
