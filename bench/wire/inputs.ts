@@ -8,7 +8,7 @@ export const smallArguments = {
   filters: { region: "EMEA", active: true },
 };
 
-/** About 1 KB: a search with free text, nested filters, a list of ids and line items, keys unsorted. */
+/** About 1 KB (1,047 bytes canonical): free text, nested filters, ids, line items with prices; keys unsorted. */
 export const oneKilobyteArguments = {
   query: "Open invoices for ACME GmbH in Zürich, overdue more than 30 days, excluding disputed ones",
   limit: 50,
@@ -22,7 +22,7 @@ export const oneKilobyteArguments = {
     tags: ["priority", "q4", "enterprise"],
   },
   customer_ids: [10_234, 10_235, 10_240, 11_002, 11_789, 12_001, 12_450, 13_000],
-  line_items: Array.from({ length: 8 }, (_, i) => ({
+  line_items: Array.from({ length: 6 }, (_, i) => ({
     sku: `SKU-${1000 + i}`,
     quantity: i + 1,
     unit_price: 19.99 + i,

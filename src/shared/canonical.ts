@@ -167,6 +167,24 @@ function serializeArray(array: readonly unknown[], ancestors: object[]): string 
   return out + "]";
 }
 
+// `"key":` for keys seen before: argument objects repeat their keys (a list of records), and
+// quoting is a good part of the cost. Bounded in count and key length; kept in memory only.
+const MAX_CACHED_KEYS = 1024;
+const MAX_CACHED_KEY_LENGTH = 64;
+const memberPrefixes = new Map<string, string>();
+
+function memberPrefix(key: string): string {
+  let prefix = memberPrefixes.get(key);
+  if (prefix === undefined) {
+    prefix = quote(key) + ":";
+    if (key.length <= MAX_CACHED_KEY_LENGTH) {
+      if (memberPrefixes.size >= MAX_CACHED_KEYS) memberPrefixes.clear();
+      memberPrefixes.set(key, prefix);
+    }
+  }
+  return prefix;
+}
+
 function serializeObject(object: Record<string, unknown>, ancestors: object[]): string {
   const keys = Object.keys(object);
   const count = keys.length;
@@ -177,7 +195,8 @@ function serializeObject(object: Record<string, unknown>, ancestors: object[]): 
     const key = keys[i]!;
     const member = serializeProperty(object[key], key, ancestors);
     if (member === undefined) continue;
-    out += (out.length === 1 ? "" : ",") + quote(key) + ":" + member;
+    const prefix = memberPrefix(key);
+    out += out.length === 1 ? prefix + member : "," + prefix + member;
   }
   ancestors.pop();
   return out + "}";
