@@ -16,6 +16,7 @@ import { McpServer as McpServerV2, InMemoryTransport as InMemoryV2 } from "@mode
 import { Client as ClientV2 } from "@modelcontextprotocol/client";
 import { z } from "zod";
 import { watch } from "../src/sdk/index.ts";
+import { allDestinations } from "../src/sdk/session.ts";
 import { argsHash, canonicalize, sha256Hex12 } from "../src/shared/index.ts";
 
 const CALLS = 10_000;
@@ -83,6 +84,14 @@ const median = (values: number[]) => {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 };
 
+/** Lets the event loop turn until every buffered payload has been sent (outside the timings). */
+async function drained(): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  do {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  } while (allDestinations().some((d) => d.buffer.size > 0 || d.buffer.sending) && Date.now() < deadline);
+}
+
 function heapAfterGc(): number {
   gc!();
   gc!();
@@ -115,9 +124,8 @@ async function run(major: "1.x" | "2.x", endpoint: string): Promise<Row> {
   const watchedUs: number[] = [];
   const heapAtBlock: number[] = [];
   for (let block = 0; block < CALLS / BLOCK; block++) {
-    // Outside the timed calls: let the event loop turn so the SDK's sends really happen, then
-    // read the heap after a full GC.
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    // Outside the timed calls: let the SDK's sends complete, then read the heap after a full GC.
+    await drained();
     heapAtBlock.push(heapAfterGc());
     for (let i = 0; i < BLOCK; i++) {
       const args = argsList[i % 64]!;
@@ -139,7 +147,7 @@ async function run(major: "1.x" | "2.x", endpoint: string): Promise<Row> {
       }
     }
   }
-  await new Promise((resolve) => setTimeout(resolve, 5));
+  await drained();
   heapAtBlock.push(heapAfterGc());
   const added = (from: number, to: number) => median(watchedUs.slice(from, to)) - median(plainUs.slice(from, to));
   return {
@@ -193,7 +201,7 @@ lines.push(
     `${CALLS.toLocaleString("en")} \`tools/call\` requests with ${ARGS_BYTES}-character arguments (validated by a Zod input schema) ` +
     `over InMemoryTransport, after ${WARMUP.toLocaleString("en")} warm-up calls; each watched call alternates with an unwatched call ` +
     `to an identical server in the same process (the baseline). Watched servers send to a local HTTP endpoint that discards ` +
-    `(${received} requests received). Heap is \`heapUsed\` after two forced GCs, at the start of the second and at the end of the last thousand.`,
+    `(${received} requests received). Heap is \`heapUsed\` after two forced GCs, read after every 1,000 calls once the SDK's buffer has drained.`,
 );
 lines.push("");
 lines.push("| MCP SDK | unwatched median | watched median | added (median) | target | added, first 1,000 | added, last 1,000 | heap after 1,000 | heap after 10,000 | heap range, every 1,000 |");

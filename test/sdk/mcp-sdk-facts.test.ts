@@ -1,0 +1,73 @@
+// The facts about the MCP SDKs that watch() relies on (SPEC §4 "Facts about the MCP SDKs"),
+// checked against the installed 1.x and 2.x packages so an upgrade that breaks one fails here.
+import { describe, expect, test } from "vitest";
+import { McpServer as McpServerV1 } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { Server as ServerV1 } from "@modelcontextprotocol/sdk/server/index.js";
+import { McpServer as McpServerV2, Server as ServerV2 } from "@modelcontextprotocol/server";
+import { recogniseServer } from "../../src/sdk/shapes.ts";
+import { connectInMemory } from "./helpers/fixtures.ts";
+
+type Internals = { server: { _requestHandlers: unknown }; _registeredTools: Record<string, Record<string, unknown>> };
+
+describe("1.32", () => {
+  test("Server._requestHandlers is a Map; McpServer installs tools/call at the first registerTool", () => {
+    const mcp = new McpServerV1({ name: "f", version: "1" }) as unknown as Internals & McpServerV1;
+    const handlers = mcp.server._requestHandlers as Map<string, unknown>;
+    expect(handlers).toBeInstanceOf(Map);
+    expect(handlers.has("tools/call")).toBe(false);
+    mcp.registerTool("t", { description: "t" }, () => ({ content: [] }));
+    expect(handlers.has("tools/call")).toBe(true);
+    expect(typeof mcp._registeredTools.t!.handler).toBe("function");
+    expect(new ServerV1({ name: "s", version: "1" }, { capabilities: { tools: {} } })).toHaveProperty("_requestHandlers", expect.any(Map));
+  });
+
+  test("the tool's handler is read at call time", async () => {
+    const mcp = new McpServerV1({ name: "f", version: "1" }) as unknown as Internals & McpServerV1;
+    mcp.registerTool("t", { description: "t" }, () => ({ content: [{ type: "text", text: "before" }] }));
+    mcp._registeredTools.t!.handler = () => ({ content: [{ type: "text", text: "after" }] });
+    const client = await connectInMemory("v1-mcp", mcp);
+    expect(await client.callTool("t", {})).toMatchObject({ content: [{ text: "after" }] });
+    await client.close();
+  });
+
+  test("an unknown tool is answered with an isError result", async () => {
+    const mcp = new McpServerV1({ name: "f", version: "1" });
+    mcp.registerTool("t", { description: "t" }, () => ({ content: [] }));
+    const client = await connectInMemory("v1-mcp", mcp);
+    expect(await client.callTool("missing", {})).toMatchObject({ isError: true });
+    await client.close();
+  });
+});
+
+describe("2.4", () => {
+  test("the callback sits in a closure `executor`: replacing `handler` does nothing", async () => {
+    const mcp = new McpServerV2({ name: "f", version: "1" }) as unknown as Internals & McpServerV2;
+    mcp.registerTool("t", { description: "t" }, () => ({ content: [{ type: "text", text: "before" }] }));
+    expect(typeof mcp._registeredTools.t!.executor).toBe("function");
+    mcp._registeredTools.t!.handler = () => ({ content: [{ type: "text", text: "after" }] });
+    const client = await connectInMemory("v2-mcp", mcp);
+    expect(await client.callTool("t", {})).toMatchObject({ content: [{ text: "before" }] });
+    await client.close();
+  });
+
+  test("an unknown tool is a thrown −32602", async () => {
+    const mcp = new McpServerV2({ name: "f", version: "1" });
+    mcp.registerTool("t", { description: "t" }, () => ({ content: [] }));
+    const client = await connectInMemory("v2-mcp", mcp);
+    await expect(client.callTool("missing", {})).rejects.toMatchObject({ code: -32602 });
+    await client.close();
+  });
+
+  test("Server._requestHandlers is a Map", () => {
+    expect(new ServerV2({ name: "s", version: "1" }, { capabilities: { tools: {} } })).toHaveProperty("_requestHandlers", expect.any(Map));
+  });
+});
+
+test("each shape is recognised with its major version", () => {
+  const info = { name: "s", version: "1" };
+  expect(recogniseServer(new McpServerV1(info))).toMatchObject({ kind: "mcp", major: 1 });
+  expect(recogniseServer(new ServerV1(info))).toMatchObject({ kind: "server", major: 1 });
+  expect(recogniseServer(new McpServerV2(info))).toMatchObject({ kind: "mcp", major: 2 });
+  expect(recogniseServer(new ServerV2(info))).toMatchObject({ kind: "server", major: 2 });
+  expect(recogniseServer({ server: {}, _registeredTools: {} })).toBeNull();
+});
