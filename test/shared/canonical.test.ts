@@ -281,3 +281,19 @@ describe("differential test against the plain reference serializer", () => {
     expect(canonicalize(integerKeys)).toBe('{"10":"a","2":"b"}');
   });
 });
+
+describe("the cache of quoted keys", () => {
+  it("stays right for long keys, escaped keys and more keys than it holds", () => {
+    const long = "k".repeat(65);
+    expect(canonicalize({ [long]: 1, b: 2 })).toBe(`{"b":2,"${long}":1}`);
+    expect(canonicalize({ [long]: 1, b: 2 })).toBe(`{"b":2,"${long}":1}`);
+    expect(canonicalize({ 'q"': 1, "\n": 2, z: 0 })).toBe('{"\\n":2,"q\\"":1,"z":0}');
+    expect(canonicalize({ 'q"': 1, "\n": 2, z: 0 })).toBe('{"\\n":2,"q\\"":1,"z":0}');
+    const many: Record<string, number> = {};
+    for (let i = 0; i < 3000; i++) many[`key${i}`] = i;
+    many.a = -1; // out of order, so the object is written key by key
+    const expected = referenceCanonicalize(many);
+    expect(canonicalize(many)).toBe(expected);
+    expect(canonicalize(many)).toBe(expected);
+  });
+});
