@@ -11,20 +11,22 @@ type Internals = { server: { _requestHandlers: unknown }; _registeredTools: Reco
 
 describe("1.32", () => {
   test("Server._requestHandlers is a Map; McpServer installs tools/call at the first registerTool", () => {
-    const mcp = new McpServerV1({ name: "f", version: "1" }) as unknown as Internals & McpServerV1;
-    const handlers = mcp.server._requestHandlers as Map<string, unknown>;
+    const mcp = new McpServerV1({ name: "f", version: "1" });
+    const internals = mcp as unknown as Internals;
+    const handlers = internals.server._requestHandlers as Map<string, unknown>;
     expect(handlers).toBeInstanceOf(Map);
     expect(handlers.has("tools/call")).toBe(false);
     mcp.registerTool("t", { description: "t" }, () => ({ content: [] }));
     expect(handlers.has("tools/call")).toBe(true);
-    expect(typeof mcp._registeredTools.t!.handler).toBe("function");
+    expect(typeof internals._registeredTools.t!.handler).toBe("function");
     expect(new ServerV1({ name: "s", version: "1" }, { capabilities: { tools: {} } })).toHaveProperty("_requestHandlers", expect.any(Map));
   });
 
   test("the tool's handler is read at call time", async () => {
-    const mcp = new McpServerV1({ name: "f", version: "1" }) as unknown as Internals & McpServerV1;
+    const mcp = new McpServerV1({ name: "f", version: "1" });
+    const internals = mcp as unknown as Internals;
     mcp.registerTool("t", { description: "t" }, () => ({ content: [{ type: "text", text: "before" }] }));
-    mcp._registeredTools.t!.handler = () => ({ content: [{ type: "text", text: "after" }] });
+    internals._registeredTools.t!.handler = () => ({ content: [{ type: "text", text: "after" }] });
     const client = await connectInMemory("v1-mcp", mcp);
     expect(await client.callTool("t", {})).toMatchObject({ content: [{ text: "after" }] });
     await client.close();
@@ -41,10 +43,11 @@ describe("1.32", () => {
 
 describe("2.4", () => {
   test("the callback sits in a closure `executor`: replacing `handler` does nothing", async () => {
-    const mcp = new McpServerV2({ name: "f", version: "1" }) as unknown as Internals & McpServerV2;
+    const mcp = new McpServerV2({ name: "f", version: "1" });
+    const internals = mcp as unknown as Internals;
     mcp.registerTool("t", { description: "t" }, () => ({ content: [{ type: "text", text: "before" }] }));
-    expect(typeof mcp._registeredTools.t!.executor).toBe("function");
-    mcp._registeredTools.t!.handler = () => ({ content: [{ type: "text", text: "after" }] });
+    expect(typeof internals._registeredTools.t!.executor).toBe("function");
+    internals._registeredTools.t!.handler = () => ({ content: [{ type: "text", text: "after" }] });
     const client = await connectInMemory("v2-mcp", mcp);
     expect(await client.callTool("t", {})).toMatchObject({ content: [{ text: "before" }] });
     await client.close();
