@@ -23,8 +23,9 @@ function labelEvery(count: number): number {
 export type TimePoint = { label: string; title: string; calls: number; errors: number };
 
 /** Calls per bucket, errors stacked in red at the bottom of each bar. */
-export const CallsChart: FC<{ points: TimePoint[]; height?: number }> = ({ points, height = 190 }) => {
+export const CallsChart: FC<{ points: TimePoint[]; height?: number; width?: number }> = ({ points, height = 190, width = W }) => {
   const h = height;
+  const W = width;
   const plotW = W - PAD.left - PAD.right;
   const plotH = h - PAD.top - PAD.bottom;
   const max = niceMax(Math.max(0, ...points.map((p) => p.calls)));
@@ -61,8 +62,9 @@ export const CallsChart: FC<{ points: TimePoint[]; height?: number }> = ({ point
 export type RateSeries = { name: string; color: string; values: (number | null)[] };
 
 /** 0–100 % lines; a null (no calls in the bucket) breaks the line. */
-export const RateChart: FC<{ labels: string[]; series: RateSeries[]; height?: number }> = ({ labels, series, height = 190 }) => {
+export const RateChart: FC<{ labels: string[]; series: RateSeries[]; height?: number; width?: number }> = ({ labels, series, height = 190, width = W }) => {
   const h = height;
+  const W = width;
   const plotW = W - PAD.left - PAD.right;
   const plotH = h - PAD.top - PAD.bottom;
   const n = labels.length;
@@ -77,7 +79,11 @@ export const RateChart: FC<{ labels: string[]; series: RateSeries[]; height?: nu
           <text x={PAD.left - 6} y={y(f) + 4} text-anchor="end">{`${f * 100}%`}</text>
         </g>
       ))}
-      {labels.map((label, i) => (i % every === 0 ? <text x={x(i)} y={h - 8} text-anchor="middle">{label}</text> : null))}
+      {labels.map((label, i) =>
+        i % every === 0 ? (
+          <text x={x(i)} y={h - 8} text-anchor={i === 0 && n > 1 ? "start" : i === n - 1 && n > 1 ? "end" : "middle"}>{label}</text>
+        ) : null,
+      )}
       {series.map((s) => {
         const segments: string[] = [];
         let current = "";
@@ -116,7 +122,7 @@ export const RateChart: FC<{ labels: string[]; series: RateSeries[]; height?: nu
 export const LatencyHistogram: FC<{ histogram: DurationHistogram; percentiles: Percentiles }> = ({ histogram, percentiles }) => {
   const h = 220;
   const plotW = W - PAD.left - PAD.right;
-  const plotH = h - PAD.top - PAD.bottom - 14;
+  const plotH = h - PAD.top - PAD.bottom - 30;
   const buckets = Object.entries(histogram)
     .map(([b, n]) => ({ ms: bucketValueMs(Number(b)), n }))
     .filter((b) => b.n > 0)
@@ -128,7 +134,7 @@ export const LatencyHistogram: FC<{ histogram: DurationHistogram; percentiles: P
   const decadeHi = 10 ** Math.ceil(Math.log10(hi + 1));
   const lx = (ms: number) => PAD.left + ((Math.log10(Math.max(ms, decadeLo)) - Math.log10(decadeLo)) / (Math.log10(decadeHi) - Math.log10(decadeLo))) * plotW;
   const max = niceMax(Math.max(...buckets.map((b) => b.n)));
-  const y = (v: number) => PAD.top + 14 + plotH - (v / max) * plotH;
+  const y = (v: number) => PAD.top + 30 + plotH - (v / max) * plotH;
   const ticks: number[] = [];
   for (let t = decadeLo; t <= decadeHi; t *= 10) ticks.push(t);
   const markers: [string, number | null, string][] = [
@@ -144,22 +150,29 @@ export const LatencyHistogram: FC<{ histogram: DurationHistogram; percentiles: P
           {Number.isInteger(max * f) ? <text x={PAD.left - 6} y={y(max * f) + 4} text-anchor="end">{formatCompact(max * f)}</text> : null}
         </g>
       ))}
-      {ticks.map((t) => (
-        <text x={lx(t)} y={h - 8} text-anchor="middle">{formatMs(t)}</text>
+      {ticks.map((t, i) => (
+        <text x={lx(t)} y={h - 8} text-anchor={i === ticks.length - 1 ? "end" : "middle"}>{formatMs(t)}</text>
       ))}
       {buckets.map((b) => (
         <rect x={lx(b.ms) - 2} y={y(b.n)} width="4" height={Math.max(1, y(0) - y(b.n))} fill="#818cf8">
           <title>{`≈ ${formatMs(b.ms)}: ${formatInt(b.n)} calls`}</title>
         </rect>
       ))}
-      {markers.map(([name, ms, color]) =>
-        ms === null ? null : (
+      {markers.map(([name, ms, color], i) => {
+        if (ms === null) return null;
+        // Labels sit on three rows so close percentiles do not overprint; near the right edge they
+        // extend to the left of their line.
+        const x = lx(ms);
+        const right = x > W - 120;
+        return (
           <g>
-            <line x1={lx(ms)} x2={lx(ms)} y1={PAD.top + 12} y2={y(0)} stroke={color} stroke-width="1.5" stroke-dasharray="4 3" />
-            <text x={lx(ms) + 3} y={PAD.top + 10} style={`fill:${color};font-weight:600`}>{`${name} ${formatMs(ms)}`}</text>
+            <line x1={x} x2={x} y1={PAD.top + 2 + i * 12} y2={y(0)} stroke={color} stroke-width="1.5" stroke-dasharray="4 3" />
+            <text x={right ? x - 4 : x + 4} y={PAD.top + 8 + i * 12} text-anchor={right ? "end" : "start"} style={`fill:${color};font-weight:600`}>
+              {`${name} ${formatMs(ms)}`}
+            </text>
           </g>
-        ),
-      )}
+        );
+      })}
     </svg>
   );
 };

@@ -68,7 +68,6 @@ export const ToolsTable: FC<{ rows: ToolRow[]; query: PageQuery }> = ({ rows, qu
             <th class="n" data-sort="num">p99</th>
             <th class="n" data-sort="num" title="average response size, UTF-16 characters of JSON">Avg resp.</th>
             <th class="n" data-sort="num" title="schema size in UTF-16 characters; ÷ 4 ≈ tokens every session">Schema</th>
-            <th>Status</th>
           </tr>
         </thead>
         <tbody>
@@ -76,6 +75,7 @@ export const ToolsTable: FC<{ rows: ToolRow[]; query: PageQuery }> = ({ rows, qu
             <tr data-tool={r.tool_name}>
               <td class="tool" data-value={r.tool_name}>
                 <a href={toolHref(r.tool_name, query)}>{r.tool_name}</a>
+                <ToolStatus row={r} />
               </td>
               <N col="calls" value={r.calls} text={formatInt(r.calls)} />
               <N col="first_call_rate" value={r.first_call_rate} text={formatRate(r.first_call_rate)} cls={firstCallClass(r.first_call_rate)} />
@@ -90,9 +90,6 @@ export const ToolsTable: FC<{ rows: ToolRow[]; query: PageQuery }> = ({ rows, qu
               <N col="p99" value={r.duration_ms.p99} text={formatMs(r.duration_ms.p99)} />
               <N col="response_avg" value={r.response_bytes.avg} text={formatChars(r.response_bytes.avg)} />
               <N col="schema_bytes" value={r.schema_bytes} text={formatChars(r.schema_bytes)} />
-              <td>
-                <ToolStatus row={r} />
-              </td>
             </tr>
           ))}
         </tbody>

@@ -36,6 +36,7 @@ export function formatUsd(n: number | null): string {
   if (n === null) return "—";
   if (n === 0) return "$0";
   if (n < 0.01) return `$${n.toFixed(5)}`;
+  if (n < 1) return `$${n.toFixed(4)}`;
   return `$${n.toFixed(2)}`;
 }
 

@@ -310,6 +310,7 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
       <section class="panel">
         <h2>First-call success and empties over time <small>{data.grain === "hour" ? "per hour" : "per day"}</small></h2>
         <RateChart
+          width={1200}
           labels={labels}
           series={[
             { name: "first-call success", color: "#4f46e5", values: data.series.map((b) => b.first_call_rate) },
@@ -320,7 +321,7 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
           <span><i style="background:#4f46e5" />first-call success</span>
           <span><i style="background:#f79009" />empty rate</span>
         </div>
-        <CallsChart points={timePoints(data.series, data.grain)} height={130} />
+        <CallsChart points={timePoints(data.series, data.grain)} height={150} width={1200} />
       </section>
 
       <div class="grid2 even">

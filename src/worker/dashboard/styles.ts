@@ -32,7 +32,7 @@ main{max-width:1280px;margin:0 auto;padding:20px 24px 48px}
 .card .sub{font-size:12px;color:var(--muted);margin-top:2px}
 .delta{font-size:12px;font-weight:600;border-radius:999px;padding:1px 7px;margin-left:6px;vertical-align:middle}
 .delta.good{color:var(--good);background:var(--good-soft)}.delta.bad{color:var(--bad);background:var(--bad-soft)}.delta.flat{color:var(--muted);background:#f2f4f7}
-.grid2{display:grid;grid-template-columns:minmax(0,2fr) minmax(0,1fr);gap:16px;margin-bottom:16px}
+.grid2{display:grid;grid-template-columns:minmax(0,2fr) minmax(0,1fr);gap:16px;margin-bottom:16px;align-items:start}
 .grid2.even{grid-template-columns:minmax(0,1fr) minmax(0,1fr)}
 @media (max-width:900px){.grid2,.grid2.even{grid-template-columns:1fr}}
 section.panel{background:var(--panel);border:1px solid var(--line);border-radius:10px;padding:14px 16px;margin-bottom:16px;min-width:0}
@@ -40,14 +40,15 @@ section.panel h2{font-size:14px;margin:0 0 10px;font-weight:650;display:flex;ali
 section.panel h2 small{font-weight:400;color:var(--muted);font-size:12px}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse;width:100%;font-size:13px}
-th{font-size:11px;text-transform:uppercase;letter-spacing:.03em;color:var(--muted);font-weight:600;text-align:left;padding:6px 8px;border-bottom:1px solid var(--line);white-space:nowrap}
+th{font-size:11px;text-transform:uppercase;letter-spacing:.03em;color:var(--muted);font-weight:600;text-align:left;padding:6px 7px;border-bottom:1px solid var(--line);white-space:nowrap}
 th[data-sort]{cursor:pointer;user-select:none}th[data-sort]:hover{color:var(--ink)}
 th.sorted-asc::after{content:" ▲";font-size:9px}th.sorted-desc::after{content:" ▼";font-size:9px}
-td{padding:7px 8px;border-bottom:1px solid #f2f4f7;white-space:nowrap}
+td{padding:7px 7px;border-bottom:1px solid #f2f4f7;white-space:nowrap}
 tr:hover td{background:#fafbfc}
 td.tool a{font-weight:600;font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12.5px}
 .mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px}
-.pill{display:inline-block;font-size:11px;border-radius:999px;padding:1px 8px;font-weight:600}
+.pill{display:inline-block;font-size:11px;border-radius:999px;padding:1px 8px;font-weight:600;font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin-left:6px}
+ul.insights .pill{margin-left:0}
 .pill.dead{background:var(--bad-soft);color:var(--bad)}.pill.unreg{background:var(--warn-soft);color:var(--warn)}
 .pill.policy{background:var(--accent-soft);color:var(--accent)}.pill.high{background:var(--bad-soft);color:var(--bad)}
 .pill.medium{background:var(--warn-soft);color:var(--warn)}.pill.low{background:#f2f4f7;color:var(--muted)}

@@ -1,0 +1,211 @@
+// The dashboard in real headless Chromium: a week of traffic goes through the real ingest and the
+// real rollup cron in Miniflare, then the page's figures are checked against the read API's, a tool
+// is opened, the range and the client are changed, and screenshots go to docs/screenshots/.
+import { mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { demoWorkload, type DemoWorkload } from "./dashboard/demo-data.ts";
+import { createProject, startWorker, type RunningWorker } from "./dashboard/start-worker.ts";
+
+const SCREENSHOTS = fileURLToPath(new URL("../../docs/screenshots/", import.meta.url));
+const CHROMIUM_ARGS = [
+  "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+];
+
+type ToolRow = {
+  tool_name: string; calls: number; first_call_rate: number | null; error_rate: number | null; empty_rate: number | null;
+  duration_ms: { p50: number | null; p95: number | null; p99: number | null }; response_bytes: { avg: number | null };
+  schema_bytes: number | null; dead: boolean; registered: boolean;
+};
+
+let worker: RunningWorker;
+let browser: Browser;
+let project: Awaited<ReturnType<typeof createProject>>;
+let workload: DemoWorkload;
+
+async function api<T>(path: string): Promise<T> {
+  const res = await fetch(`${worker.url}${path}`, { headers: { authorization: `Bearer ${project.read_key}` } });
+  if (res.status !== 200) throw new Error(`${path}: HTTP ${res.status}`);
+  return (await res.json()) as T;
+}
+
+async function rawRowCount(): Promise<number> {
+  const row = await worker.db
+    .prepare(
+      "SELECT (SELECT COUNT(*) FROM raw_calls WHERE project_id = ?1) + (SELECT COUNT(*) FROM raw_startups WHERE project_id = ?1) + " +
+        "(SELECT COUNT(*) FROM raw_agreements WHERE project_id = ?1) AS n",
+    )
+    .bind(project.project_id)
+    .first<{ n: number }>();
+  return row?.n ?? 0;
+}
+
+/** Sends the payloads in batches, waiting for each batch's rows (written after the 202) to land, so receive order holds. */
+async function ingest(payloads: Record<string, unknown>[]): Promise<void> {
+  let expected = 0;
+  for (let i = 0; i < payloads.length; i += 400) {
+    const batch = payloads.slice(i, i + 400);
+    const res = await fetch(`${worker.url}/v1/ingest`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${project.ingest_key}`, "content-type": "application/json" },
+      body: JSON.stringify({ batch }),
+    });
+    expect(res.status).toBe(202);
+    expected += batch.length;
+    const deadline = Date.now() + 20_000;
+    while ((await rawRowCount()) < expected) {
+      if (Date.now() > deadline) throw new Error(`ingest: only ${await rawRowCount()} of ${expected} rows landed`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+/** The tools table as the page shows it: data-value of each numeric cell, by tool. */
+async function tableRows(page: Page): Promise<Map<string, Record<string, string>>> {
+  const rows = await page.$$eval("#tools-table tbody tr", (trs) =>
+    trs.map((tr) => {
+      const cells: Record<string, string> = {};
+      tr.querySelectorAll("td[data-col]").forEach((td: { getAttribute(name: string): string | null }) => (cells[td.getAttribute("data-col") ?? ""] = td.getAttribute("data-value") ?? ""));
+      return [tr.getAttribute("data-tool") ?? "", cells] as const;
+    }),
+  );
+  return new Map(rows);
+}
+
+function asAttr(v: number | null): string {
+  return v === null ? "" : String(v);
+}
+
+async function expectTableEqualsApi(page: Page, query: string): Promise<ToolRow[]> {
+  const { tools } = await api<{ tools: ToolRow[] }>(`/v1/metrics/tools?${query}`);
+  const shown = await tableRows(page);
+  expect([...shown.keys()].sort()).toEqual(tools.map((t) => t.tool_name).sort());
+  for (const t of tools) {
+    const cells = shown.get(t.tool_name);
+    expect(cells, t.tool_name).toEqual({
+      calls: String(t.calls), first_call_rate: asAttr(t.first_call_rate), error_rate: asAttr(t.error_rate),
+      bad_args: expect.any(String), tool_error: expect.any(String), crashed: expect.any(String),
+      empty_rate: asAttr(t.empty_rate), retries: expect.any(String), p50: asAttr(t.duration_ms.p50), p95: asAttr(t.duration_ms.p95),
+      p99: asAttr(t.duration_ms.p99), response_avg: asAttr(t.response_bytes.avg), schema_bytes: asAttr(t.schema_bytes),
+    });
+  }
+  const totalCalls = tools.reduce((n, t) => n + t.calls, 0);
+  expect(await page.getAttribute('[data-card="calls"]', "data-value")).toBe(String(totalCalls));
+  return tools;
+}
+
+beforeAll(async () => {
+  worker = await startWorker();
+  project = await createProject(worker, "Orders MCP server");
+  workload = demoWorkload(Date.now());
+  await ingest(workload.payloads);
+  // The 5-minute cron, as Cloudflare runs it; a second run must change nothing (idempotent).
+  await worker.runRollup();
+  await worker.runRollup();
+  browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS });
+  mkdirSync(SCREENSHOTS, { recursive: true });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await worker?.stop();
+});
+
+describe("dashboard in headless Chromium", () => {
+  it("signs in with ?key=, shows the API's figures, opens a tool, changes range and client", async () => {
+    const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+    const page = await context.newPage();
+
+    // Signed out: the sign-in form.
+    await page.goto(`${worker.url}/`);
+    expect(await page.isVisible('form[action="/signin"]')).toBe(true);
+    await page.screenshot({ path: `${SCREENSHOTS}signin.png` });
+
+    // ?key= once: a cookie, and the key is gone from the URL.
+    await page.goto(`${worker.url}/?key=${project.read_key}`);
+    expect(page.url()).toBe(`${worker.url}/`);
+    const cookies = await context.cookies();
+    const session = cookies.find((c) => c.name === "mcpulse_read_key");
+    expect(session).toMatchObject({ httpOnly: true, sameSite: "Strict", secure: false });
+    expect(await page.textContent("[data-project]")).toBe("Orders MCP server");
+
+    // Every figure of the tools table and the cards equals the API's answer for the same range.
+    const from = await page.inputValue('input[name="from"]');
+    const to = await page.inputValue('input[name="to"]');
+    const tools = await expectTableEqualsApi(page, `from=${from}&to=${to}`);
+    expect(tools.reduce((n, t) => n + t.calls, 0)).toBe(workload.calls);
+    expect(tools.find((t) => t.tool_name === "export_report")).toMatchObject({ dead: true, calls: 0 });
+    expect(tools.find((t) => t.tool_name === "admin_purge_customer")).toMatchObject({ dead: false, calls: 0 });
+    expect(tools.find((t) => t.tool_name === "legacy_order_lookup")).toMatchObject({ registered: false, schema_bytes: null });
+    const sessions = await api<{ sessions: number; cost_per_session_usd: number | null }>(`/v1/metrics/sessions?from=${from}&to=${to}`);
+    expect(sessions.sessions).toBe(workload.sessions);
+    expect(await page.getAttribute('[data-card="sessions"]', "data-value")).toBe(String(sessions.sessions));
+    expect(await page.getAttribute('[data-card="cost_per_session_usd"]', "data-value")).toBe(asAttr(sessions.cost_per_session_usd));
+    const insights = await api<{ insights: { kind: string }[] }>(`/v1/metrics/insights?from=${from}&to=${to}`);
+    const shownKinds = await page.$$eval("#insights li[data-kind]", (lis) => lis.map((li) => li.getAttribute("data-kind")));
+    expect(shownKinds).toEqual(insights.insights.slice(0, 8).map((i) => i.kind));
+    expect(await page.isVisible("#dead-tools >> text=export_report")).toBe(true);
+    expect(await page.isVisible("[data-convergence]")).toBe(true);
+    expect(await page.isVisible('[data-churn="get_order"]')).toBe(true);
+    expect(await page.isVisible('[data-silent="customer_email"]')).toBe(true);
+    await page.screenshot({ path: `${SCREENSHOTS}overview.png`, fullPage: true });
+
+    // Sorting by calls: descending, then ascending.
+    await page.click('#tools-table th:has-text("Calls")');
+    const desc = await page.$$eval('#tools-table tbody td[data-col="calls"]', (tds) => tds.map((td) => Number(td.getAttribute("data-value"))));
+    expect(desc).toEqual([...desc].sort((a, b) => b - a));
+    await page.click('#tools-table th:has-text("Calls")');
+    const asc = await page.$$eval('#tools-table tbody td[data-col="calls"]', (tds) => tds.map((td) => Number(td.getAttribute("data-value"))));
+    expect(asc).toEqual([...asc].sort((a, b) => a - b));
+
+    // A tool page: the same figures as the API with the tool filter.
+    await page.click('#tools-table a:text-is("search_orders")');
+    await page.waitForURL(/\/tools\/search_orders\?/);
+    const [one] = (await api<{ tools: ToolRow[] }>(`/v1/metrics/tools?from=${from}&to=${to}&tool=search_orders`)).tools;
+    expect(one).toBeDefined();
+    for (const [card, value] of [["calls", one!.calls], ["first_call_rate", one!.first_call_rate], ["p50", one!.duration_ms.p50], ["p95", one!.duration_ms.p95], ["p99", one!.duration_ms.p99], ["empty_rate", one!.empty_rate]] as const) {
+      expect(await page.getAttribute(`[data-card="${card}"]`, "data-value"), card).toBe(asAttr(value));
+    }
+    expect(await page.isVisible('svg[data-chart="latency"]')).toBe(true);
+    expect(await page.isVisible('svg[data-chart="rates"]')).toBe(true);
+    expect(await page.isVisible("#schema-regression >> text=→")).toBe(true);
+    await page.screenshot({ path: `${SCREENSHOTS}tool.png`, fullPage: true });
+
+    // Back to the overview; change the range with the date inputs.
+    await page.click("header.top a.brand");
+    const newFrom = new Date(Date.now() - 2 * 86_400_000).toISOString().slice(0, 10);
+    await page.fill('input[name="from"]', newFrom);
+    await page.click('#range-picker button[type="submit"]');
+    await page.waitForURL((u) => u.searchParams.get("from") === newFrom);
+    await expectTableEqualsApi(page, `from=${newFrom}&to=${to}`);
+
+    // Change the client: the select submits the form by itself.
+    await page.selectOption('select[name="client"]', "cursor");
+    await page.waitForURL((u) => u.searchParams.get("client") === "cursor");
+    expect(new URL(page.url()).searchParams.get("from")).toBe(newFrom);
+    await expectTableEqualsApi(page, `from=${newFrom}&to=${to}&client=cursor`);
+    const cursorSessions = await api<{ sessions: number }>(`/v1/metrics/sessions?from=${newFrom}&to=${to}&client=cursor`);
+    expect(await page.getAttribute('[data-card="sessions"]', "data-value")).toBe(String(cursorSessions.sessions));
+
+    // Quick range: 30 days, client kept.
+    await page.click('a[data-quick="30"]');
+    await page.waitForURL((u) => u.searchParams.get("client") === "cursor" && u.searchParams.get("from") !== newFrom);
+    const u = new URL(page.url());
+    await expectTableEqualsApi(page, `from=${u.searchParams.get("from")}&to=${u.searchParams.get("to")}&client=cursor`);
+    await context.close();
+  });
+
+  it("never shows the data of another project's key", async () => {
+    const other = await createProject(worker, "Someone else");
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${worker.url}/?key=${other.read_key}`);
+    expect(await page.textContent("[data-project]")).toBe("Someone else");
+    expect(await page.content()).not.toContain("search_orders");
+    await page.goto(`${worker.url}/tools/search_orders`);
+    expect(await page.getAttribute('[data-card="calls"]', "data-value")).toBe("0");
+    await context.close();
+  });
+});

@@ -1,0 +1,97 @@
+// Starts the real worker in Miniflare from Node, configured from wrangler.toml (the same bindings
+// `wrangler dev` gives it), with schema.sql applied to an in-memory D1 and an ADMIN_TOKEN. Used by
+// the dashboard's browser test and by `npm run bench:read`.
+import { spawnSync } from "node:child_process";
+import { Miniflare, convertV4MiniflareOptions, type V4MiniflareOptions } from "miniflare";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { unstable_getMiniflareWorkerOptions } from "wrangler";
+
+const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+
+export type RunningWorker = {
+  url: string;
+  adminToken: string;
+  mf: Miniflare;
+  db: D1Database;
+  /** Runs the 5-minute rollup cron once, as Cloudflare would, and waits for it. */
+  runRollup(scheduledTime?: Date): Promise<void>;
+  stop(): Promise<void>;
+};
+
+/** Splits schema.sql like test/worker/apply-schema.ts does (statements end with `;` at line end). */
+export function schemaStatements(): string[] {
+  return readFileSync(join(ROOT, "schema.sql"), "utf8")
+    .split(/;\s*$/m)
+    .map((s) => s.replace(/^\s*--.*$/gm, "").trim())
+    .filter((s) => s.length > 0);
+}
+
+export async function startWorker(options: { adminToken?: string; vars?: Record<string, string> } = {}): Promise<RunningWorker> {
+  const adminToken = options.adminToken ?? "e2e-admin-token";
+  const outdir = mkdtempSync(join(tmpdir(), "mcpulse-worker-"));
+  const scriptPath = join(outdir, "index.js");
+  // Bundle exactly as a deploy would (wrangler's own build, nodejs_compat polyfills included).
+  const wrangler = join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
+  const bundled = spawnSync(process.execPath, [wrangler, "deploy", "--dry-run", "--outdir", outdir], {
+    cwd: ROOT,
+    encoding: "utf8",
+  });
+  if (bundled.status !== 0) throw new Error(`wrangler build failed: ${bundled.stderr}`);
+  const { workerOptions } = unstable_getMiniflareWorkerOptions(join(ROOT, "wrangler.toml"));
+  // The bundle is one ES module: module rules (for loose files) do not apply.
+  const { modulesRules: _unusedRules, ...fromWrangler } = workerOptions as Record<string, unknown> & { bindings?: Record<string, unknown> };
+  // wrangler hands over options in Miniflare's v4 shape; this Miniflare converts them itself.
+  const v4Options = {
+    workers: [
+      {
+        ...fromWrangler,
+        name: "mcpulse-edge",
+        modules: true,
+        scriptPath,
+        // Module names are paths relative to this root; the default (the cwd) cannot reach a temp dir.
+        modulesRoot: outdir,
+        bindings: { ...(fromWrangler.bindings ?? {}), ...options.vars, ADMIN_TOKEN: adminToken },
+      },
+    ],
+    host: "127.0.0.1",
+    port: 0,
+    // Never fetch the Request.cf placeholder from the internet (tests run offline).
+    cf: false,
+    // No resourcePersistencePath: storage lives in a temporary directory, empty on every start.
+  } as unknown as V4MiniflareOptions;
+  const mf = new Miniflare(convertV4MiniflareOptions(v4Options));
+  const url = (await mf.ready).toString().replace(/\/$/, "");
+  const db = (await mf.getD1Database("DB")) as unknown as D1Database;
+  await db.batch(schemaStatements().map((s) => db.prepare(s)));
+  return {
+    url,
+    adminToken,
+    mf,
+    db,
+    async runRollup(scheduledTime = new Date()) {
+      const worker = await mf.getWorker();
+      await worker.scheduled({ cron: "*/5 * * * *", scheduledTime });
+    },
+    async stop() {
+      await mf.dispose();
+      rmSync(outdir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A project with its ingest and read keys, through the admin route (SPEC §3). */
+export async function createProject(
+  worker: RunningWorker,
+  name: string,
+): Promise<{ project_id: string; name: string; ingest_key: string; read_key: string }> {
+  const res = await fetch(`${worker.url}/v1/admin/projects`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${worker.adminToken}`, "content-type": "application/json" },
+    body: JSON.stringify({ name }),
+  });
+  if (res.status !== 201) throw new Error(`create project: HTTP ${res.status} ${await res.text()}`);
+  return (await res.json()) as { project_id: string; name: string; ingest_key: string; read_key: string };
+}
