@@ -6,13 +6,17 @@
 // (project, session, tool) sequence for retries and in its session for pairs, both ordered by
 // (started_at_ms, call_seq). A new call changes the flags of itself and of those neighbours only.
 // So a chunk (a) takes the next calls above the `calls_seq` watermark, (b) adds their neighbours,
-// (c) recomputes the flags of all of them among the calls at or below the new watermark, and
-// (d) re-aggregates from raw rows every (project, hour) whose rows or flags changed, then the
-// days of those hours from the hour rows. Everything is recompute-and-overwrite except two
-// counters that must survive raw retention, which take the difference between a stored per-call
-// value and its recomputed value inside the same transaction that advances the watermark, so they
-// are applied exactly once: tool pairs (a pair's first call may be older than the kept raw rows)
-// and the session counters.
+// (c) recomputes the flags of all of them among the calls at or below the new watermark (the same
+// value a batch computation over those calls gives), and (d) stores the flags on raw_calls.
+//
+// Every counter (hour and day rows, histograms, pairs, sessions) then changes by the exact
+// difference between each touched call's recomputed contribution and its stored one (NULL flags:
+// not counted yet), in the same transaction that stores the flags and moves the watermark. That
+// is not a blind increment: running the chunk again finds stored = recomputed and changes nothing
+// (idempotent), and a chunk is applied exactly once or not at all. Each counter therefore always
+// equals the sum of the contributions of the stored flags, i.e. the batch computation. Unlike
+// re-aggregating whole hours from raw rows, the cost follows the new calls, not the history
+// (docs/benchmarks.md), and counters never need raw rows that retention deleted.
 //
 // The chunk bounds come from `rollup_state` read inside the batch, so two overlapping cron runs
 // simply take consecutive chunks.
@@ -71,9 +75,9 @@ export const CALL_CHUNK_SQL = {
   // has a different args_hash; then n is a retry. Same hash or overlap (gap < 0): never.
   //
   // A call older than the raw rows retention keeps (`raw_kept_from_ms`) keeps its flags: its
-  // (session, tool) neighbours may be gone, and no call the ingest still accepts can be within
-  // 30 s of it (docs/metrics.md, "Retention"), so its flags cannot change, and its hour, whose
-  // raw rows are partly deleted, must never be re-aggregated.
+  // (session, tool) neighbours may be gone, so recomputing would see a wrong predecessor, while
+  // no call the ingest still accepts can be within 30 s of it (docs/metrics.md, "Retention"), so
+  // its true flags cannot change. Its next tool is still recomputed (pairs have no time window).
   computeFlags: `UPDATE rollup_chunk_calls AS s SET
       is_retry = CASE WHEN s.is_new = 0 AND c.started_at_ms < ${keptFrom} THEN c.is_retry ELSE
         COALESCE(${neighbour("tool_prev", `(${retryGapSql("x", "c")}) AND x.args_hash <> c.args_hash`, chunkTop)}, 0) END,

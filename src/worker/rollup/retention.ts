@@ -3,10 +3,11 @@
 //
 // What it never deletes (docs/metrics.md, "Retention"):
 // - a row above its rollup watermark (not folded in yet);
-// - a call a future rollup may still need. Ingest accepts calls up to 7 days old and a call lasts
-//   at most 1 day (SPEC §1.2), so a call that a newly arriving call could retry or be retried by
-//   starts at most 8 days + 30 s before now; the cutoff is at least 8 days + 1 hour back and
-//   hour-aligned, so every hour a rollup re-aggregates is whole;
+// - a call whose retry flags a future call could change. Ingest accepts calls up to 7 days old and
+//   a call lasts at most 1 day (SPEC §1.2), so a call that a newly arriving call could retry or be
+//   retried by starts at most 8 days + 30 s before now; the cutoff is at least 8 days + 1 hour
+//   back (an hour of margin for clocks), and the rollup keeps the flags of calls before it as
+//   they are (`raw_kept_from_ms`);
 // - the latest call of each session before the cutoff: a new call's session predecessor can be
 //   any distance back (tool pairs have no time window, SPEC §2.4), so that call stays to carry
 //   the pair (one row per session at most).
