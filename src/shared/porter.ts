@@ -233,13 +233,12 @@ function step5(word: Word): void {
 }
 
 /**
- * The Porter (1980) stem of a lowercase word. Words of one or two code points are returned as they
- * are (the published algorithm's steps need a longer word); description normalisation only stems
- * tokens of 4 code points or more (SPEC §1.3).
+ * The Porter (1980) stem of a lowercase word. As published, short words are stemmed too ("is" →
+ * "i"; Porter's later C code leaves words of two letters alone); description normalisation only
+ * stems tokens of 4 code points or more (SPEC §1.3), where the two agree.
  */
 export function porterStem(word: string, variant: PorterVariant = "1980"): string {
   const w = new Word(word);
-  if (w.end <= 2) return word;
   step1a(w);
   step1b(w);
   step1c(w);

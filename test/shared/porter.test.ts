@@ -42,6 +42,15 @@ describe("porterStem (1980)", () => {
     expect(porterStem("reasonably")).toBe(porterStem("reasonably", "revised"));
   });
 
+  it("stems short words as the paper does (the later C code leaves two-letter words alone)", () => {
+    expect(porterStem("is")).toBe("i");
+    expect(porterStem("as")).toBe("a");
+    expect(porterStem("ss")).toBe("ss");
+    expect(porterStem("s")).toBe("");
+    expect(porterStem("")).toBe("");
+    expect(porterStem("ies")).toBe("i");
+  });
+
   it("treats code points, not UTF-16 units, as letters", () => {
     // 🚀 is one consonant: "x a 🚀" ends consonant-vowel-consonant, so *o holds and the e stays.
     expect(porterStem("xa🚀e")).toBe("xa🚀e");
