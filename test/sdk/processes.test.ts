@@ -9,7 +9,16 @@ import { Client as ClientV2 } from "@modelcontextprotocol/client";
 import { StdioClientTransport as StdioClientV2 } from "@modelcontextprotocol/client/stdio";
 import { argsHash } from "../../src/shared/index.ts";
 import { invalidPayloads, startCaptureServer, type CaptureServer } from "./helpers/capture-server.ts";
-import { CANARY_ARG, CANARY_DESCRIPTION, CANARY_RESULT, TOOLS } from "./helpers/fixtures.ts";
+import {
+  CANARY_ARG,
+  CANARY_DESCRIPTION,
+  CANARY_RESULT,
+  FLAVOURS,
+  callAndCapture,
+  scenario,
+  type ClientLike,
+  type Flavour,
+} from "./helpers/fixtures.ts";
 
 const STDIO_SERVER = fileURLToPath(new URL("./helpers/stdio-server.ts", import.meta.url));
 const EXIT_CHILD = fileURLToPath(new URL("./helpers/exit-child.ts", import.meta.url));
@@ -26,32 +35,54 @@ async function capture(mode: "accept" | "hang" = "accept") {
   return server;
 }
 
-describe.each(["v1-mcp", "v1-server", "v2-mcp", "v2-server"] as const)("%s over stdio in a child process", (flavour) => {
-  test("every outcome once, transport stdio, delivered by the exit flush when the client goes", async () => {
+async function stdioClient(flavour: Flavour, args: string[]): Promise<ClientLike> {
+  const params = { command: process.execPath, args: [STDIO_SERVER, flavour, ...args], stderr: "pipe" as const };
+  if (flavour.startsWith("v1")) {
+    const client = new ClientV1({ name: "stdio-client", version: "1.0.0" });
+    await client.connect(new StdioClientV1(params));
+    return {
+      callTool: (name, callArgs, options) => client.callTool({ name, arguments: callArgs }, undefined, options),
+      listTools: () => client.listTools(),
+      close: () => client.close(),
+    };
+  }
+  const client = new ClientV2({ name: "stdio-client", version: "1.0.0" });
+  await client.connect(new StdioClientV2(params));
+  return {
+    callTool: (name, callArgs, options) => client.callTool({ name, arguments: callArgs }, options),
+    listTools: () => client.listTools(),
+    close: () => client.close(),
+  };
+}
+
+describe.each(FLAVOURS)("%s over stdio in a child process", (flavour) => {
+  test("every outcome and is_empty case once, a cancellation, answers as unwatched, transport stdio, delivered by the exit flush", async () => {
     const ingest = await capture();
     const key = `mp_live_stdio_${flavour}`;
-    const params = { command: process.execPath, args: [STDIO_SERVER, flavour, ingest.url, key], stderr: "pipe" as const };
-    const client = flavour.startsWith("v1") ? new ClientV1({ name: "stdio-client", version: "1.0.0" }) : new ClientV2({ name: "stdio-client", version: "1.0.0" });
-    const transport = flavour.startsWith("v1") ? new StdioClientV1(params) : new StdioClientV2(params);
-    await (client as ClientV1).connect(transport as StdioClientV1);
-    const expected: [string, string, boolean][] = [];
-    for (const [name, tool] of Object.entries(TOOLS)) {
-      if (name === "wait_for_cancel") continue;
-      await (client as ClientV1).callTool({ name, arguments: { note: CANARY_ARG } }).catch(() => undefined);
-      expected.push([name, tool.expect.outcome, tool.expect.is_empty]);
+    const [watched, unwatched] = await Promise.all([stdioClient(flavour, [ingest.url, key]), stdioClient(flavour, [ingest.url, "-"])]);
+    const calls = scenario(flavour);
+    for (const call of calls) {
+      expect(await callAndCapture(watched, call.name, call.args)).toEqual(await callAndCapture(unwatched, call.name, call.args));
     }
-    await (client as ClientV1).callTool({ name: "nope", arguments: {} }).catch(() => undefined);
-    expected.push(["nope", "bad_args", false]);
-    // Fewer than 30 payloads and a 5 s interval: only the exit flush can deliver them in time.
+    const controller = new AbortController();
+    const cancelled = callAndCapture(watched, "wait_for_cancel", {}, { signal: controller.signal });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    controller.abort("gave up");
+    expect(((await cancelled) as { error?: unknown }).error).toBeDefined();
+    calls.push({ name: "wait_for_cancel", args: {}, outcome: "crashed", is_empty: false });
+    // Fewer than 30 payloads and a 5 s interval: only the exit flush can deliver them this fast.
+    await new Promise((resolve) => setTimeout(resolve, 100));
     expect(ingest.requests).toHaveLength(0);
-    await (client as ClientV1).close();
-    const payloads = await ingest.waitForPayloads(expected.length + 1, 5_000);
-    const calls = payloads.filter((p) => p.type === "call");
-    expect(calls.map((p) => [p.tool_name, p.outcome, p.is_empty])).toEqual(expected);
-    expect(calls.every((p) => p.args_hash === argsHash(p.tool_name === "nope" ? {} : { note: CANARY_ARG }))).toBe(true);
+    await Promise.all([watched.close(), unwatched.close()]);
+    const payloads = await ingest.waitForPayloads(calls.length + 1, 5_000);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const sent = ingest.payloads().filter((p) => p.type === "call");
+    expect(sent.map((p) => [p.tool_name, p.outcome, p.is_empty, p.args_hash])).toEqual(
+      calls.map((call) => [call.name, call.outcome, call.is_empty, argsHash(call.args)]),
+    );
     const startup = payloads.find((p) => p.type === "startup")!;
     expect(startup).toMatchObject({ transport: "stdio", client_name: "stdio-client" });
-    expect(invalidPayloads(payloads)).toEqual([]);
+    expect(invalidPayloads(ingest.payloads())).toEqual([]);
     for (const request of ingest.requests) {
       for (const canary of [CANARY_ARG, CANARY_RESULT, CANARY_DESCRIPTION]) expect(request.body).not.toContain(canary);
     }

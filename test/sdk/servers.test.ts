@@ -20,8 +20,9 @@ import {
   buildServer,
   callAndCapture,
   connectInMemory,
+  isMcp,
+  scenario,
   type ClientLike,
-  type Flavour,
 } from "./helpers/fixtures.ts";
 
 let capture: CaptureServer;
@@ -52,24 +53,6 @@ afterAll(async () => {
   expect(invalidPayloads(capture.payloads())).toEqual([]);
   await capture.close();
 });
-
-const isMcp = (flavour: Flavour) => flavour.endsWith("-mcp");
-
-/** Every call the scenario makes, with what the SDK must report for it. */
-function scenario(flavour: Flavour): { name: string; args?: Record<string, unknown>; outcome: string; is_empty: boolean }[] {
-  const calls: { name: string; args?: Record<string, unknown>; outcome: string; is_empty: boolean }[] = Object.entries(TOOLS)
-    .filter(([name]) => name !== "wait_for_cancel")
-    .map(([name, tool]) => ({ name, args: { note: CANARY_ARG }, ...tool.expect }));
-  calls.push({ name: TYPED_TOOL, args: { query: "orders", limit: 25 }, outcome: "ok", is_empty: false });
-  calls.push({ name: TYPED_TOOL, args: { query: 5 }, outcome: "bad_args", is_empty: false });
-  calls.push({ name: TYPED_TOOL, args: {}, outcome: "bad_args", is_empty: false });
-  calls.push({ name: "no_such_tool", args: {}, outcome: "bad_args", is_empty: false });
-  if (isMcp(flavour)) {
-    calls.push({ name: DISABLED_TOOL, args: {}, outcome: "bad_args", is_empty: false });
-    calls.push({ name: OUTPUT_SCHEMA_TOOL, args: {}, outcome: "crashed", is_empty: false });
-  }
-  return calls;
-}
 
 describe.each(FLAVOURS)("%s over InMemoryTransport", (flavour) => {
   test("every outcome and is_empty case, exactly one call payload each, answers unchanged", async () => {

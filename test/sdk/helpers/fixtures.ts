@@ -216,3 +216,22 @@ export async function callAndCapture(client: ClientLike, name: string, args?: Re
     return { error: { code: e.code, message: e.message } };
   }
 }
+
+export const isMcp = (flavour: Flavour) => flavour.endsWith("-mcp");
+
+/** Every call the scenario makes, with what the SDK must report for it. */
+export function scenario(flavour: Flavour): { name: string; args?: Record<string, unknown>; outcome: string; is_empty: boolean }[] {
+  const calls: { name: string; args?: Record<string, unknown>; outcome: string; is_empty: boolean }[] = Object.entries(TOOLS)
+    .filter(([name]) => name !== "wait_for_cancel")
+    .map(([name, tool]) => ({ name, args: { note: CANARY_ARG }, ...tool.expect }));
+  calls.push({ name: TYPED_TOOL, args: { query: "orders", limit: 25 }, outcome: "ok", is_empty: false });
+  calls.push({ name: TYPED_TOOL, args: { query: 5 }, outcome: "bad_args", is_empty: false });
+  calls.push({ name: TYPED_TOOL, args: {}, outcome: "bad_args", is_empty: false });
+  calls.push({ name: "no_such_tool", args: {}, outcome: "bad_args", is_empty: false });
+  if (isMcp(flavour)) {
+    calls.push({ name: DISABLED_TOOL, args: {}, outcome: "bad_args", is_empty: false });
+    calls.push({ name: OUTPUT_SCHEMA_TOOL, args: {}, outcome: "crashed", is_empty: false });
+  }
+  return calls;
+}
+
