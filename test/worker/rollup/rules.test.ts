@@ -143,6 +143,19 @@ describe("SPEC §2.2 retries", () => {
     expect(rows).toHaveLength(2);
   });
 
+  it("a chain across UTC midnight counts on its first call's day; the retry on the next day", async () => {
+    const midnight = Date.UTC(2026, 10, 21);
+    await rollupOf([
+      call({ started_at_ms: midnight - 10_000, duration_ms: 1_000, args_hash: "aaaa" }),
+      call({ started_at_ms: midnight + 20_000, args_hash: "bbbb" }),
+    ]);
+    const days = (await snapshot(db)).days.map((d) => [d.start_ms, d.calls, d.retries, d.first_call_attempts, d.first_call_ok]);
+    expect(days).toEqual([
+      [midnight - 86_400_000, 1, 0, 1, 0],
+      [midnight, 1, 1, 0, 0],
+    ]);
+  });
+
   it("counts outcomes, empties, bytes and durations per hour, tool and client (SPEC §2.1)", async () => {
     const rows = await rollupOf([
       call({ started_at_ms: H10, duration_ms: 5, response_bytes: 100, args_hash: "a1" }),
