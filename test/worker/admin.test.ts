@@ -78,12 +78,16 @@ describe("admin routes", () => {
 
   it("is disabled when no ADMIN_TOKEN is configured", async () => {
     const worker = (await import("../../src/worker/index.ts")).default;
-    const res = await worker.fetch!(
-      new Request("http://worker/v1/admin/projects", { method: "POST", headers: { authorization: "Bearer ", "content-type": "application/json" }, body: "{}" }) as never,
-      { ...env, ADMIN_TOKEN: "" },
-      { waitUntil() {}, passThroughOnException() {}, props: {} } as never,
-    );
-    expect(res.status).toBe(401);
+    const ctx = { waitUntil() {}, passThroughOnException() {}, props: {} } as never;
+    for (const [adminToken, sent] of [[undefined, "undefined"], ["", "x"], [undefined, "null"]] as const) {
+      const request = new Request("http://worker/v1/admin/projects", {
+        method: "POST",
+        headers: { authorization: `Bearer ${sent}`, "content-type": "application/json" },
+        body: JSON.stringify({ name: "x" }),
+      });
+      const res = await worker.fetch!(request as never, { ...env, ADMIN_TOKEN: adminToken }, ctx);
+      expect(res.status).toBe(401);
+    }
   });
 
   it("rejects invalid bodies with 400 without echoing them", async () => {
