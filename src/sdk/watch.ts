@@ -20,7 +20,14 @@ import { isEmptyResult } from "./empty.ts";
 import { resolveOptions, type ResolvedOptions, type WatchOptions } from "./options.ts";
 import { outcomeOfHandler, outcomeOfToolCallback, type CallbackRecord } from "./outcome.ts";
 import { destinationFor, type Destination } from "./session.ts";
-import { mcpSdkVersion, recogniseServer, transportKind, type RequestHandler, type ServerShape } from "./shapes.ts";
+import {
+  mcpSdkVersion,
+  recogniseServer,
+  transportKind,
+  type LowLevelServer,
+  type RequestHandler,
+  type ServerShape,
+} from "./shapes.ts";
 
 const MAX_CLIENT_NAME_CHARS = 128;
 const MAX_TOOL_NAME_CHARS = 200;
@@ -111,7 +118,31 @@ function instrument(server: unknown, rawOptions: unknown): void {
   if (options.debug) destination.debug = true;
   const state: WatchState = { shape, options, destination, log, connectionClient: undefined };
   hookRequestHandlers(state);
+  startupIfAlreadyInitialized(state);
   log(`watching ${shape.kind === "mcp" ? "McpServer" : "Server"} (MCP SDK ${shape.major}.x), session ${destination.sessionId}`);
+}
+
+/**
+ * watch() after the client's initialize (a server instrumented once it is connected): that
+ * initialize was missed, so send its startup now, with the client the server already knows.
+ */
+function startupIfAlreadyInitialized(state: WatchState): void {
+  const low = state.shape.low as LowLevelServer & { getNegotiatedProtocolVersion?: () => unknown };
+  let known: string | undefined;
+  try {
+    known = clientName(low.getClientVersion?.()?.name);
+  } catch {
+    known = undefined;
+  }
+  if (!known) return;
+  state.connectionClient = known;
+  let negotiated: string | null = null;
+  try {
+    negotiated = versionText(low.getNegotiatedProtocolVersion?.()) ?? versionText(low._negotiatedProtocolVersion);
+  } catch {
+    negotiated = null;
+  }
+  void sendStartup(state, known, negotiated, low.transport);
 }
 
 function hookRequestHandlers(state: WatchState): void {

@@ -299,3 +299,21 @@ test("a tool with no callback function to wrap (a task tool's handler object) is
   expect(call!.outcome).toBe("tool_error");
   await client.close();
 });
+
+describe.each(FLAVOURS)("%s watched after the client connected", (flavour) => {
+  test("the missed initialize's startup is sent at watch(), and calls carry the known client", async () => {
+    const key = freshKey();
+    const server = buildServer(flavour);
+    const client = await connectInMemory(flavour, server, "early-client");
+    watch(server, { key, endpoint: capture.url });
+    await client.callTool("answer", {});
+    const [call] = await payloadsFor(key, 1, "call");
+    const [startup] = await payloadsFor(key, 1, "startup");
+    expect(call).toMatchObject({ tool_name: "answer", outcome: "ok", client_name: "early-client" });
+    expect(startup).toMatchObject({ client_name: "early-client", transport: "unknown" });
+    // 2.x keeps the negotiated version on the server; 1.x keeps it nowhere, so it is unknown.
+    if (flavour.startsWith("v2")) expect(startup!.protocol_version).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    else expect(startup!.protocol_version).toBeNull();
+    await client.close();
+  });
+});
