@@ -348,6 +348,13 @@ describe("startup", () => {
     expect(droppedReason(startup({ tools: [tool({ description_norm: "abc" })] }))).toBe("tools.0.description_norm: bad format");
   });
 
+  it("caps session_id and client_name as on calls", () => {
+    expect(kept(startup({ session_id: repeat(MAX_SESSION_ID_CHARS), client_name: repeat(MAX_CLIENT_NAME_CHARS) }))).toBeTruthy();
+    expect(droppedReason(startup({ session_id: repeat(MAX_SESSION_ID_CHARS + 1) }))).toBe("session_id: too long");
+    expect(droppedReason(startup({ client_name: repeat(MAX_CLIENT_NAME_CHARS + 1) }))).toBe("client_name: too long");
+    expect(droppedReason(startup({ client_name: undefined }))).toBe("client_name: missing");
+  });
+
   it("drops a startup that lists a tool name twice", () => {
     expect(droppedReason(startup({ tools: [tool({ name: "a" }), tool({ name: "b" }), tool({ name: "a" })] }))).toBe("tools.2.name: duplicate tool name");
   });
@@ -360,9 +367,13 @@ describe("startup", () => {
   });
 
   it("caps tool names at 200 and schema_bytes at 2,147,483,647", () => {
+    expect(kept(startup({ tools: [tool({ name: repeat(MAX_TOOL_NAME_CHARS - 1) })] }))).toBeTruthy();
     expect(kept(startup({ tools: [tool({ name: repeat(MAX_TOOL_NAME_CHARS) })] }))).toBeTruthy();
     expect(droppedReason(startup({ tools: [tool({ name: repeat(MAX_TOOL_NAME_CHARS + 1) })] }))).toBe("tools.0.name: too long");
+    expect(kept(startup({ tools: [tool({ schema_bytes: MAX_BYTE_COUNT - 1 })] }))).toBeTruthy();
     expect(kept(startup({ tools: [tool({ schema_bytes: MAX_BYTE_COUNT })] }))).toBeTruthy();
+    expect(droppedReason(startup({ tools: [tool({ schema_bytes: 1.5 })] }))).toBe("tools.0.schema_bytes: not a whole number");
+    expect(droppedReason(startup({ tools: [tool({ name: "" })] }))).toBe("tools.0.name: empty");
     expect(droppedReason(startup({ tools: [tool({ schema_bytes: MAX_BYTE_COUNT + 1 })] }))).toBe("tools.0.schema_bytes: over its cap");
   });
 
@@ -390,12 +401,16 @@ describe("startup", () => {
 
   it("caps agree_declared at 500 fields of at most 500 tools, field names at 128", () => {
     const declared = (n: number) => Array.from({ length: n }, (_, i) => ({ field: `f${i}`, tools: ["a", "b"] }));
+    expect(kept(startup({ agree_declared: declared(MAX_AGREE_DECLARED_FIELDS - 1) }))).toBeTruthy();
     expect(kept(startup({ agree_declared: declared(MAX_AGREE_DECLARED_FIELDS) }))).toBeTruthy();
     expect(droppedReason(startup({ agree_declared: declared(MAX_AGREE_DECLARED_FIELDS + 1) }))).toBe("agree_declared: too many entries");
     const names = (n: number) => Array.from({ length: n }, (_, i) => `t${i}`);
+    expect(kept(startup({ agree_declared: [{ field: "f", tools: names(MAX_STARTUP_TOOLS - 1) }] }))).toBeTruthy();
     expect(kept(startup({ agree_declared: [{ field: "f", tools: names(MAX_STARTUP_TOOLS) }] }))).toBeTruthy();
     expect(droppedReason(startup({ agree_declared: [{ field: "f", tools: names(MAX_STARTUP_TOOLS + 1) }] }))).toBe("agree_declared.0.tools: too many entries");
+    expect(kept(startup({ agree_declared: [{ field: repeat(MAX_AGREEMENT_FIELD_CHARS - 1), tools: [] }] }))).toBeTruthy();
     expect(kept(startup({ agree_declared: [{ field: repeat(MAX_AGREEMENT_FIELD_CHARS), tools: [] }] }))).toBeTruthy();
+    expect(kept(startup({ agree_declared: [{ field: "f", tools: [repeat(MAX_TOOL_NAME_CHARS)] }] }))).toBeTruthy();
     expect(droppedReason(startup({ agree_declared: [{ field: repeat(MAX_AGREEMENT_FIELD_CHARS + 1), tools: [] }] }))).toBe("agree_declared.0.field: too long");
     expect(droppedReason(startup({ agree_declared: [{ field: "f", tools: [repeat(MAX_TOOL_NAME_CHARS + 1)] }] }))).toBe("agree_declared.0.tools.0: too long");
     expect(droppedReason(startup({ agree_declared: [{ field: "f" }] }))).toBe("agree_declared.0.tools: missing");
@@ -428,12 +443,19 @@ describe("agreement", () => {
   });
 
   it("caps field at 128, tool names at 200, window_ms at one day", () => {
+    expect(kept(agreement({ field: repeat(MAX_AGREEMENT_FIELD_CHARS - 1) }))).toBeTruthy();
     expect(kept(agreement({ field: repeat(MAX_AGREEMENT_FIELD_CHARS) }))).toBeTruthy();
     expect(droppedReason(agreement({ field: repeat(MAX_AGREEMENT_FIELD_CHARS + 1) }))).toBe("field: too long");
-    expect(kept(agreement({ tool_b: repeat(MAX_TOOL_NAME_CHARS) }))).toBeTruthy();
-    expect(droppedReason(agreement({ tool_b: repeat(MAX_TOOL_NAME_CHARS + 1) }))).toBe("tool_b: too long");
+    for (const toolField of ["tool_a", "tool_b"]) {
+      expect(kept(agreement({ [toolField]: repeat(MAX_TOOL_NAME_CHARS - 1) }))).toBeTruthy();
+      expect(kept(agreement({ [toolField]: repeat(MAX_TOOL_NAME_CHARS) }))).toBeTruthy();
+      expect(droppedReason(agreement({ [toolField]: repeat(MAX_TOOL_NAME_CHARS + 1) }))).toBe(`${toolField}: too long`);
+    }
+    expect(droppedReason(agreement({ session_id: repeat(MAX_SESSION_ID_CHARS + 1) }))).toBe("session_id: too long");
     expect(kept(agreement({ window_ms: 0 }))).toMatchObject({ window_ms: 0 });
+    expect(kept(agreement({ window_ms: MAX_AGREEMENT_WINDOW_MS - 1 }))).toBeTruthy();
     expect(kept(agreement({ window_ms: MAX_AGREEMENT_WINDOW_MS }))).toBeTruthy();
+    expect(droppedReason(agreement({ window_ms: 1.5 }))).toBe("window_ms: not a whole number");
     expect(droppedReason(agreement({ window_ms: MAX_AGREEMENT_WINDOW_MS + 1 }))).toBe("window_ms: over its cap");
     expect(droppedReason(agreement({ window_ms: -1 }))).toBe("window_ms: negative");
     expect(droppedReason(agreement({ agreed: "yes" }))).toBe("agreed: wrong type");
