@@ -1,6 +1,6 @@
 // POST /v1/ingest through the real worker: every row of the SPEC §1.1 table, the check order,
 // the caps at and over their limits, and what reaches D1 (SPEC §1.2, schema.sql).
-import { env } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { MAX_BODY_BYTES } from "../../src/shared/index.ts";
@@ -203,11 +203,16 @@ describe("429: over the key's payload budget", () => {
     expect((await postIngest({ batch: calls(5) }, { key: second.key })).status).toBe(202);
   });
 
-  it("applies the default of 10,000 per minute", async () => {
+  it("applies the default of 10,000 per minute, counted in the key's Durable Object", async () => {
     const p = await createProject();
-    for (let i = 0; i < 20; i++) expect((await postIngest({ batch: calls(500) }, { key: p.ingest_key })).status).toBe(202);
-    expect((await postIngest({ batch: calls(500) }, { key: p.ingest_key })).status).toBe(429);
-    expect((await storedRows(p.project_id)).calls).toHaveLength(10_000);
+    expect((await postIngest({ batch: calls(500) }, { key: p.ingest_key })).status).toBe(202);
+    const stub = env.KEY_BUDGET.get(env.KEY_BUDGET.idFromName(p.ingest_key.slice(0, 16)));
+    await runInDurableObject(stub, async (_instance, state) => {
+      const bucket = await state.storage.get<{ tokens: number; budgetPerMinute: number }>("bucket");
+      expect(bucket?.budgetPerMinute).toBe(10_000);
+      expect(bucket!.tokens).toBeGreaterThanOrEqual(9_500);
+      expect(bucket!.tokens).toBeLessThan(9_600);
+    });
   });
 });
 
