@@ -15,9 +15,10 @@ export const MAX_BYTE_COUNT = 2_147_483_647;
 export const HASH_PATTERN = /^[0-9a-f]{4,64}$/;
 
 /**
- * A string of at most `maxChars` code points (not UTF-16 units: a producer in any language that
- * cuts a name to N of its own characters — code points, UTF-16 units or UTF-8 bytes — is accepted). Names and identifiers must not be empty (an empty
- * session id, client or tool name identifies nothing); free-form version strings may be.
+ * A string of at most `maxChars` code points — not UTF-16 units, so a producer in any language that
+ * cuts a name to N of its own characters (code points, UTF-16 units or UTF-8 bytes) is accepted.
+ * Names and identifiers must not be empty (an empty session id, client or tool name identifies
+ * nothing); free-form version strings may be.
  */
 export function boundedText(maxChars: number, options: { allowEmpty?: boolean } = {}) {
   const base = options.allowEmpty ? z.string() : z.string().min(1);
