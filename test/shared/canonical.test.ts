@@ -57,6 +57,7 @@ describe("canonical.json fixture", () => {
     expect(canonicalOf("smallest subnormal")).toBe("[5e-324]");
     expect(canonicalOf("largest double")).toBe("[1.7976931348623157e+308]");
     expect(canonicalOf("integral floats")).toBe("[1,100,100,100000000000000000000,-5]");
+    expect(canonicalOf("integers beyond 2^53 are doubles")).toBe("[9007199254740992,18446744073709552000]");
     expect(canonicalOf("nested sorting")).toBe('{"a":0,"z":{"x":[{"c":3,"d":4}],"y":{"a":1,"b":2}}}');
     expect(canonicalOf("arrays kept in order")).toBe('{"ids":[3,1,2],"names":["b","a"]}');
     expect(canonicalOf("empty containers nested")).toBe('{"a":{},"b":[]}');
