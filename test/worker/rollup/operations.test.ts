@@ -170,4 +170,9 @@ describe("scheduled handler", () => {
     await worker.scheduled!(createScheduledController({ scheduledTime: NOW, cron: "0 0 * * *" }), env);
     expect(await asOf()).toBeNull();
   });
+
+  it("runs the rollup on a manual trigger without a cron", async () => {
+    await worker.scheduled!(createScheduledController({ scheduledTime: NOW, cron: "" }), env);
+    expect(await asOf()).toBe(NOW);
+  });
 });
