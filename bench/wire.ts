@@ -25,6 +25,7 @@ const oneKbText = canonicalize(oneKilobyteArguments);
 const oneKbBytes = new TextEncoder().encode(oneKbText);
 const argsHashRows: Measurement[] = [
   measure("argsHash (canonicalize + SHA-256 + hex12)", () => argsHash(oneKilobyteArguments)),
+  measure("part: canonicalize alone", () => canonicalize(oneKilobyteArguments)),
   measure("baseline: JSON.stringify alone", () => JSON.stringify(oneKilobyteArguments)),
   measure("baseline: SHA-256 of the same text (ours, hex12)", () => sha256Hex12(oneKbText)),
   measure("baseline: SHA-256 of the same bytes (@noble/hashes)", () => sha256(oneKbBytes)),

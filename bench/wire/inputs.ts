@@ -31,11 +31,11 @@ export const oneKilobyteArguments = {
   sort: { field: "due_date", direction: "asc" },
 };
 
-/** About 64 KB: a batch-style argument with 300 records of mixed types and nesting. */
+/** About 64 KB: a batch-style argument with 273 records of mixed types, nesting and non-ASCII text. */
 export const sixtyFourKilobyteArguments = {
   operation: "bulk_upsert",
   dry_run: true,
-  records: Array.from({ length: 300 }, (_, i) => ({
+  records: Array.from({ length: 273 }, (_, i) => ({
     id: `rec_${i.toString(36).padStart(6, "0")}`,
     title: `Record ${i}: ${"naïve café résumé ".slice(0, 6 + (i % 12))}`,
     score: (i * 7.3) % 100,
