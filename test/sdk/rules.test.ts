@@ -5,7 +5,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { watch } from "../../src/sdk/index.ts";
 import { setTransportOverridesForTests } from "../../src/sdk/session.ts";
 import { postWithFetch } from "../../src/sdk/transport.ts";
-import { startCaptureServer, type CaptureServer } from "./helpers/capture-server.ts";
+import { invalidPayloads, startCaptureServer, type CaptureServer } from "./helpers/capture-server.ts";
 import { CANARY_ARG, CANARY_DESCRIPTION, CANARY_RESULT, FLAVOURS, buildServer, callAndCapture, connectInMemory } from "./helpers/fixtures.ts";
 
 const problems: unknown[] = [];
@@ -151,6 +151,7 @@ describe("never send customer data", () => {
       await client.close();
     }
     await ingest.waitForPayloads(4 * 5);
+    expect(invalidPayloads(ingest.payloads())).toEqual([]);
     const bodies = ingest.requests.map((r) => r.body).join("\n");
     const logged = stderr.mock.calls.map((call) => String(call[0])).join("");
     for (const canary of [CANARY_ARG, CANARY_RESULT, CANARY_DESCRIPTION]) {
