@@ -2,7 +2,9 @@
 // 1.x and 2.x SDKs: every outcome and is_empty case exactly once, answers unchanged, startups.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { McpServer as McpServerV1 } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { McpServer as McpServerV2 } from "@modelcontextprotocol/server";
+import { McpServer as McpServerV2, Server as ServerV2 } from "@modelcontextprotocol/server";
+import { Server as ServerV1 } from "@modelcontextprotocol/sdk/server/index.js";
+import { CallToolRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { watch } from "../../src/sdk/index.ts";
 import { setTransportOverridesForTests } from "../../src/sdk/session.ts";
@@ -314,6 +316,40 @@ describe.each(FLAVOURS)("%s watched after the client connected", (flavour) => {
     // 2.x keeps the negotiated version on the server; 1.x keeps it nowhere, so it is unknown.
     if (flavour.startsWith("v2")) expect(startup!.protocol_version).toMatch(/^\d{4}-\d{2}-\d{2}$/);
     else expect(startup!.protocol_version).toBeNull();
+    await client.close();
+  });
+});
+
+describe("handlers installed after watch()", () => {
+  test.each(["v1", "v2"] as const)("McpServer %s: the first registerTool installs tools/call through the hooked Map", async (major) => {
+    const key = freshKey();
+    const server = major === "v1" ? new McpServerV1({ name: "late", version: "1" }) : new McpServerV2({ name: "late", version: "1" });
+    watch(server, { key, endpoint: capture.url });
+    const handlers = (server as unknown as { server: { _requestHandlers: Map<string, unknown> } }).server._requestHandlers;
+    expect(handlers.has("tools/call")).toBe(false);
+    const register = server.registerTool.bind(server) as (name: string, config: object, cb: () => unknown) => void;
+    register("first", { description: "first" }, () => {
+      throw new Error("x");
+    });
+    const client = await connectInMemory(major === "v1" ? "v1-mcp" : "v2-mcp", server);
+    await client.callTool("first", {});
+    const [call] = await payloadsFor(key, 1, "call");
+    expect(call).toMatchObject({ tool_name: "first", outcome: "crashed" });
+    await client.close();
+  });
+
+  test.each(["v1-server", "v2-server"] as const)("%s: setRequestHandler after watch() is wrapped too", async (flavour) => {
+    const key = freshKey();
+    const built = buildServer(flavour);
+    watch(built, { key, endpoint: capture.url });
+    // Replace the tools/call handler through the public API once watch() has run.
+    const replacement = async () => ({ content: [{ type: "text" as const, text: "replaced" }], isError: true });
+    if (flavour === "v1-server") (built as ServerV1).setRequestHandler(CallToolRequestSchema, replacement);
+    else (built as ServerV2).setRequestHandler("tools/call", replacement);
+    const client = await connectInMemory(flavour, built);
+    expect(await callAndCapture(client, "answer", {})).toMatchObject({ result: { content: [{ text: "replaced" }], isError: true } });
+    const [call] = await payloadsFor(key, 1, "call");
+    expect(call).toMatchObject({ tool_name: "answer", outcome: "tool_error" });
     await client.close();
   });
 });
