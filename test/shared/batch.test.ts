@@ -1,5 +1,6 @@
 // parseBatch (SPEC §1.1): envelope errors as 400/413, items validated one by one, dropped items
 // reported by index with a short reason, good items kept in order.
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ingestEnvelopeSchema, MAX_BATCH_ITEMS, MAX_BODY_BYTES, parseBatch } from "../../src/shared/index.ts";
 
@@ -116,5 +117,52 @@ describe("parseBatch items", () => {
   it("handles a body parsed from JSON with a __proto__ key", () => {
     const body = JSON.parse('{"batch":[{"__proto__":{"v":1},"type":"call"}]}');
     expect(parseBatch(body, NOW)).toEqual({ ok: true, payloads: [], dropped: [{ index: 0, reason: "v: missing" }] });
+  });
+});
+
+describe("parseBatch on generated input", () => {
+  const callKeys = ["v", "type", "session_id", "client_name", "tool_name", "started_at", "duration_ms", "outcome", "response_bytes", "is_empty", "args_hash"];
+  const startupKeys = ["tools", "sdk", "mcp_sdk_version", "transport", "protocol_version", "agree_declared", "name", "schema_bytes", "policy", "field"];
+
+  it("never throws, and accounts for every item exactly once", () => {
+    const item = fc.oneof(
+      fc.jsonValue(),
+      fc.record({ v: fc.constantFrom(1, 2), type: fc.constantFrom("call", "startup", "agreement", "x") }).chain((head) =>
+        fc.dictionary(fc.constantFrom(...callKeys, ...startupKeys), fc.jsonValue()).map((rest) => ({ ...rest, ...head })),
+      ),
+      fc.constantFrom(...Array.from({ length: 5 }, (_, i) => call(i))),
+    );
+    fc.assert(
+      fc.property(fc.oneof(fc.jsonValue(), fc.record({ batch: fc.array(item, { maxLength: 20 }) })), (body) => {
+        const result = parseBatch(body, NOW);
+        if (!result.ok) return;
+        const batch = (body as { batch: unknown[] }).batch;
+        expect(result.payloads.length + result.dropped.length).toBe(batch.length);
+        const indexes = result.dropped.map((d) => d.index);
+        expect(new Set(indexes).size).toBe(indexes.length);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("never echoes a value in a dropped item's reason", () => {
+    const SENTINEL = "Zq7SENTINELvalue";
+    const poisoned = fc
+      .tuple(fc.constantFrom(...callKeys, ...startupKeys), fc.constantFrom(SENTINEL, [SENTINEL], { [SENTINEL]: SENTINEL }, SENTINEL.repeat(30)))
+      .chain(([key, value]) =>
+        fc.constantFrom(
+          { ...call(0), [key]: value },
+          { v: 1, type: "startup", session_id: "s", client_name: "c", tools: [{ name: "t", schema_bytes: 1, [key]: value }], [key]: value },
+          { v: 1, type: "agreement", session_id: "s", field: "f", tool_a: "a", tool_b: "b", agreed: true, checked_at: "2026-11-29T12:00:00Z", window_ms: 1, [key]: value },
+        ),
+      );
+    fc.assert(
+      fc.property(fc.array(poisoned, { minLength: 1, maxLength: 10 }), (batch) => {
+        const result = parseBatch({ batch }, NOW);
+        expect(result.ok).toBe(true);
+        expect(JSON.stringify(result.ok ? result.dropped : result)).not.toContain("SENTINEL");
+      }),
+      { numRuns: 500 },
+    );
   });
 });
