@@ -164,6 +164,23 @@ describe("never send customer data", () => {
     expect(stdout.mock.calls.map((call) => String(call[0])).join("")).not.toContain("mcpulse");
   });
 
+  test("debug on: anything watch() leaves alone gets one line on stderr", () => {
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    const stdout = vi.spyOn(process.stdout, "write");
+    const notAServer = { tools: [] };
+    expect(watch(notAServer, { key: "mp_live_x", endpoint: "http://127.0.0.1:9", debug: true })).toBe(notAServer);
+    const server = buildServer("v1-mcp");
+    expect(watch(server, { key: "  ", debug: true })).toBe(server);
+    expect(watch(server, { key: "mp_live_x", enabled: false, debug: true })).toBe(server);
+    const lines = stderr.mock.calls.map((call) => String(call[0]));
+    expect(lines).toEqual([
+      "[mcpulse] not an McpServer or Server of the MCP SDK; returned untouched\n",
+      "[mcpulse] no usable key; the SDK is disabled; server returned untouched\n",
+      "[mcpulse] disabled by enabled: false; server returned untouched\n",
+    ]);
+    expect(stdout.mock.calls.map((call) => String(call[0])).join("")).not.toContain("mcpulse");
+  });
+
   test("debug off: not a single line on stderr or stdout", async () => {
     const ingest = await startCaptureServer();
     servers.push(ingest);
