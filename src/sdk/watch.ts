@@ -390,7 +390,7 @@ function startupTool(state: WatchState, tool: unknown): StartupTool | undefined 
 async function sendStartup(state: WatchState, client: string, protocolVersion: string | null, transport: unknown): Promise<void> {
   try {
     const tools = await listTools(state);
-    const payload: Record<string, unknown> = {
+    const payload = {
       v: 1,
       type: "startup",
       session_id: state.destination.sessionId,
@@ -400,11 +400,12 @@ async function sendStartup(state: WatchState, client: string, protocolVersion: s
       mcp_sdk_version: mcpSdkVersion(state.shape.major),
       transport: transportKind(transport),
       protocol_version: protocolVersion,
-    };
-    if (state.options.agree.size > 0) {
       // Field and tool names only: paths would describe the shape of the results (SPEC §4).
-      payload.agree_declared = [...state.options.agree].slice(0, MAX_STARTUP_TOOLS).map(([field, paths]) => ({ field, tools: [...paths.keys()] }));
-    }
+      // Always present, empty without `agree`, so every startup carries every field.
+      agree_declared: [...state.options.agree]
+        .slice(0, MAX_STARTUP_TOOLS)
+        .map(([field, paths]) => ({ field, tools: [...paths.keys()] })),
+    };
     state.destination.enqueue(payload);
   } catch (error) {
     state.log(`startup not sent: ${error instanceof Error ? error.message : String(error)}`);

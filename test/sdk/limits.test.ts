@@ -81,6 +81,14 @@ test("a startup after each initialize; an empty tool list is still a startup", a
   const first = await connectInMemory("v1-server", watch(listing([]), { key, endpoint: capture.url }), "first");
   const second = await connectInMemory("v1-server", watch(listing([{ name: "x" }]), { key, endpoint: capture.url }), "second");
   const startups = await waitFor(key, "startup", 2);
+  // Every field of the startup is present, agree_declared empty without `agree`.
+  expect(Object.keys(startups[0]!).sort()).toEqual(
+    ["agree_declared", "client_name", "mcp_sdk_version", "protocol_version", "sdk", "session_id", "tools", "transport", "type", "v"],
+  );
+  expect(startups[0]!.agree_declared).toEqual([]);
+  expect(Object.keys((startups[1]!.tools as object[])[0]!).sort()).toEqual(
+    ["description_hash", "description_norm", "name", "policy", "schema_bytes", "schema_hash"],
+  );
   expect(startups.map((p) => [p.client_name, (p.tools as unknown[]).length])).toEqual([
     ["first", 0],
     ["second", 1],
