@@ -175,6 +175,22 @@ describe("failures drop the batch", () => {
     expect(seqs(ingest.requests[1]!.batch)).toEqual(range(30, 60));
   });
 
+  test("with the real defaults a hanging send is cut at exactly 10 s (fake clock, real socket)", async () => {
+    const ingest = await capture("hang");
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const destination = destinationFor(ingest.url, key());
+    for (let i = 0; i < 30; i++) destination.enqueue(item(i));
+    // Real I/O still runs: wait (on the real clock) for the request to reach the server.
+    const deadline = performance.now() + 3_000;
+    while (ingest.requests.length === 0 && performance.now() < deadline) await new Promise((resolve) => setImmediate(resolve));
+    expect(ingest.requests).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(9_999);
+    expect(destination.buffer.sending).toBe(true);
+    await vi.advanceTimersByTimeAsync(1);
+    for (let i = 0; i < 20 && destination.buffer.sending; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(destination.buffer.sending).toBe(false);
+  });
+
   test("the default send timeout handed to the poster is 10 s; the exit flush's is 1 s", async () => {
     const seen: { timeoutMs: number; keepProcessAlive: boolean }[] = [];
     const post: PostJson = async (_url, _key, _body, options) => {
