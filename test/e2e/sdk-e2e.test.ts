@@ -10,20 +10,17 @@ import { Client as ClientV2 } from "@modelcontextprotocol/client";
 import { z } from "zod";
 import { watch } from "../../src/sdk/index.ts";
 import { allDestinations } from "../../src/sdk/session.ts";
-import { startLocalWorker, type LocalWorker } from "./sdk/start-worker.ts";
+import { createProject, startWorker, type RunningWorker } from "./dashboard/start-worker.ts";
 
-let worker: LocalWorker;
+let worker: RunningWorker;
 let project: { project_id: string; ingest_key: string; read_key: string };
+const rawCalls = async () => (await worker.db.prepare("SELECT COUNT(*) AS n FROM raw_calls").first<{ n: number }>())?.n ?? 0;
 
 beforeAll(async () => {
-  worker = await startLocalWorker();
-  const created = await fetch(`${worker.url}/v1/admin/projects`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${worker.adminToken}`, "content-type": "application/json" },
-    body: JSON.stringify({ name: "sdk e2e" }),
-  });
-  expect(created.status).toBe(201);
-  project = (await created.json()) as typeof project;
+  // The real worker in Miniflare: wrangler's bundle, wrangler.toml's bindings, schema.sql applied,
+  // an ADMIN_TOKEN; the project is created through the admin route.
+  worker = await startWorker();
+  project = await createProject(worker, "sdk e2e");
 });
 afterAll(async () => {
   await worker?.stop();
@@ -81,8 +78,8 @@ test("calls made through watch() come back from /v1/metrics/tools after the roll
   await new Promise((resolve) => setTimeout(resolve, 20));
   await Promise.all(allDestinations().map((destination) => destination.buffer.flushFinal(5_000)));
   const deadline = Date.now() + 10_000;
-  while ((await worker.count("raw_calls")) < 9 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-  expect(await worker.count("raw_calls")).toBe(9);
+  while ((await rawCalls()) < 9 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  expect(await rawCalls()).toBe(9);
 
   await worker.runRollup();
   const response = await fetch(`${worker.url}/v1/metrics/tools`, { headers: { authorization: `Bearer ${project.read_key}` } });
