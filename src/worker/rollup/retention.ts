@@ -11,7 +11,14 @@
 // - the latest call of each session before the cutoff: a new call's session predecessor can be
 //   any distance back (tool pairs have no time window, SPEC §2.4), so that call stays to carry
 //   the pair (one row per session at most).
-import { AGREEMENTS_WATERMARK, CALLS_WATERMARK, RAW_KEPT_FROM, STARTUPS_WATERMARK, stateValueSql } from "./state.ts";
+import {
+  AGREEMENTS_WATERMARK,
+  CALLS_WATERMARK,
+  RAW_KEPT_FROM,
+  RETENTION_SCAN_FROM,
+  STARTUPS_WATERMARK,
+  stateValueSql,
+} from "./state.ts";
 import { DAY_MS, HOUR_MS, hourStartMs } from "./time.ts";
 
 export const DEFAULT_RAW_RETENTION_DAYS = 30;
@@ -54,15 +61,26 @@ export const RETENTION_SQL = {
   keptFrom: `INSERT INTO rollup_state (name, value) VALUES ('${RAW_KEPT_FROM}', ?1)
     ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value)`,
 
+  // The scan starts a day before the previous run's cutoff, not at the beginning of time: below
+  // that lie only the calls kept on purpose (one per session), and a run must not re-read them all.
+  // A kept call whose session went on after a pause of more than a day stays (harmless).
   deleteCalls: `DELETE FROM raw_calls WHERE call_seq IN (
     SELECT x.call_seq FROM raw_calls x
     WHERE x.project_id IN (SELECT project_id FROM projects)
+      AND x.started_at_ms >= ${stateValueSql(RETENTION_SCAN_FROM)}
       AND x.started_at_ms < ?1 AND x.call_seq <= ${stateValueSql(CALLS_WATERMARK)}
       AND EXISTS (SELECT 1 FROM raw_calls y
         WHERE y.project_id = x.project_id AND y.session_id = x.session_id
           AND (y.started_at_ms, y.call_seq) > (x.started_at_ms, x.call_seq)
           AND y.started_at_ms < ?1 AND y.call_seq <= ${stateValueSql(CALLS_WATERMARK)})
     LIMIT ?2)`,
+
+  // Once a run has deleted every call it may: unless calls before the cutoff still wait for the
+  // rollup (they cannot, ingest refuses calls over 7 days old, but then they must not be skipped).
+  advanceScanFrom: `INSERT INTO rollup_state (name, value)
+    SELECT '${RETENTION_SCAN_FROM}', ?1 - ${DAY_MS}
+    WHERE NOT EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > ${stateValueSql(CALLS_WATERMARK)} AND started_at_ms < ?1)
+    ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value)`,
 
   // Startups and verdicts are folded in by increments (never re-read), so only the watermark
   // matters. Receive order follows *_seq: delete the run of seqs before the first young row.
@@ -90,9 +108,9 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
   report.queries += 1;
 
   const streams = [
-    { sql: RETENTION_SQL.deleteCalls, key: "deletedCalls" },
-    { sql: RETENTION_SQL.deleteStartups, key: "deletedStartups" },
-    { sql: RETENTION_SQL.deleteAgreements, key: "deletedAgreements" },
+    { sql: RETENTION_SQL.deleteCalls, key: "deletedCalls", done: RETENTION_SQL.advanceScanFrom },
+    { sql: RETENTION_SQL.deleteStartups, key: "deletedStartups", done: null },
+    { sql: RETENTION_SQL.deleteAgreements, key: "deletedAgreements", done: null },
   ] as const;
   let unfinished = false;
   for (const stream of streams) {
@@ -105,7 +123,17 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
       report.queries += 1;
       const deleted = result.meta.changes ?? 0;
       report[stream.key] += deleted;
-      if (deleted < chunkRows) break;
+      if (deleted < chunkRows) {
+        if (stream.done) {
+          if (report.queries >= maxQueries) {
+            unfinished = true;
+            break;
+          }
+          await db.prepare(stream.done).bind(cutoffMs).run();
+          report.queries += 1;
+        }
+        break;
+      }
     }
   }
   report.caughtUp = !unfinished;

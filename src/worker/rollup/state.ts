@@ -11,6 +11,12 @@ export const AS_OF = "as_of_ms";
 /** Retention may have deleted raw calls that start before this (epoch ms, hour-aligned). */
 export const RAW_KEPT_FROM = "raw_kept_from_ms";
 
+/**
+ * Retention looks for raw calls to delete from this start time on (epoch ms): below it, only calls
+ * it kept on purpose remain (each session's latest before an earlier cutoff).
+ */
+export const RETENTION_SCAN_FROM = "retention_scan_from_ms";
+
 /** SQL reading one state value, `fallback` when the row is absent. */
 export const stateValueSql = (name: string, fallback = 0) =>
   `COALESCE((SELECT value FROM rollup_state WHERE name = '${name}'), ${fallback})`;

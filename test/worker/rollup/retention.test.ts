@@ -109,6 +109,25 @@ describe("retention", () => {
     expect(await rawCallStarts()).toEqual([CUTOFF_30 - DAY + 24_000]);
   });
 
+  it("a later run scans from a day before the previous cutoff: older kept calls are not re-read", async () => {
+    // s1 and s2 each keep their latest call before the first cutoff; both go on later.
+    await deliver(
+      db,
+      calls([
+        call({ session_id: "s1", started_at_ms: CUTOFF_30 - DAY - 1 }),
+        call({ session_id: "s2", started_at_ms: CUTOFF_30 - DAY }),
+        call({ session_id: "s1", started_at_ms: CUTOFF_30 + HOUR }),
+        call({ session_id: "s2", started_at_ms: CUTOFF_30 + HOUR }),
+      ]),
+      NOW - 31 * DAY,
+    );
+    await runRollup(db, NOW);
+    expect((await runRetention(db, NOW)).deletedCalls).toBe(0);
+    const second = await runRetention(db, NOW + 2 * DAY);
+    expect(second.deletedCalls).toBe(1); // s2's old call; s1's is below the scan window and stays
+    expect(await rawCallStarts()).toEqual([CUTOFF_30 - DAY - 1, CUTOFF_30 + HOUR, CUTOFF_30 + HOUR]);
+  });
+
   it("changes no figure: after retention and newer calls, every table equals the reference over all calls ever received", async () => {
     // s1: P then K, a retry of P 5 s after P ended, both before the cutoff (K is s1's latest
     // there, P goes); later calls of s1 arrive after retention. s2: old calls, one new call.
