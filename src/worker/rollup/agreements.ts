@@ -9,7 +9,7 @@ const watermark = stateValueSql(AGREEMENTS_WATERMARK);
 /** The chunk: the next ?1 verdicts above the watermark (the same rows in each statement of the batch). */
 const chunk = `(SELECT * FROM raw_agreements WHERE agreement_seq > ${watermark} ORDER BY agreement_seq LIMIT ?1)`;
 
-const SQL = {
+export const AGREEMENT_CHUNK_SQL = {
   addVerdicts: `INSERT INTO agreement_days (project_id, day_start_ms, field, tool_a, tool_b, checks, disagreements)
     SELECT project_id, ${dayStartSql("checked_at_ms")} AS day_start_ms, field, tool_a, tool_b, COUNT(*), SUM(agreed = 0)
     FROM ${chunk} WHERE true
@@ -28,9 +28,9 @@ export const AGREEMENT_CHUNK_STATEMENTS = 3;
 
 export async function rollupAgreementChunk(db: D1Database, chunkAgreements: number): Promise<{ more: number }> {
   const results = await db.batch([
-    db.prepare(SQL.addVerdicts).bind(chunkAgreements),
-    db.prepare(SQL.advanceWatermark).bind(chunkAgreements),
-    db.prepare(SQL.report),
+    db.prepare(AGREEMENT_CHUNK_SQL.addVerdicts).bind(chunkAgreements),
+    db.prepare(AGREEMENT_CHUNK_SQL.advanceWatermark).bind(chunkAgreements),
+    db.prepare(AGREEMENT_CHUNK_SQL.report),
   ]);
   const report = results[2]?.results?.[0] as { more: number } | undefined;
   if (!report) throw new Error("rollup: agreements chunk returned no report");
