@@ -64,15 +64,18 @@ export async function loadOverview(
   const [tools, previousGroups, sessions, previousSessions, series, clients, pairs, descriptions, agreement, clientRows, asOfMs] =
     await Promise.all([
       loadTools(db, projectId, range, { client }),
-      sumCounterGroups(db, { projectId, startMs: previous.startMs, endMs: previous.endMs, client }, "day", "all"),
+      // The previous period feeds the cards' deltas; without its histograms (no p95 delta) a long range
+      // reads its rows once instead of twice (docs/benchmarks.md, bench:read).
+      sumCounterGroups(db, { projectId, startMs: previous.startMs, endMs: previous.endMs, client }, "day", "all", { histograms: false }),
       sessionsReport(db, projectId, range, { client }, price),
       sessionsReport(db, projectId, previous, { client }, price),
-      timeseriesReport(db, projectId, range, grain, { client }),
+      timeseriesReport(db, projectId, range, grain, { client }, { latency: false }),
       listClients(db, { projectId, startMs: range.startMs, endMs: range.endMs }),
       pairsReport(db, projectId, range, { client }),
       descriptionsReport(db, projectId, {}),
       agreementReport(db, projectId, range, {}),
-      clientsReport(db, projectId, range, { client }),
+      // Client rows without latency: their histograms would be a second full read of the range.
+      clientsReport(db, projectId, range, { client }, { latency: false }),
       readAsOfMs(db),
     ]);
   const totals = mergeGroups(
@@ -142,8 +145,8 @@ export async function loadToolPage(
   const [tools, previousGroups, series, clients, clientRows, pairs, regressions, descriptions, agreement, sessions, asOfMs] =
     await Promise.all([
       loadTools(db, projectId, range, { client, tool }),
-      sumCounterGroups(db, { projectId, startMs: previous.startMs, endMs: previous.endMs, client, tool }, "day", "all"),
-      timeseriesReport(db, projectId, range, grain, { client, tool }),
+      sumCounterGroups(db, { projectId, startMs: previous.startMs, endMs: previous.endMs, client, tool }, "day", "all", { histograms: false }),
+      timeseriesReport(db, projectId, range, grain, { client, tool }, { latency: false }),
       listClients(db, { projectId, startMs: range.startMs, endMs: range.endMs }),
       clientsReport(db, projectId, range, { tool }),
       pairsReport(db, projectId, range, { tool, client }),

@@ -58,7 +58,6 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
         <Card id="empty_rate" label="Empty results" value={formatRate(t.empty_rate)} raw={t.empty_rate}
           delta={formatDelta(t.empty_rate, pt.empty_rate, { relative: false, higherIsBetter: false })} sub={`${formatInt(t.empty)} empty answers`} />
         <Card id="p95" label="p95 latency" value={formatMs(t.duration_ms.p95)} raw={t.duration_ms.p95}
-          delta={formatDelta(t.duration_ms.p95, pt.duration_ms.p95, { relative: true, higherIsBetter: false })}
           sub={`p50 ${formatMs(t.duration_ms.p50)} · p99 ${formatMs(t.duration_ms.p99)}`} />
         <Card id="sessions" label="Sessions" value={formatInt(data.sessions.sessions)} raw={data.sessions.sessions}
           delta={formatDelta(data.sessions.sessions, data.previousSessions.sessions, { relative: true, higherIsBetter: true })}
@@ -149,7 +148,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
               <thead>
                 <tr>
                   <th data-sort="text">Client</th><th class="n" data-sort="num">Calls</th><th class="n" data-sort="num">First-call ok</th>
-                  <th class="n" data-sort="num">Errors</th><th class="n" data-sort="num">Empty</th><th class="n" data-sort="num">p95</th>
+                  <th class="n" data-sort="num">Errors</th><th class="n" data-sort="num">Empty</th><th class="n" data-sort="num">Retries</th>
                 </tr>
               </thead>
               <tbody>
@@ -160,7 +159,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
                     <td class={`n ${firstCallClass(c.first_call_rate)}`} data-value={String(c.first_call_rate ?? "")}>{formatRate(c.first_call_rate)}</td>
                     <td class="n" data-value={String(c.error_rate ?? "")}>{formatRate(c.error_rate)}</td>
                     <td class="n" data-value={String(c.empty_rate ?? "")}>{formatRate(c.empty_rate)}</td>
-                    <td class="n" data-value={String(c.duration_ms.p95 ?? "")}>{formatMs(c.duration_ms.p95)}</td>
+                    <td class="n" data-value={String(c.retries)}>{formatInt(c.retries)}</td>
                   </tr>
                 ))}
               </tbody>
@@ -281,8 +280,7 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
         <Card id="empty_rate" label="Empty results" value={formatRate(r?.empty_rate ?? null)} raw={r?.empty_rate ?? null}
           delta={formatDelta(r?.empty_rate ?? null, p.empty_rate, { relative: false, higherIsBetter: false })} />
         <Card id="p50" label="p50" value={formatMs(r?.duration_ms.p50 ?? null)} raw={r?.duration_ms.p50 ?? null} />
-        <Card id="p95" label="p95" value={formatMs(r?.duration_ms.p95 ?? null)} raw={r?.duration_ms.p95 ?? null}
-          delta={formatDelta(r?.duration_ms.p95 ?? null, p.duration_ms.p95, { relative: true, higherIsBetter: false })} />
+        <Card id="p95" label="p95" value={formatMs(r?.duration_ms.p95 ?? null)} raw={r?.duration_ms.p95 ?? null} />
         <Card id="p99" label="p99" value={formatMs(r?.duration_ms.p99 ?? null)} raw={r?.duration_ms.p99 ?? null} />
         <Card id="response_avg" label="Avg response" value={formatChars(r?.response_bytes.avg ?? null)} raw={r?.response_bytes.avg ?? null}
           sub={r?.response_bytes.avg != null ? `≈ ${formatTokens(r.response_bytes.avg / UTF16_UNITS_PER_TOKEN)} tokens per call` : "characters of JSON"} />

@@ -236,9 +236,13 @@ export async function clientsReport(
   projectId: string,
   range: DateRange,
   filters: ReadFilters,
+  /** `latency: false` skips the histograms (percentiles null): for views that show no latency. */
+  options: { latency?: boolean } = {},
 ): Promise<{ from: string; to: string; as_of: string | null; clients: ClientRow[] }> {
   const [groups, asOf] = await Promise.all([
-    sumCounterGroups(db, { projectId, startMs: range.startMs, endMs: range.endMs, ...filters }, "day", "client"),
+    sumCounterGroups(db, { projectId, startMs: range.startMs, endMs: range.endMs, ...filters }, "day", "client", {
+      histograms: options.latency ?? true,
+    }),
     readAsOfMs(db),
   ]);
   const clients = [...groups.entries()]
@@ -329,9 +333,13 @@ export async function timeseriesReport(
   range: DateRange,
   grain: Grain,
   filters: ReadFilters,
+  /** `latency: false` skips the histograms (percentiles null): for charts that show no latency. */
+  options: { latency?: boolean } = {},
 ): Promise<{ from: string; to: string; grain: Grain; as_of: string | null; buckets: TimeseriesBucket[] }> {
   const [groups, asOf] = await Promise.all([
-    sumCounterGroups(db, { projectId, startMs: range.startMs, endMs: range.endMs, ...filters }, grain, "time"),
+    sumCounterGroups(db, { projectId, startMs: range.startMs, endMs: range.endMs, ...filters }, grain, "time", {
+      histograms: options.latency ?? true,
+    }),
     readAsOfMs(db),
   ]);
   const step = grain === "hour" ? HOUR_MS : DAY_MS;

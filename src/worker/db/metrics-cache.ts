@@ -1,0 +1,54 @@
+// An in-isolate cache of counter sums over days that can no longer change, so long-range reads
+// (90 days of latency histograms is ~12 MB of JSON) only read the recent, still-changing days.
+//
+// When is a day final? A payload is accepted up to 7 days after its started_at (SPEC §1.2), and a
+// call's retry — which decides whether its chain's first call succeeded (SPEC §2.2) — starts at
+// most duration_ms (≤ 1 day) + 30 s after it. So once the rollup is complete (`as_of`) past a day's
+// end + 8 days, nothing can reach that day's rows any more; an hour of margin is added.
+
+// Local copies: metrics.ts imports this module, so importing its constants back would be circular.
+const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
+
+export const FINAL_AFTER_MS = 8 * DAY_MS + HOUR_MS;
+
+/** Start of the first day that may still change, given `as_of`; days before it are final. */
+export function finalBoundaryMs(asOfMs: number | null): number | null {
+  if (asOfMs === null) return null;
+  return Math.floor((asOfMs - FINAL_AFTER_MS) / DAY_MS) * DAY_MS;
+}
+
+/**
+ * A small LRU map: every entry is one request shape's sums (e.g. 50 tools' counters and merged
+ * histograms, a few hundred KB at most), so 64 entries stay far below an isolate's 128 MB.
+ */
+export class LruCache<V> {
+  readonly #entries = new Map<string, V>();
+  constructor(readonly maxEntries: number) {}
+
+  get(key: string): V | undefined {
+    const value = this.#entries.get(key);
+    if (value === undefined) return undefined;
+    this.#entries.delete(key);
+    this.#entries.set(key, value);
+    return value;
+  }
+
+  set(key: string, value: V): void {
+    this.#entries.delete(key);
+    this.#entries.set(key, value);
+    while (this.#entries.size > this.maxEntries) {
+      const oldest = this.#entries.keys().next().value;
+      if (oldest === undefined) break;
+      this.#entries.delete(oldest);
+    }
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  clear(): void {
+    this.#entries.clear();
+  }
+}
