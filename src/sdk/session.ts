@@ -19,7 +19,15 @@ export function newSessionId(): string {
 const MAX_REMEMBERED_TRANSPORT_SESSIONS = 1_000;
 
 export class Destination {
-  readonly sessionId = newSessionId();
+  private session: string | undefined;
+  /**
+   * Drawn at first use, not at watch(): a Worker may call watch() at module scope, where workerd
+   * refuses to generate random values.
+   */
+  get sessionId(): string {
+    this.session ??= newSessionId();
+    return this.session;
+  }
   readonly ingestUrl: string;
   readonly buffer: PayloadBuffer;
   readonly agreement = new AgreementTracker();
@@ -155,6 +163,8 @@ function installExitFlush(): void {
   const holder = globalThis as unknown as Record<symbol, boolean | undefined>;
   if (holder[EXIT_HOOKS_KEY]) return;
   const proc = (globalThis as { process?: ProcessLike }).process;
+  // Node only: workerd's nodejs_compat `process` has no exit or signals to hook.
+  if ((globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent === "Cloudflare-Workers") return;
   if (!proc || proc.release?.name !== "node" || typeof proc.on !== "function") return;
   holder[EXIT_HOOKS_KEY] = true;
   try {

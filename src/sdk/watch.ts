@@ -119,7 +119,7 @@ function instrument(server: unknown, rawOptions: unknown): void {
   const state: WatchState = { shape, options, destination, log, connectionClient: undefined };
   hookRequestHandlers(state);
   startupIfAlreadyInitialized(state);
-  log(`watching ${shape.kind === "mcp" ? "McpServer" : "Server"} (MCP SDK ${shape.major}.x), session ${destination.sessionId}`);
+  log(`watching ${shape.kind === "mcp" ? "McpServer" : "Server"} (MCP SDK ${shape.major}.x), sending to ${destination.ingestUrl}`);
 }
 
 /**

@@ -1,12 +1,12 @@
 // The SDK's pure parts: is_empty, outcomes, agreement comparison, options, session ids, constants.
-import { describe, expect, test } from "vitest";
+import { describe, expect, test, vi } from "vitest";
 import * as sdk from "../../src/sdk/index.ts";
 import { AgreementTracker, valueAtPath, valueInResult, valuesAgree } from "../../src/sdk/agreement.ts";
 import { DEFAULT_BUFFER_TUNING } from "../../src/sdk/buffer.ts";
 import { isEmptyResult, isEmptyValue } from "../../src/sdk/empty.ts";
 import { resolveOptions, normaliseEndpoint } from "../../src/sdk/options.ts";
 import { outcomeOfHandler, outcomeOfToolCallback } from "../../src/sdk/outcome.ts";
-import { newSessionId } from "../../src/sdk/session.ts";
+import { destinationFor, newSessionId } from "../../src/sdk/session.ts";
 import { transportKind } from "../../src/sdk/shapes.ts";
 import packageJson from "../../package.json" with { type: "json" };
 
@@ -222,4 +222,14 @@ test("transport kinds come from the transport's class", () => {
   expect(transportKind(new SSEServerTransport())).toBe("sse");
   expect(transportKind(new InMemoryTransport())).toBe("unknown");
   expect(transportKind(undefined)).toBe("unknown");
+});
+
+test("the session id is drawn at first use, not when the destination is made (workerd forbids random values at module scope)", () => {
+  const random = vi.spyOn((globalThis as unknown as { crypto: { getRandomValues(a: Uint8Array): Uint8Array } }).crypto, "getRandomValues");
+  const destination = destinationFor("http://127.0.0.1:9", `mp_live_lazy_${Date.now()}`);
+  expect(random).not.toHaveBeenCalled();
+  const id = destination.sessionId;
+  expect(random).toHaveBeenCalledTimes(1);
+  expect(destination.sessionId).toBe(id);
+  random.mockRestore();
 });
