@@ -31,6 +31,20 @@ const text = (value: string) => ({ content: [{ type: "text" as const, text: valu
 test("calls made through watch() come back from /v1/metrics/tools after the rollup", async () => {
   const options = { key: project.ingest_key, endpoint: `${worker.url}/` };
 
+  // Agreement, opt-in: three tools report one value; only verdicts travel.
+  const prices = watch(new McpServer({ name: "prices", version: "1.0.0" }), {
+    ...options,
+    agree: { liquidity: { price_a: "data.value", price_b: "data.value", price_c: "value" } },
+  });
+  prices.registerTool("price_a", { description: "A" }, () => text('{"data":{"value":25.22}}'));
+  prices.registerTool("price_b", { description: "B" }, () => ({ ...text("see structured"), structuredContent: { data: { value: "25.220" } } }));
+  prices.registerTool("price_c", { description: "C" }, () => text('{"value":30}'));
+  const [pricesClientSide, pricesServerSide] = InMemoryV1.createLinkedPair();
+  await prices.connect(pricesServerSide);
+  const carol = new ClientV1({ name: "carol-client", version: "1" });
+  await carol.connect(pricesClientSide);
+  for (const name of ["price_a", "price_b", "price_c"]) await carol.callTool({ name, arguments: {} });
+
   // 1.x McpServer, the high-level shape.
   const high = watch(new McpServer({ name: "orders", version: "1.0.0" }), options);
   high.registerTool("search", { description: "Search orders", inputSchema: { q: z.string() } }, ({ q }) => text(`found ${q}`));
@@ -78,8 +92,8 @@ test("calls made through watch() come back from /v1/metrics/tools after the roll
   await new Promise((resolve) => setTimeout(resolve, 20));
   await Promise.all(allDestinations().map((destination) => destination.buffer.flushFinal(5_000)));
   const deadline = Date.now() + 10_000;
-  while ((await rawCalls()) < 9 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-  expect(await rawCalls()).toBe(9);
+  while ((await rawCalls()) < 12 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  expect(await rawCalls()).toBe(12);
 
   await worker.runRollup();
   const response = await fetch(`${worker.url}/v1/metrics/tools`, { headers: { authorization: `Bearer ${project.read_key}` } });
@@ -114,6 +128,16 @@ test("calls made through watch() come back from /v1/metrics/tools after the roll
   const bobTools = ((await byClient.json()) as { tools: Record<string, unknown>[] }).tools.filter((tool) => (tool.calls as number) > 0);
   expect(bobTools.map((tool) => tool.tool_name)).toEqual(["invoice"]);
 
+  const agreement = (await (
+    await fetch(`${worker.url}/v1/metrics/agreement`, { headers: { authorization: `Bearer ${project.read_key}` } })
+  ).json()) as { agreement: { field: string; tool_a: string; tool_b: string; checks: number; disagreements: number }[] };
+  expect(agreement.agreement.map((r) => [r.field, r.tool_a, r.tool_b, r.checks, r.disagreements]).sort()).toEqual([
+    ["liquidity", "price_a", "price_b", 1, 0],
+    ["liquidity", "price_a", "price_c", 1, 1],
+    ["liquidity", "price_b", "price_c", 1, 1],
+  ]);
+
   await alice.close();
   await bob.close();
+  await carol.close();
 });
