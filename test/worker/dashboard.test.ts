@@ -79,7 +79,11 @@ describe("dashboard sign-in", () => {
     });
     expect(ok.status).toBe(303);
     expect(ok.headers.get("location")).toBe("/");
-    expect(ok.headers.get("set-cookie")).toMatch(/HttpOnly.*|SameSite=Strict/);
+    const cookie = ok.headers.get("set-cookie") ?? "";
+    expect(cookie).toContain(`${COOKIE}=${p.read_key}`);
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Strict/);
+    expect(cookie).toMatch(/Secure/);
     const bad = await exports.default.fetch("http://worker/signin", {
       method: "POST", body: new URLSearchParams({ key: p.ingest_key }), redirect: "manual",
     });

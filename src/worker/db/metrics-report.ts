@@ -533,7 +533,7 @@ export type Insight = {
 
 /**
  * Share of calls slower than `slowMs`, from the histogram: counts the buckets whose every value is
- * above `slowMs` (lower edge > slowMs). The one bucket straddling 2,000 ms (1,974–2,052 ms with
+ * above `slowMs` (lower edge > slowMs). The one bucket straddling 2,000 ms (1,971–2,049 ms with
  * 4 % buckets) is left out, so the share can be slightly under the exact one — never over it.
  */
 export function slowCallCount(histogram: DurationHistogram, slowMs: number): number {
