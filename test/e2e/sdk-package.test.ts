@@ -62,18 +62,24 @@ test("its declarations type-check in a NodeNext TypeScript project", () => {
   expect(result.status).toBe(0);
 });
 
+// The system Node (20 on the reference machine): `node` from the PATH without the project's
+// node_modules/.bin, which npm and npx put first (with Node 22 from devDependencies).
+const systemPath = (process.env.PATH ?? "").split(":").filter((dir) => !dir.includes("node_modules")).join(":");
+
 test.each([
-  // The system Node (20 here) by absolute path: under npm/npx the PATH starts with Node 22.
-  ["system Node 20", "/usr/bin/node", /^v20\./],
-  ["Node 22", process.execPath, /^v22\./],
-])("imports and runs on %s; the exit flush delivers valid payloads", async (_label, command, version) => {
+  ["the system Node", "node", systemPath],
+  ["Node 22", process.execPath, process.env.PATH ?? ""],
+])("imports and runs on %s; the exit flush delivers valid payloads", async (label, command, path) => {
   const before = ingest.payloads().length;
-  const result = spawnSync(command, ["consumer.mjs", ingest.url], { cwd: workdir, encoding: "utf8", timeout: 30_000 });
+  const result = spawnSync(command, ["consumer.mjs", ingest.url], { cwd: workdir, encoding: "utf8", timeout: 30_000, env: { ...process.env, PATH: path } });
   expect(result.stderr).toBe("");
   expect(result.status).toBe(0);
   const report = JSON.parse(result.stdout) as { node: string; flushAt: number };
   expect(report.flushAt).toBe(30);
-  expect(report.node).toMatch(version);
+  // Node ≥ 20 is the promise (SPEC §4); on the reference machine the system Node is 20.
+  expect(Number(report.node.slice(1).split(".")[0])).toBeGreaterThanOrEqual(20);
+  if (label === "Node 22") expect(report.node).toMatch(/^v22\./);
+  console.log(`${label}: ${report.node}`);
   const payloads = (await ingest.waitForPayloads(before + 3)).slice(before);
   expect(payloads.map((p) => p.type).sort()).toEqual(["call", "call", "startup"]);
   expect(payloads.find((p) => p.type === "startup")).toMatchObject({ mcp_sdk_version: "1.32.2", sdk: "mcpulse-edge-ts/0.1.0" });
