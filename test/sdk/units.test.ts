@@ -1,4 +1,5 @@
 // The SDK's pure parts: is_empty, outcomes, agreement comparison, options, session ids, constants.
+import fc from "fast-check";
 import { describe, expect, test, vi } from "vitest";
 import * as sdk from "../../src/sdk/index.ts";
 import { AgreementTracker, valueAtPath, valueInResult, valuesAgree } from "../../src/sdk/agreement.ts";
@@ -232,4 +233,25 @@ test("the session id is drawn at first use, not when the destination is made (wo
   expect(random).toHaveBeenCalledTimes(1);
   expect(destination.sessionId).toBe(id);
   random.mockRestore();
+});
+
+test("is_empty's text test agrees with JSON.parse on arbitrary JSON-ish text (property)", () => {
+  const isEmptyByParse = (text: string) => {
+    if (/^\s*$/.test(text)) return true; // blank
+    try {
+      const value: unknown = JSON.parse(text);
+      return value === null || value === "" || (Array.isArray(value) && value.length === 0) ||
+        (typeof value === "object" && value !== null && !Array.isArray(value) && Object.keys(value).length === 0);
+    } catch {
+      return false;
+    }
+  };
+  const pieces = ["[", "]", "{", "}", '"', '""', "null", "nul", " ", "\t", "\n", "\r", "\v", "\u00a0", "0", "a", ",", ":", "\\"];
+  fc.assert(
+    fc.property(fc.array(fc.constantFrom(...pieces), { maxLength: 8 }), (parts) => {
+      const text = parts.join("");
+      expect(isEmptyResult({ content: [{ type: "text", text }] })).toBe(isEmptyByParse(text));
+    }),
+    { numRuns: 5_000 },
+  );
 });
