@@ -255,3 +255,21 @@ test("is_empty's text test agrees with JSON.parse on arbitrary JSON-ish text (pr
     { numRuns: 5_000 },
   );
 });
+
+test("agreement compares symmetrically, and a number always agrees with its own text (property)", () => {
+  const value = fc.oneof(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.string({ maxLength: 6 }), fc.boolean(), fc.constant(null));
+  fc.assert(
+    fc.property(value, value, (a, b) => {
+      expect(valuesAgree(a, b)).toBe(valuesAgree(b, a));
+    }),
+    { numRuns: 3_000 },
+  );
+  fc.assert(
+    fc.property(fc.double({ noNaN: true, noDefaultInfinity: true }), (n) => {
+      expect(valuesAgree(n, String(n))).toBe(true);
+      const near = n * (1 + 5e-5); // half the tolerance away
+      if (Number.isFinite(near)) expect(valuesAgree(n, near)).toBe(true);
+    }),
+    { numRuns: 3_000 },
+  );
+});
