@@ -25,7 +25,8 @@ main{max-width:1280px;margin:0 auto;padding:20px 24px 48px}
 .quick{display:flex;gap:4px}
 .quick a{font-size:12px;padding:5px 8px;border-radius:6px;border:1px solid var(--line);background:#fff;color:var(--ink)}
 .quick a.on{background:var(--accent-soft);border-color:#c7d2fe;color:var(--accent)}
-.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(180px,1fr));gap:12px;margin-bottom:18px}
+.cards{display:grid;grid-template-columns:repeat(4,minmax(0,1fr));gap:12px;margin-bottom:18px}
+@media (max-width:720px){.cards{grid-template-columns:repeat(2,minmax(0,1fr))}}
 .card{background:var(--panel);border:1px solid var(--line);border-radius:10px;padding:12px 14px}
 .card .label{font-size:12px;color:var(--muted)}
 .card .value{font-size:24px;font-weight:650;margin-top:2px;font-variant-numeric:tabular-nums}
