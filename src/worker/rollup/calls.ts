@@ -176,17 +176,21 @@ export const CALL_CHUNK_SQL = {
 
   // SPEC §2.4 session counters: added for the chunk's new calls in the transaction that moves the
   // watermark past them, so each call is added exactly once and the sums survive raw retention.
-  // The row is normally created by ingest; if it is not there yet it is created here the way
-  // ingest would (first/last seen over these calls, client of the latest).
+  // The row is normally created by ingest (in the batch that stores the calls); if it is not there
+  // it is created here as ingest would: first/last seen over these calls, client of the latest
+  // call (looked up only then; the client of an existing row is left alone).
   addSessionCounters: `INSERT INTO sessions (project_id, session_id, first_seen_ms, last_seen_ms, client_name, calls, response_bytes_sum)
-    SELECT project_id, session_id, MIN(started_at_ms), MAX(started_at_ms), MAX(latest_client), COUNT(*), SUM(response_bytes)
+    SELECT g.project_id, g.session_id, g.first_seen_ms, g.last_seen_ms,
+      CASE WHEN EXISTS (SELECT 1 FROM sessions e WHERE e.project_id = g.project_id AND e.session_id = g.session_id) THEN ''
+        ELSE (SELECT l.client_name FROM raw_calls l WHERE l.project_id = g.project_id AND l.session_id = g.session_id
+                AND l.call_seq <= ${chunkTop} ORDER BY l.started_at_ms DESC, l.call_seq DESC LIMIT 1) END,
+      g.calls, g.response_bytes_sum
     FROM (
-      SELECT c.project_id, c.session_id, c.started_at_ms, c.response_bytes,
-        FIRST_VALUE(c.client_name) OVER (PARTITION BY c.project_id, c.session_id ORDER BY c.started_at_ms DESC, c.call_seq DESC) AS latest_client
+      SELECT c.project_id, c.session_id, MIN(c.started_at_ms) AS first_seen_ms, MAX(c.started_at_ms) AS last_seen_ms,
+             COUNT(*) AS calls, SUM(c.response_bytes) AS response_bytes_sum
       FROM rollup_chunk_calls s CROSS JOIN raw_calls c ON c.call_seq = s.call_seq
-      WHERE s.is_new = 1
-    ) WHERE true
-    GROUP BY project_id, session_id
+      WHERE s.is_new = 1 GROUP BY c.project_id, c.session_id
+    ) AS g WHERE true
     ON CONFLICT (project_id, session_id) DO UPDATE SET
       calls = calls + excluded.calls, response_bytes_sum = response_bytes_sum + excluded.response_bytes_sum`,
 

@@ -80,6 +80,26 @@ describe("late arrivals", () => {
   });
 });
 
+describe("session rows", () => {
+  it("are created as ingest would when the rollup meets calls of a session without a row", async () => {
+    await deliver(
+      db,
+      calls([
+        call({ started_at_ms: T + 5_000, client_name: "cursor", response_bytes: 3 }),
+        call({ started_at_ms: T, client_name: "claude", response_bytes: 4 }),
+      ]),
+      NOW - 1_000,
+    );
+    await db.prepare("DELETE FROM sessions").run();
+    await runRollup(db, NOW);
+    const row = await db.prepare("SELECT * FROM sessions").first();
+    expect(row).toEqual({
+      project_id: "p1", session_id: "s1", first_seen_ms: T, last_seen_ms: T + 5_000, client_name: "cursor",
+      calls: 2, response_bytes_sum: 7, schema_bytes_sum: 0,
+    });
+  });
+});
+
 describe("chunks and the query budget", () => {
   it("a tiny chunk size takes several runs and gives the same tables as one big chunk", async () => {
     const workload = [...sessionCalls(60, "s1"), ...sessionCalls(25, "s2")];
