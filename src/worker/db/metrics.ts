@@ -275,7 +275,8 @@ export async function sumPairs(db: D1Database, filter: CounterFilter): Promise<P
     params.push(filter.tool);
     sql += ` AND (from_tool = ?${params.length} OR to_tool = ?${params.length})`;
   }
-  sql += " GROUP BY from_tool, to_tool ORDER BY count DESC, from_tool, to_tool";
+  // A pair a late call moved elsewhere drops to 0 before the rollup deletes it: never list it.
+  sql += " GROUP BY from_tool, to_tool HAVING SUM(pair_count) > 0 ORDER BY count DESC, from_tool, to_tool";
   const result = await db
     .prepare(sql)
     .bind(...params)

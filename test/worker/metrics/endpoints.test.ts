@@ -43,6 +43,7 @@ describe("GET /v1/metrics/pairs", () => {
     await seedPair(p.project_id, "2026-08-02", "cursor", "fetch", "summarize", 2);
     await seedPair(p.project_id, "2026-08-02", "cursor", "list", "summarize", 9);
     await seedPair(p.project_id, "2026-08-03", "cursor", "search", "fetch", 100);
+    await seedPair(p.project_id, "2026-08-02", "cursor", "list", "gone", 0); // emptied by a late call
     const q = "/v1/metrics/pairs?from=2026-08-01&to=2026-08-02";
     const all = await getJson<{ pairs: Body[] }>(q, p.read_key);
     expect(Object.keys(all.body)).toEqual(["as_of", "pairs"]);
