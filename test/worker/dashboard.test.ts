@@ -94,6 +94,20 @@ describe("dashboard sign-in", () => {
     expect(out.headers.get("set-cookie")).toMatch(/Max-Age=0/);
   });
 
+  it("returns to the page asked for after signing in, and only to a page of this site", async () => {
+    const p = await createProject();
+    const form = await (await page("/tools/search?from=2026-11-01")).text();
+    expect(form).toContain('name="next" value="/tools/search?from=2026-11-01"');
+    const signIn = (next: string) =>
+      exports.default.fetch("http://worker/signin", { method: "POST", body: new URLSearchParams({ key: p.read_key, next }), redirect: "manual" });
+    expect((await signIn("/tools/search?from=2026-11-01")).headers.get("location")).toBe("/tools/search?from=2026-11-01");
+    for (const unsafe of ["//evil.example/x", "https://evil.example/", "/\\evil.example", "javascript:alert(1)", "/a\nb", ""]) {
+      const res = await signIn(unsafe);
+      expect(res.status, unsafe).toBe(303);
+      expect(res.headers.get("location"), unsafe).toBe("/");
+    }
+  });
+
   it("sends no-store, no-referrer and a CSP that loads nothing from elsewhere", async () => {
     const p = await createProject();
     const res = await page("/", p.read_key);
@@ -169,6 +183,18 @@ describe("dashboard pages", () => {
     }
     const toolForB = await (await page("/tools/alpha_search?from=2026-11-01&to=2026-11-07", b.read_key)).text();
     expect(toolForB).toContain('data-card="calls" data-value="0"');
+  });
+
+  it("escapes names taken from payloads (no markup injection)", async () => {
+    const p = await createProject();
+    const evil = '<script>alert("x")</script>';
+    await seedHour({ projectId: p.project_id, hourMs: dayMs("2026-11-02"), tool: evil, client: `"><img src=x onerror=alert(1)>`, counters: { calls: 1, ok: 1 } });
+    for (const path of ["/?from=2026-11-01&to=2026-11-07", `/tools/${encodeURIComponent(evil)}?from=2026-11-01&to=2026-11-07`]) {
+      const html = await (await page(path, p.read_key)).text();
+      expect(html).not.toContain(evil);
+      expect(html).not.toContain("<img src=x");
+      expect(html).toContain("&lt;script&gt;");
+    }
   });
 
   it("leaves other routes alone", async () => {

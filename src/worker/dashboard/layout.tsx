@@ -128,7 +128,7 @@ export const Frame: FC<FrameProps> = (p) => {
   );
 };
 
-export const SignInPage: FC<{ error?: string | undefined }> = ({ error }) => (
+export const SignInPage: FC<{ error?: string | undefined; next?: string | undefined }> = ({ error, next }) => (
   <Document title="Sign in · MCPulse">
     <div class="signin">
       <h1 style="display:flex;align-items:center;gap:10px">
@@ -138,6 +138,7 @@ export const SignInPage: FC<{ error?: string | undefined }> = ({ error }) => (
       {error ? <div class="error" role="alert">{error}</div> : null}
       <form method="post" action="/signin">
         <input type="password" name="key" placeholder="mp_read_…" autocomplete="off" required aria-label="Read key" />
+        {next && next !== "/" ? <input type="hidden" name="next" value={next} /> : null}
         <button type="submit">Sign in</button>
       </form>
     </div>

@@ -79,11 +79,12 @@ async function authenticatePage(c: Ctx): Promise<PageAuth> {
     return { response: c.redirect(url.pathname + url.search, 303) };
   }
   const cookie = getCookie(c, SESSION_COOKIE);
-  if (cookie === undefined) return { response: await render(c, <SignInPage />, 401) };
+  const next = url.pathname + url.search;
+  if (cookie === undefined) return { response: await render(c, <SignInPage next={next} />, 401) };
   const auth = await authenticateKey(c.env.DB, cookie, "read");
   if (!auth) {
     clearKeyCookie(c);
-    return { response: await render(c, <SignInPage error="Your key is no longer valid. Sign in again." />, 401) };
+    return { response: await render(c, <SignInPage error="Your key is no longer valid. Sign in again." next={next} />, 401) };
   }
   return { projectId: auth.project_id };
 }
@@ -145,13 +146,24 @@ dashboardApp.get("/tools/:name", async (c) => {
   });
 });
 
+/**
+ * Where to go after signing in: a path on this site only (`/…`, never `//host` or `/\host`, which
+ * browsers treat as another site), else the overview.
+ */
+export function safeNextPath(next: unknown): string {
+  if (typeof next !== "string" || !next.startsWith("/") || next.startsWith("//") || next.startsWith("/\\")) return "/";
+  if (/[\u0000-\u001f\\]/.test(next) || next.length > 2048) return "/";
+  return next;
+}
+
 dashboardApp.post("/signin", async (c) => {
   const form = await c.req.parseBody();
   const key = typeof form.key === "string" ? form.key.trim() : "";
+  const next = safeNextPath(form.next);
   const auth = key ? await authenticateKey(c.env.DB, key, "read") : null;
-  if (!auth) return render(c, <SignInPage error="That is not a valid read key." />, 401);
+  if (!auth) return render(c, <SignInPage error="That is not a valid read key." next={next} />, 401);
   setKeyCookie(c, key);
-  return c.redirect("/", 303);
+  return c.redirect(next, 303);
 });
 
 dashboardApp.post("/signout", (c) => {
