@@ -136,6 +136,18 @@ describe("dashboard in headless Chromium", () => {
     const to = await page.inputValue('input[name="to"]');
     const tools = await expectTableEqualsApi(page, `from=${from}&to=${to}`);
     expect(tools.reduce((n, t) => n + t.calls, 0)).toBe(workload.calls);
+    // Per tool, the outcome counters equal a count over the payloads that were sent.
+    const sent = new Map<string, { calls: number; ok: number; empty: number; bad_args: number; tool_error: number; crashed: number }>();
+    for (const payload of workload.payloads) {
+      if (payload.type !== "call") continue;
+      const name = String(payload.tool_name);
+      const counts = sent.get(name) ?? { calls: 0, ok: 0, empty: 0, bad_args: 0, tool_error: 0, crashed: 0 };
+      counts.calls++;
+      counts[payload.outcome as "ok" | "bad_args" | "tool_error" | "crashed"]++;
+      if (payload.is_empty === true) counts.empty++;
+      sent.set(name, counts);
+    }
+    for (const [name, counts] of sent) expect(tools.find((t) => t.tool_name === name), name).toMatchObject(counts);
     expect(tools.find((t) => t.tool_name === "export_report")).toMatchObject({ dead: true, calls: 0 });
     expect(tools.find((t) => t.tool_name === "admin_purge_customer")).toMatchObject({ dead: false, calls: 0 });
     expect(tools.find((t) => t.tool_name === "legacy_order_lookup")).toMatchObject({ registered: false, schema_bytes: null });
