@@ -246,11 +246,27 @@ CREATE INDEX IF NOT EXISTS raw_calls_by_start
 CREATE INDEX IF NOT EXISTS tool_pair_days_emptied ON tool_pair_days (pair_count) WHERE pair_count = 0;
 
 -- Rollup scratch space, filled and emptied inside one D1 batch (one transaction), so it is
--- always empty between batches. `rollup_chunk_calls` holds the calls whose derived columns are
--- recomputed in the current chunk: the new calls and their neighbours.
-CREATE TABLE IF NOT EXISTS rollup_chunk_calls (
+-- always empty between batches. `rollup_chunk_call_rows` holds the calls whose derived columns
+-- are recomputed in the current chunk (the new calls and their neighbours): a copy of their raw
+-- columns with the stored (`old_*`) and the recomputed derived columns, so the chunk reads each
+-- raw row once.
+CREATE TABLE IF NOT EXISTS rollup_chunk_call_rows (
   call_seq INTEGER PRIMARY KEY,
   is_new INTEGER NOT NULL,
+  project_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  client_name TEXT NOT NULL,
+  tool_name TEXT NOT NULL,
+  started_at_ms REAL NOT NULL,
+  duration_ms INTEGER NOT NULL,
+  outcome TEXT NOT NULL,
+  response_bytes INTEGER NOT NULL,
+  is_empty INTEGER NOT NULL,
+  args_hash TEXT NOT NULL,
+  duration_bucket INTEGER NOT NULL,
+  old_is_retry INTEGER,
+  old_was_retried INTEGER,
+  old_next_tool_name TEXT,
   is_retry INTEGER,
   was_retried INTEGER,
   next_tool_name TEXT

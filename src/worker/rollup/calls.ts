@@ -27,7 +27,7 @@ const watermark = stateValueSql(CALLS_WATERMARK);
 /** Raw calls that start before this may have been deleted by retention (src/worker/rollup/retention.ts). */
 const keptFrom = stateValueSql(RAW_KEPT_FROM);
 /** Highest call_seq of the chunk: calls above it are not visible to this chunk. */
-const chunkTop = `(SELECT MAX(call_seq) FROM rollup_chunk_calls WHERE is_new = 1)`;
+const chunkTop = `(SELECT MAX(call_seq) FROM rollup_chunk_call_rows WHERE is_new = 1)`;
 
 /** Row-value order of the SPEC: started_at, then receive order. */
 const before = (a: string, b: string) => `(${a}.started_at_ms, ${a}.call_seq) < (${b}.started_at_ms, ${b}.call_seq)`;
@@ -53,23 +53,27 @@ const COUNTER_COLUMNS = COUNTERS.join(", ");
 const SUM_COUNTERS = COUNTERS.map((c) => `SUM(${c})`).join(", ");
 const ADD_COUNTERS = COUNTERS.map((c) => `${c} = ${c} + excluded.${c}`).join(", ");
 
+const RAW_COLUMNS =
+  "project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, outcome, response_bytes, is_empty, args_hash, duration_bucket";
+/** Copies raw rows into the chunk table, with their stored derived columns as old_*. */
+const copyRows = (isNew: 0 | 1) => `INSERT INTO rollup_chunk_call_rows (call_seq, is_new, ${RAW_COLUMNS},
+      old_is_retry, old_was_retried, old_next_tool_name)
+    SELECT call_seq, ${isNew}, ${RAW_COLUMNS}, is_retry, was_retried, next_tool_name FROM raw_calls`;
+
 export const CALL_CHUNK_SQL = {
-  takeNewCalls: `INSERT INTO rollup_chunk_calls (call_seq, is_new)
-    SELECT call_seq, 1 FROM raw_calls WHERE call_seq > ${watermark} ORDER BY call_seq LIMIT ?1`,
+  takeNewCalls: `${copyRows(1)}
+    WHERE call_seq > ${watermark} ORDER BY call_seq LIMIT ?1`,
 
   // A new call changes: its (session, tool) predecessor's was_retried, its successor's is_retry,
   // and its session predecessor's next tool (SPEC §2.2, §2.4). Nothing else.
-  addNeighbours: `INSERT OR IGNORE INTO rollup_chunk_calls (call_seq, is_new)
-    SELECT neighbour_seq, 0 FROM (
-      SELECT ${neighbour("tool_prev", "x.call_seq", chunkTop)} AS neighbour_seq
-        FROM rollup_chunk_calls s CROSS JOIN raw_calls c ON c.call_seq = s.call_seq
-      UNION ALL
-      SELECT ${neighbour("tool_next", "x.call_seq", chunkTop)}
-        FROM rollup_chunk_calls s CROSS JOIN raw_calls c ON c.call_seq = s.call_seq
-      UNION ALL
-      SELECT ${neighbour("session_prev", "x.call_seq", chunkTop)}
-        FROM rollup_chunk_calls s CROSS JOIN raw_calls c ON c.call_seq = s.call_seq
-    ) WHERE neighbour_seq IS NOT NULL`,
+  addNeighbours: `${copyRows(0)}
+    WHERE call_seq IN (
+      SELECT ${neighbour("tool_prev", "x.call_seq", chunkTop)} FROM rollup_chunk_call_rows c
+      UNION
+      SELECT ${neighbour("tool_next", "x.call_seq", chunkTop)} FROM rollup_chunk_call_rows c
+      UNION
+      SELECT ${neighbour("session_prev", "x.call_seq", chunkTop)} FROM rollup_chunk_call_rows c)
+    AND call_seq NOT IN (SELECT call_seq FROM rollup_chunk_call_rows)`,
 
   // SPEC §2.2: c was retried when its next call n starts 0 ≤ gap ≤ 30,000 ms after c ended and
   // has a different args_hash; then n is a retry. Same hash or overlap (gap < 0): never.
@@ -78,13 +82,12 @@ export const CALL_CHUNK_SQL = {
   // (session, tool) neighbours may be gone, so recomputing would see a wrong predecessor, while
   // no call the ingest still accepts can be within 30 s of it (docs/metrics.md, "Retention"), so
   // its true flags cannot change. Its next tool is still recomputed (pairs have no time window).
-  computeFlags: `UPDATE rollup_chunk_calls AS s SET
-      is_retry = CASE WHEN s.is_new = 0 AND c.started_at_ms < ${keptFrom} THEN c.is_retry ELSE
+  computeFlags: `UPDATE rollup_chunk_call_rows AS c SET
+      is_retry = CASE WHEN c.is_new = 0 AND c.started_at_ms < ${keptFrom} THEN c.old_is_retry ELSE
         COALESCE(${neighbour("tool_prev", `(${retryGapSql("x", "c")}) AND x.args_hash <> c.args_hash`, chunkTop)}, 0) END,
-      was_retried = CASE WHEN s.is_new = 0 AND c.started_at_ms < ${keptFrom} THEN c.was_retried ELSE
+      was_retried = CASE WHEN c.is_new = 0 AND c.started_at_ms < ${keptFrom} THEN c.old_was_retried ELSE
         COALESCE(${neighbour("tool_next", `(${retryGapSql("c", "x")}) AND x.args_hash <> c.args_hash`, chunkTop)}, 0) END,
-      next_tool_name = ${neighbour("session_next", "x.tool_name", chunkTop)}
-    FROM raw_calls AS c WHERE c.call_seq = s.call_seq`,
+      next_tool_name = ${neighbour("session_next", "x.tool_name", chunkTop)}`,
 
   // Each call contributes to the counter row of its hour, tool and client (SPEC §2.1–2.3): a
   // chain counts in its first call's hour and client and a retry in its own (SPEC §2.2), and both
@@ -104,11 +107,11 @@ export const CALL_CHUNK_SQL = {
           - SUM(COALESCE(old_retry = 0 AND is_ok AND is_empty = 0 AND old_retried = 0, 0)) AS first_call_ok
       FROM (
         SELECT c.project_id, ${hourStartSql("c.started_at_ms")} AS hour_start_ms, c.tool_name, c.client_name,
-          s.is_new AS n, c.outcome, c.outcome = 'ok' AS is_ok, c.is_empty, c.response_bytes, c.duration_ms,
-          s.is_retry AS new_retry, s.was_retried AS new_retried,
-          CASE WHEN s.is_new = 1 THEN NULL ELSE c.is_retry END AS old_retry,
-          CASE WHEN s.is_new = 1 THEN NULL ELSE c.was_retried END AS old_retried
-        FROM rollup_chunk_calls s CROSS JOIN raw_calls c ON c.call_seq = s.call_seq
+          c.is_new AS n, c.outcome, c.outcome = 'ok' AS is_ok, c.is_empty, c.response_bytes, c.duration_ms,
+          c.is_retry AS new_retry, c.was_retried AS new_retried,
+          CASE WHEN c.is_new = 1 THEN NULL ELSE c.old_is_retry END AS old_retry,
+          CASE WHEN c.is_new = 1 THEN NULL ELSE c.old_was_retried END AS old_retried
+        FROM rollup_chunk_call_rows c
       )
       GROUP BY project_id, hour_start_ms, tool_name, client_name
     ) WHERE calls <> 0 OR retries <> 0 OR first_call_attempts <> 0 OR first_call_ok <> 0`,
@@ -125,14 +128,14 @@ export const CALL_CHUNK_SQL = {
 
   addHourBuckets: `INSERT INTO tool_hour_duration_buckets (project_id, hour_start_ms, tool_name, client_name, bucket, calls)
     SELECT c.project_id, ${hourStartSql("c.started_at_ms")} AS hour_start_ms, c.tool_name, c.client_name, c.duration_bucket, COUNT(*)
-    FROM rollup_chunk_calls s CROSS JOIN raw_calls c ON c.call_seq = s.call_seq
-    WHERE s.is_new = 1 GROUP BY c.project_id, hour_start_ms, c.tool_name, c.client_name, c.duration_bucket
+    FROM rollup_chunk_call_rows c
+    WHERE c.is_new = 1 GROUP BY c.project_id, hour_start_ms, c.tool_name, c.client_name, c.duration_bucket
     ON CONFLICT (project_id, hour_start_ms, tool_name, client_name, bucket) DO UPDATE SET calls = calls + excluded.calls`,
 
   addDayBuckets: `INSERT INTO tool_day_duration_buckets (project_id, day_start_ms, tool_name, client_name, bucket, calls)
     SELECT c.project_id, ${dayStartSql("c.started_at_ms")} AS day_start_ms, c.tool_name, c.client_name, c.duration_bucket, COUNT(*)
-    FROM rollup_chunk_calls s CROSS JOIN raw_calls c ON c.call_seq = s.call_seq
-    WHERE s.is_new = 1 GROUP BY c.project_id, day_start_ms, c.tool_name, c.client_name, c.duration_bucket
+    FROM rollup_chunk_call_rows c
+    WHERE c.is_new = 1 GROUP BY c.project_id, day_start_ms, c.tool_name, c.client_name, c.duration_bucket
     ON CONFLICT (project_id, day_start_ms, tool_name, client_name, bucket) DO UPDATE SET calls = calls + excluded.calls`,
 
   // The JSON histogram of every row that gained calls, rewritten whole from its bucket counts.
@@ -156,13 +159,13 @@ export const CALL_CHUNK_SQL = {
   applyPairDeltas: `INSERT INTO tool_pair_days (project_id, day_start_ms, client_name, from_tool, to_tool, pair_count)
     SELECT project_id, day_start_ms, client_name, from_tool, to_tool, SUM(delta) FROM (
       SELECT c.project_id, ${dayStartSql("c.started_at_ms")} AS day_start_ms, c.client_name,
-             c.tool_name AS from_tool, c.next_tool_name AS to_tool, -1 AS delta
-        FROM rollup_chunk_calls s CROSS JOIN raw_calls c ON c.call_seq = s.call_seq
-        WHERE c.next_tool_name IS NOT s.next_tool_name AND c.next_tool_name IS NOT NULL AND c.next_tool_name <> c.tool_name
+             c.tool_name AS from_tool, c.old_next_tool_name AS to_tool, -1 AS delta
+        FROM rollup_chunk_call_rows c
+        WHERE c.old_next_tool_name IS NOT c.next_tool_name AND c.old_next_tool_name IS NOT NULL AND c.old_next_tool_name <> c.tool_name
       UNION ALL
-      SELECT c.project_id, ${dayStartSql("c.started_at_ms")}, c.client_name, c.tool_name, s.next_tool_name, 1
-        FROM rollup_chunk_calls s CROSS JOIN raw_calls c ON c.call_seq = s.call_seq
-        WHERE c.next_tool_name IS NOT s.next_tool_name AND s.next_tool_name IS NOT NULL AND s.next_tool_name <> c.tool_name
+      SELECT c.project_id, ${dayStartSql("c.started_at_ms")}, c.client_name, c.tool_name, c.next_tool_name, 1
+        FROM rollup_chunk_call_rows c
+        WHERE c.old_next_tool_name IS NOT c.next_tool_name AND c.next_tool_name IS NOT NULL AND c.next_tool_name <> c.tool_name
     ) WHERE true
     GROUP BY project_id, day_start_ms, client_name, from_tool, to_tool HAVING SUM(delta) <> 0
     ON CONFLICT (project_id, day_start_ms, client_name, from_tool, to_tool)
@@ -171,8 +174,8 @@ export const CALL_CHUNK_SQL = {
   dropEmptyPairs: `DELETE FROM tool_pair_days WHERE pair_count = 0`,
 
   storeFlags: `UPDATE raw_calls SET (is_retry, was_retried, next_tool_name) =
-      (SELECT s.is_retry, s.was_retried, s.next_tool_name FROM rollup_chunk_calls s WHERE s.call_seq = raw_calls.call_seq)
-    WHERE call_seq IN (SELECT call_seq FROM rollup_chunk_calls)`,
+      (SELECT c.is_retry, c.was_retried, c.next_tool_name FROM rollup_chunk_call_rows c WHERE c.call_seq = raw_calls.call_seq)
+    WHERE call_seq IN (SELECT call_seq FROM rollup_chunk_call_rows)`,
 
   // SPEC §2.4 session counters: added for the chunk's new calls in the transaction that moves the
   // watermark past them, so each call is added exactly once and the sums survive raw retention.
@@ -188,8 +191,8 @@ export const CALL_CHUNK_SQL = {
     FROM (
       SELECT c.project_id, c.session_id, MIN(c.started_at_ms) AS first_seen_ms, MAX(c.started_at_ms) AS last_seen_ms,
              COUNT(*) AS calls, SUM(c.response_bytes) AS response_bytes_sum
-      FROM rollup_chunk_calls s CROSS JOIN raw_calls c ON c.call_seq = s.call_seq
-      WHERE s.is_new = 1 GROUP BY c.project_id, c.session_id
+      FROM rollup_chunk_call_rows c
+      WHERE c.is_new = 1 GROUP BY c.project_id, c.session_id
     ) AS g WHERE true
     ON CONFLICT (project_id, session_id) DO UPDATE SET
       calls = calls + excluded.calls, response_bytes_sum = response_bytes_sum + excluded.response_bytes_sum`,
@@ -199,12 +202,12 @@ export const CALL_CHUNK_SQL = {
     ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
 
   report: `SELECT
-      (SELECT COUNT(*) FROM rollup_chunk_calls WHERE is_new = 1) AS new_calls,
-      (SELECT COUNT(*) FROM rollup_chunk_calls) AS recomputed_calls,
+      (SELECT COUNT(*) FROM rollup_chunk_call_rows WHERE is_new = 1) AS new_calls,
+      (SELECT COUNT(*) FROM rollup_chunk_call_rows) AS recomputed_calls,
       (SELECT COUNT(DISTINCT project_id || ' ' || hour_start_ms) FROM rollup_chunk_deltas) AS touched_hours,
       EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > ${watermark}) AS more`,
 
-  clearChunkCalls: `DELETE FROM rollup_chunk_calls`,
+  clearChunkCalls: `DELETE FROM rollup_chunk_call_rows`,
   clearChunkDeltas: `DELETE FROM rollup_chunk_deltas`,
 } as const;
 

@@ -9,7 +9,7 @@ import { RETENTION_SQL } from "../../../src/worker/rollup/retention.ts";
 import { STARTUP_CHUNK_SQL } from "../../../src/worker/rollup/startups.ts";
 
 /** Aliases the statements give raw_calls / raw_startups / raw_agreements. */
-const RAW_ALIASES = /^SCAN (raw_calls|raw_startups|raw_agreements|c|x|y|l|r|r2)\b/;
+const RAW_ALIASES = /^SCAN (raw_calls|raw_startups|raw_agreements|x|y|l|r|r2)\b/;
 
 async function plan(sql: string): Promise<string[]> {
   const params = [10, 10, 10].slice(0, Math.max(0, ...[...sql.matchAll(/\?(\d)/g)].map((m) => Number(m[1]))));
