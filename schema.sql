@@ -267,6 +267,12 @@ CREATE TABLE IF NOT EXISTS rollup_chunk_call_rows (
   old_is_retry INTEGER,
   old_was_retried INTEGER,
   old_next_tool_name TEXT,
+  -- The call's neighbours (call_seq) among the calls visible to the chunk, once looked up.
+  neighbours_found INTEGER NOT NULL DEFAULT 0,
+  prev_tool_seq INTEGER,
+  next_tool_seq INTEGER,
+  prev_session_seq INTEGER,
+  next_session_seq INTEGER,
   is_retry INTEGER,
   was_retried INTEGER,
   next_tool_name TEXT

@@ -60,20 +60,30 @@ const copyRows = (isNew: 0 | 1) => `INSERT INTO rollup_chunk_call_rows (call_seq
       old_is_retry, old_was_retried, old_next_tool_name)
     SELECT call_seq, ${isNew}, ${RAW_COLUMNS}, is_retry, was_retried, next_tool_name FROM raw_calls`;
 
+const FIND_NEIGHBOURS = `UPDATE rollup_chunk_call_rows AS c SET neighbours_found = 1,
+      prev_tool_seq = ${neighbour("tool_prev", "x.call_seq", chunkTop)},
+      next_tool_seq = ${neighbour("tool_next", "x.call_seq", chunkTop)},
+      prev_session_seq = ${neighbour("session_prev", "x.call_seq", chunkTop)},
+      next_session_seq = ${neighbour("session_next", "x.call_seq", chunkTop)}
+    WHERE c.neighbours_found = 0`;
+
 export const CALL_CHUNK_SQL = {
   takeNewCalls: `${copyRows(1)}
     WHERE call_seq > ${watermark} ORDER BY call_seq LIMIT ?1`,
+
+  // Each call's neighbours, looked up once (index seeks) and kept by call_seq.
+  findNeighbours: FIND_NEIGHBOURS,
 
   // A new call changes: its (session, tool) predecessor's was_retried, its successor's is_retry,
   // and its session predecessor's next tool (SPEC §2.2, §2.4). Nothing else.
   addNeighbours: `${copyRows(0)}
     WHERE call_seq IN (
-      SELECT ${neighbour("tool_prev", "x.call_seq", chunkTop)} FROM rollup_chunk_call_rows c
-      UNION
-      SELECT ${neighbour("tool_next", "x.call_seq", chunkTop)} FROM rollup_chunk_call_rows c
-      UNION
-      SELECT ${neighbour("session_prev", "x.call_seq", chunkTop)} FROM rollup_chunk_call_rows c)
+      SELECT prev_tool_seq FROM rollup_chunk_call_rows
+      UNION SELECT next_tool_seq FROM rollup_chunk_call_rows
+      UNION SELECT prev_session_seq FROM rollup_chunk_call_rows)
     AND call_seq NOT IN (SELECT call_seq FROM rollup_chunk_call_rows)`,
+
+  findNeighboursOfNeighbours: FIND_NEIGHBOURS,
 
   // SPEC §2.2: c was retried when its next call n starts 0 ≤ gap ≤ 30,000 ms after c ended and
   // has a different args_hash; then n is a retry. Same hash or overlap (gap < 0): never.
@@ -84,10 +94,10 @@ export const CALL_CHUNK_SQL = {
   // its true flags cannot change. Its next tool is still recomputed (pairs have no time window).
   computeFlags: `UPDATE rollup_chunk_call_rows AS c SET
       is_retry = CASE WHEN c.is_new = 0 AND c.started_at_ms < ${keptFrom} THEN c.old_is_retry ELSE
-        COALESCE(${neighbour("tool_prev", `(${retryGapSql("x", "c")}) AND x.args_hash <> c.args_hash`, chunkTop)}, 0) END,
+        COALESCE((SELECT (${retryGapSql("x", "c")}) AND x.args_hash <> c.args_hash FROM raw_calls x WHERE x.call_seq = c.prev_tool_seq), 0) END,
       was_retried = CASE WHEN c.is_new = 0 AND c.started_at_ms < ${keptFrom} THEN c.old_was_retried ELSE
-        COALESCE(${neighbour("tool_next", `(${retryGapSql("c", "x")}) AND x.args_hash <> c.args_hash`, chunkTop)}, 0) END,
-      next_tool_name = ${neighbour("session_next", "x.tool_name", chunkTop)}`,
+        COALESCE((SELECT (${retryGapSql("c", "x")}) AND x.args_hash <> c.args_hash FROM raw_calls x WHERE x.call_seq = c.next_tool_seq), 0) END,
+      next_tool_name = (SELECT x.tool_name FROM raw_calls x WHERE x.call_seq = c.next_session_seq)`,
 
   // Each call contributes to the counter row of its hour, tool and client (SPEC §2.1–2.3): a
   // chain counts in its first call's hour and client and a retry in its own (SPEC §2.2), and both
@@ -217,7 +227,9 @@ export type CallChunkReport = { new_calls: number; recomputed_calls: number; tou
 export function callChunkStatements(db: D1Database, chunkCalls: number): D1PreparedStatement[] {
   return [
     db.prepare(CALL_CHUNK_SQL.takeNewCalls).bind(chunkCalls),
+    db.prepare(CALL_CHUNK_SQL.findNeighbours),
     db.prepare(CALL_CHUNK_SQL.addNeighbours),
+    db.prepare(CALL_CHUNK_SQL.findNeighboursOfNeighbours),
     db.prepare(CALL_CHUNK_SQL.computeFlags),
     db.prepare(CALL_CHUNK_SQL.stageCounterDeltas),
     db.prepare(CALL_CHUNK_SQL.applyHourDeltas),
@@ -238,12 +250,12 @@ export function callChunkStatements(db: D1Database, chunkCalls: number): D1Prepa
 }
 
 /** Statements one calls chunk costs against the per-invocation query budget. */
-export const CALL_CHUNK_STATEMENTS = 18;
+export const CALL_CHUNK_STATEMENTS = 20;
 
 /** Runs one calls chunk; returns what it did (new_calls 0 when there was nothing to fold in). */
 export async function rollupCallChunk(db: D1Database, chunkCalls: number): Promise<CallChunkReport> {
   const results = await db.batch(callChunkStatements(db, chunkCalls));
-  const report = results[15]?.results?.[0] as CallChunkReport | undefined;
+  const report = results[17]?.results?.[0] as CallChunkReport | undefined;
   if (!report) throw new Error("rollup: calls chunk returned no report");
   return report;
 }

@@ -3,6 +3,7 @@
 // random delivery of them in batches with rollups in between.
 import { env } from "cloudflare:test";
 import fc from "fast-check";
+import { CALL_CHUNK_STATEMENTS } from "../../../src/worker/rollup/calls.ts";
 import { runRollup, type RollupOptions } from "../../../src/worker/rollup/index.ts";
 import { deliver, type Outcome, type TestAgreement, type TestCall, type TestPayload, type TestStartup, type TestTool } from "./fixtures.ts";
 import type { Received } from "./reference.ts";
@@ -114,8 +115,8 @@ export const rollupOptionsArb: fc.Arbitrary<RollupOptions> = fc.record({
   chunkCalls: fc.constantFrom(1, 2, 3, 7, 10_000),
   chunkStartups: fc.constantFrom(1, 2, 200),
   chunkAgreements: fc.constantFrom(1, 3, 10_000),
-  // 20 = the probe, as_of and one calls chunk: the least budget that always makes progress.
-  maxQueries: fc.constantFrom(20, 30, 45),
+  // The probe, as_of and one calls chunk: the least budget that always makes progress.
+  maxQueries: fc.constantFrom(2 + CALL_CHUNK_STATEMENTS, 30, 45),
 });
 
 export type Workload = typeof workloadArb extends fc.Arbitrary<infer T> ? T : never;
