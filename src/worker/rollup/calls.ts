@@ -36,12 +36,15 @@ const sameTool = (a: string, b: string) =>
   `${a}.project_id = ${b}.project_id AND ${a}.session_id = ${b}.session_id AND ${a}.tool_name = ${b}.tool_name`;
 const sameSession = (a: string, b: string) => `${a}.project_id = ${b}.project_id AND ${a}.session_id = ${b}.session_id`;
 
-/** Correlated lookup of `c`'s neighbour (alias `x`), returning `select`; uses the two raw_calls indexes. */
-function neighbour(kind: "tool_prev" | "tool_next" | "session_prev" | "session_next", select: string, top: string): string {
+/**
+ * call_seq of the chunk row `c`'s neighbour among the calls visible to the chunk: one seek in
+ * raw_calls_by_session_tool or raw_calls_by_session.
+ */
+function neighbour(kind: "tool_prev" | "tool_next" | "session_prev" | "session_next"): string {
   const scope = kind.startsWith("tool") ? sameTool("x", "c") : sameSession("x", "c");
   const prev = kind.endsWith("prev");
-  return `(SELECT ${select} FROM raw_calls x
-    WHERE ${scope} AND ${prev ? before("x", "c") : after("x", "c")} AND x.call_seq <= ${top}
+  return `(SELECT x.call_seq FROM raw_calls x
+    WHERE ${scope} AND ${prev ? before("x", "c") : after("x", "c")} AND x.call_seq <= ${chunkTop}
     ORDER BY x.started_at_ms ${prev ? "DESC" : "ASC"}, x.call_seq ${prev ? "DESC" : "ASC"} LIMIT 1)`;
 }
 
@@ -61,10 +64,10 @@ const copyRows = (isNew: 0 | 1) => `INSERT INTO rollup_chunk_call_rows (call_seq
     SELECT call_seq, ${isNew}, ${RAW_COLUMNS}, is_retry, was_retried, next_tool_name FROM raw_calls`;
 
 const FIND_NEIGHBOURS = `UPDATE rollup_chunk_call_rows AS c SET neighbours_found = 1,
-      prev_tool_seq = ${neighbour("tool_prev", "x.call_seq", chunkTop)},
-      next_tool_seq = ${neighbour("tool_next", "x.call_seq", chunkTop)},
-      prev_session_seq = ${neighbour("session_prev", "x.call_seq", chunkTop)},
-      next_session_seq = ${neighbour("session_next", "x.call_seq", chunkTop)}
+      prev_tool_seq = ${neighbour("tool_prev")},
+      next_tool_seq = ${neighbour("tool_next")},
+      prev_session_seq = ${neighbour("session_prev")},
+      next_session_seq = ${neighbour("session_next")}
     WHERE c.neighbours_found = 0`;
 
 export const CALL_CHUNK_SQL = {
