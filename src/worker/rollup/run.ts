@@ -33,7 +33,7 @@ export interface RollupRunReport {
   queries: number;
   newCalls: number;
   recomputedCalls: number;
-  /** Distinct (project, hour) counter rows' hours the run changed, summed over chunks. */
+  /** (project, hour) pairs whose counter rows a chunk changed, summed over the run's chunks. */
   touchedHours: number;
   newStartups: number;
   /** False when work was left for the next run. */
