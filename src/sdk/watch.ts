@@ -9,6 +9,7 @@
 import { descriptionNorm } from "../shared/description.ts";
 import { argsHash, descriptionHash, schemaHash, utf16Length } from "../shared/hash.ts";
 import { valueInResult } from "./agreement.ts";
+import { elapsedMs, perfNow, wallMsAt } from "./clock.ts";
 import {
   CLIENT_INFO_META_KEY,
   PROTOCOL_VERSION_META_KEY,
@@ -488,11 +489,12 @@ function beginCall(state: WatchState, request: unknown, extra: unknown): CallInP
       // Over the arguments exactly as the request carried them, before any validation (SPEC §4).
       argsHash: argsHash(isRecord(params) ? params.arguments : undefined),
       clientName: clientOfRequest(state, request, extra),
-      startedAtMs: Date.now(),
-      startedPerfMs: performance.now(),
+      startedAtMs: 0,
+      startedPerfMs: perfNow(),
       callback: undefined,
       signal: undefined,
     };
+    call.startedAtMs = wallMsAt(call.startedPerfMs);
     const signal = signalOf(extra);
     call.signal = signal as AbortSignal | undefined;
     if (state.shape.kind === "mcp") {
@@ -509,7 +511,7 @@ function beginCall(state: WatchState, request: unknown, extra: unknown): CallInP
 
 function finishCall(state: WatchState, call: CallInProgress, threw: boolean, result: unknown, error: unknown): void {
   try {
-    const durationMs = Math.min(MAX_DURATION_MS, Math.max(0, Math.round(performance.now() - call.startedPerfMs)));
+    const durationMs = Math.min(MAX_DURATION_MS, elapsedMs(call.startedPerfMs, perfNow()));
     const outcome = call.callback ? outcomeOfToolCallback(call.callback, threw, result) : outcomeOfHandler(threw, error, result);
     let responseBytes = 0;
     const cancelled = call.signal?.aborted === true;
