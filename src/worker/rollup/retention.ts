@@ -39,6 +39,8 @@ export interface RetentionReport {
   deletedCalls: number;
   deletedStartups: number;
   deletedAgreements: number;
+  /** Rows of tool_hour_duration_buckets and tool_day_duration_buckets. */
+  deletedBuckets: number;
   queries: number;
   caughtUp: boolean;
 }
@@ -82,6 +84,19 @@ export const RETENTION_SQL = {
     WHERE NOT EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > ${stateValueSql(CALLS_WATERMARK)} AND started_at_ms < ?1)
     ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value)`,
 
+  // The per-bucket counts behind the histograms of the hours before the cutoff and of the days
+  // that end before it: no call the ingest still accepts can land there (it refuses calls over
+  // 7 days old; the cutoff is 8 days and an hour back), so those histograms are final and their
+  // buckets are never read again. Without this the bucket tables would keep ~50 rows per counter
+  // row forever.
+  deleteHourBuckets: `DELETE FROM tool_hour_duration_buckets WHERE rowid IN (
+    SELECT rowid FROM tool_hour_duration_buckets
+    WHERE project_id IN (SELECT project_id FROM projects) AND hour_start_ms < ?1 LIMIT ?2)`,
+
+  deleteDayBuckets: `DELETE FROM tool_day_duration_buckets WHERE rowid IN (
+    SELECT rowid FROM tool_day_duration_buckets
+    WHERE project_id IN (SELECT project_id FROM projects) AND day_start_ms < ?1 - ${DAY_MS} LIMIT ?2)`,
+
   // Startups and verdicts are folded in by increments (never re-read), so only the watermark
   // matters. Receive order follows *_seq: delete the run of seqs before the first young row.
   deleteStartups: `DELETE FROM raw_startups WHERE startup_seq IN (
@@ -102,7 +117,7 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
   const maxQueries = options.maxQueries ?? 45;
   const chunkRows = options.chunkRows ?? 20_000;
   const cutoffMs = retentionCutoffMs(scheduledTimeMs, retentionDays);
-  const report: RetentionReport = { cutoffMs, deletedCalls: 0, deletedStartups: 0, deletedAgreements: 0, queries: 0, caughtUp: false };
+  const report: RetentionReport = { cutoffMs, deletedCalls: 0, deletedStartups: 0, deletedAgreements: 0, deletedBuckets: 0, queries: 0, caughtUp: false };
 
   await db.prepare(RETENTION_SQL.keptFrom).bind(cutoffMs).run();
   report.queries += 1;
@@ -111,6 +126,8 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
     { sql: RETENTION_SQL.deleteCalls, key: "deletedCalls", done: RETENTION_SQL.advanceScanFrom },
     { sql: RETENTION_SQL.deleteStartups, key: "deletedStartups", done: null },
     { sql: RETENTION_SQL.deleteAgreements, key: "deletedAgreements", done: null },
+    { sql: RETENTION_SQL.deleteHourBuckets, key: "deletedBuckets", done: null },
+    { sql: RETENTION_SQL.deleteDayBuckets, key: "deletedBuckets", done: null },
   ] as const;
   let unfinished = false;
   for (const stream of streams) {
