@@ -13,6 +13,7 @@
 //   the pair (one row per session at most).
 import {
   AGREEMENTS_WATERMARK,
+  AS_OF,
   CALLS_WATERMARK,
   RAW_KEPT_FROM,
   RETENTION_SCAN_FROM,
@@ -41,6 +42,8 @@ export interface RetentionReport {
   deletedAgreements: number;
   /** Rows of tool_hour_duration_buckets and tool_day_duration_buckets. */
   deletedBuckets: number;
+  /** True when nothing was deleted because the rollup's as_of is older than MAX_ROLLUP_LAG_MS. */
+  skippedBecauseRollupBehind: boolean;
   queries: number;
   caughtUp: boolean;
 }
@@ -58,9 +61,20 @@ export function retentionCutoffMs(scheduledTimeMs: number, retentionDays: number
   return hourStartMs(scheduledTimeMs - days * DAY_MS - HOUR_MS);
 }
 
+/**
+ * Retention runs only while the rollup is at most this far behind. The margins above assume
+ * that every call still waiting for the rollup arrived recently (so started at most 7 days
+ * before now); if the rollup stalls, a call that waited long enough could start before the cutoff
+ * and find its neighbours or its hour's histogram buckets gone. 12 hours keeps 11 hours of margin.
+ */
+export const MAX_ROLLUP_LAG_MS = 12 * HOUR_MS;
+
 export const RETENTION_SQL = {
   // Written before anything is deleted: the rollup freezes the flags of calls before it.
-  keptFrom: `INSERT INTO rollup_state (name, value) VALUES ('${RAW_KEPT_FROM}', ?1)
+  // Only while the rollup keeps up (as_of at most ?2 old, see MAX_ROLLUP_LAG_MS); otherwise
+  // nothing is written and the run deletes nothing.
+  keptFrom: `INSERT INTO rollup_state (name, value)
+    SELECT '${RAW_KEPT_FROM}', ?1 WHERE ${stateValueSql(AS_OF)} >= ?2
     ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value)`,
 
   // The scan starts a day before the previous run's cutoff, not at the beginning of time: below
@@ -117,10 +131,14 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
   const maxQueries = options.maxQueries ?? 45;
   const chunkRows = options.chunkRows ?? 20_000;
   const cutoffMs = retentionCutoffMs(scheduledTimeMs, retentionDays);
-  const report: RetentionReport = { cutoffMs, deletedCalls: 0, deletedStartups: 0, deletedAgreements: 0, deletedBuckets: 0, queries: 0, caughtUp: false };
+  const report: RetentionReport = { cutoffMs, deletedCalls: 0, deletedStartups: 0, deletedAgreements: 0, deletedBuckets: 0, skippedBecauseRollupBehind: false, queries: 0, caughtUp: false };
 
-  await db.prepare(RETENTION_SQL.keptFrom).bind(cutoffMs).run();
+  const kept = await db.prepare(RETENTION_SQL.keptFrom).bind(cutoffMs, scheduledTimeMs - MAX_ROLLUP_LAG_MS).run();
   report.queries += 1;
+  if ((kept.meta.changes ?? 0) === 0) {
+    report.skippedBecauseRollupBehind = true;
+    return report;
+  }
 
   const streams = [
     { sql: RETENTION_SQL.deleteCalls, key: "deletedCalls", done: RETENTION_SQL.advanceScanFrom },

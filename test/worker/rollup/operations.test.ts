@@ -182,6 +182,7 @@ describe("scheduled handler", () => {
   });
 
   it("runs retention on the daily cron, and nothing on an unknown cron", async () => {
+    await runRollup(db, NOW);
     const controller = createScheduledController({ scheduledTime: NOW, cron: "30 3 * * *" });
     await worker.scheduled!(controller, env);
     const kept = await db.prepare("SELECT value FROM rollup_state WHERE name = 'raw_kept_from_ms'").first<{ value: number }>();

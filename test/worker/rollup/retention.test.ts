@@ -84,12 +84,24 @@ describe("retention", () => {
     expect(await rawCallStarts()).toEqual([eight - 1, eight, NOW - 8 * DAY, NOW - 7 * DAY]);
   });
 
+  it("deletes nothing while the rollup is more than 12 hours behind (as_of), and runs at exactly 12", async () => {
+    await deliver(db, calls([0, 1, 2].map((i) => call({ started_at_ms: CUTOFF_30 - (3 - i) * DAY }))), NOW - 40 * DAY);
+    await runRollup(db, NOW - 12 * HOUR - 1);
+    const behind = await runRetention(db, NOW);
+    expect(behind).toMatchObject({ skippedBecauseRollupBehind: true, deletedCalls: 0, queries: 1 });
+    expect(await db.prepare("SELECT value FROM rollup_state WHERE name = 'raw_kept_from_ms'").first()).toBeNull();
+    await runRollup(db, NOW - 12 * HOUR);
+    expect(await runRetention(db, NOW)).toMatchObject({ skippedBecauseRollupBehind: false, deletedCalls: 2 });
+  });
+
   it("never deletes rows the rollup has not folded in yet", async () => {
+    await runRollup(db, NOW); // the rollup is current (as_of = NOW), then old rows arrive unrolled
     const old = [0, 1, 2, 3].map((i) => call({ started_at_ms: CUTOFF_30 - (10 - i) * DAY }));
     await deliver(db, calls(old), NOW - 50 * DAY);
     const startup: TestStartup = { project_id: "p1", session_id: "s1", client_name: "claude", tools: [], agree_declared: [] };
     await deliver(db, [{ type: "startup", startup }], NOW - 50 * DAY);
-    expect((await runRetention(db, NOW)).deletedCalls + (await runRetention(db, NOW)).deletedStartups).toBe(0);
+    const early = await runRetention(db, NOW);
+    expect(early).toMatchObject({ skippedBecauseRollupBehind: false, deletedCalls: 0, deletedStartups: 0 });
     await runRollup(db, NOW);
     const r = await runRetention(db, NOW);
     expect(r.deletedCalls).toBe(3);
@@ -104,6 +116,7 @@ describe("retention", () => {
     const first = await runRetention(counted.db, NOW, { chunkRows: 4, maxQueries: 4 });
     expect(counted.count()).toBe(4);
     expect(first).toMatchObject({ deletedCalls: 12, caughtUp: false });
+    await runRollup(db, NOW + DAY);
     const second = await runRetention(db, NOW + DAY, { chunkRows: 4 });
     expect(second).toMatchObject({ deletedCalls: 12, caughtUp: true });
     expect(await rawCallStarts()).toEqual([CUTOFF_30 - DAY + 24_000]);
@@ -123,6 +136,7 @@ describe("retention", () => {
     );
     await runRollup(db, NOW);
     expect((await runRetention(db, NOW)).deletedCalls).toBe(0);
+    await runRollup(db, NOW + 2 * DAY);
     const second = await runRetention(db, NOW + 2 * DAY);
     expect(second.deletedCalls).toBe(1); // s2's old call; s1's is below the scan window and stays
     expect(await rawCallStarts()).toEqual([CUTOFF_30 - DAY - 1, CUTOFF_30 + HOUR, CUTOFF_30 + HOUR]);
@@ -148,7 +162,7 @@ describe("retention", () => {
       await deliver(db, calls(list), at);
     };
     await send([P, K, ...s2Old, ...s3], NOW - 40 * DAY);
-    await runRollup(db, NOW - 40 * DAY);
+    await runRollup(db, NOW);
     const before = await snapshot(db);
 
     const bucketRows = async (table: string, column: string, before: number) =>
