@@ -26,8 +26,29 @@ CREATE TABLE IF NOT EXISTS api_keys (
 -- Raw rows written by ingest (SPEC §1.2), exactly the listed fields and nothing else.
 -- `*_seq` columns are the receive order: ties in `started_at_ms` resolve by it (SPEC §2.2).
 -- ---------------------------------------------------------------------------------------------
-CREATE TABLE IF NOT EXISTS raw_calls (
+-- Ingest appends calls here and nothing else: a table with no secondary index keeps the hot path
+-- as cheap as a bare insert (docs/benchmarks.md). Each rollup chunk moves the oldest rows, in
+-- call_seq order, into raw_calls (below) where the rollup's lookup indexes live.
+-- AUTOINCREMENT: a call_seq is never reused, even after the table is emptied.
+CREATE TABLE IF NOT EXISTS incoming_calls (
   call_seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  project_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  client_name TEXT NOT NULL,
+  tool_name TEXT NOT NULL,
+  started_at_ms REAL NOT NULL,
+  duration_ms INTEGER NOT NULL,
+  outcome TEXT NOT NULL CHECK (outcome IN ('ok', 'bad_args', 'tool_error', 'crashed')),
+  response_bytes INTEGER NOT NULL,
+  is_empty INTEGER NOT NULL CHECK (is_empty IN (0, 1)),
+  args_hash TEXT NOT NULL,
+  duration_bucket INTEGER NOT NULL,
+  received_at_ms INTEGER NOT NULL
+);
+
+-- Calls the rollup has taken in (kept RAW_RETENTION_DAYS), with the call_seq ingest gave them.
+CREATE TABLE IF NOT EXISTS raw_calls (
+  call_seq INTEGER PRIMARY KEY,
   project_id TEXT NOT NULL,
   session_id TEXT NOT NULL,
   client_name TEXT NOT NULL,

@@ -190,7 +190,7 @@ async function applySchema(db, file) {
 }
 
 /** The real worker with a fresh D1 and a project whose budget cannot interfere. */
-function ingestTarget(name, workerScript, dropRawCallIndexes) {
+function ingestTarget(name, workerScript) {
   return startTarget(
     name,
     {
@@ -204,12 +204,6 @@ function ingestTarget(name, workerScript, dropRawCallIndexes) {
     },
     async ({ DB: db }, url) => {
       await applySchema(db, "schema.sql");
-      if (dropRawCallIndexes) {
-        const { results } = await db
-          .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'raw_calls' AND sql IS NOT NULL")
-          .all();
-        for (const { name: index } of results) await db.prepare(`DROP INDEX "${index}"`).run();
-      }
       const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" };
       const created = await fetch(new URL("/v1/admin/projects", url), { method: "POST", headers: admin, body: '{"name":"bench"}' });
       const project = await created.json();
@@ -221,7 +215,7 @@ function ingestTarget(name, workerScript, dropRawCallIndexes) {
       });
       return { path: "/v1/ingest", headers: { authorization: `Bearer ${project.ingest_key}`, "content-type": "application/json" } };
     },
-    async ({ DB: db }) => (await db.prepare("SELECT COUNT(*) AS n FROM raw_calls").first()).n,
+    async ({ DB: db }) => (await db.prepare("SELECT COUNT(*) AS n FROM incoming_calls").first()).n,
   );
 }
 
@@ -242,9 +236,7 @@ async function main() {
     logLevel: "warning",
   });
   const bodies = makeBodies(CONCURRENCY * 2);
-  const ingest = await ingestTarget("ingest", workerScript, false);
-  // Diagnostic: the same worker with raw_calls stripped of its secondary (rollup) indexes.
-  const ingestNoIndexes = await ingestTarget("ingest-noix", workerScript, true);
+  const ingest = await ingestTarget("ingest", workerScript);
   const floor = await startTarget(
     "floor",
     { modules: true, scriptPath: join(root, "bench/floor-worker/floor.js"), d1Databases: { DB: "bench-floor" } },
@@ -260,7 +252,7 @@ async function main() {
     async () => ({ path: "/", headers: { "content-type": "application/json" } }),
     null,
   );
-  const targets = [ingest, ingestNoIndexes, floor, parseOnly];
+  const targets = [ingest, floor, parseOnly];
   console.log(
     `bench:ingest — ${BATCH_CALLS}-call batches (${(bodies[0].length / 1024).toFixed(0)} KiB), concurrency ${CONCURRENCY}, ` +
       `${ROUNDS} rounds of ${SLICE_SECONDS} s per worker (parse-only ${SLICE_SECONDS / 2} s), ${availableParallelism()} CPUs`,
@@ -276,11 +268,11 @@ async function main() {
     for (const target of targets) await target.mf.dispose();
     rmSync(tmp, { recursive: true, force: true });
   }
-  const [ingestResult, noIndexesResult, floorResult, parseOnlyResult] = results;
-  writeReport(ingestResult, noIndexesResult, floorResult, parseOnlyResult, bodies[0].length);
+  const [ingestResult, floorResult, parseOnlyResult] = results;
+  writeReport(ingestResult, floorResult, parseOnlyResult, bodies[0].length);
 }
 
-function writeReport(ingest, ingestNoIndexes, floor, parseOnly, bodyBytes) {
+function writeReport(ingest, floor, parseOnly, bodyBytes) {
   const ratio = ingest.payloadsPerSecond / floor.payloadsPerSecond;
   const ratioParse = ingest.payloadsPerSecond / parseOnly.payloadsPerSecond;
   const cpuRatio = floor.cpuMsPer1000 / ingest.cpuMsPer1000;
@@ -308,29 +300,21 @@ user + system time per 1,000 payloads accepted; latency is the time to the 202.
 
 - **ingest** — the real worker: key check (D1), content type, body limit, JSON, the shared Zod
   validation of every item, the per-key budget Durable Object, 202, then in waitUntil the Analytics
-  Engine points and one D1 batch (raw_calls with the rollup's indexes, and the sessions upsert).
+  Engine points and one D1 batch (the calls into \`incoming_calls\`, which has no secondary index — the
+  rollup moves them into the indexed \`raw_calls\` — plus startups, verdicts and the sessions upsert).
 - **floor** — \`bench/floor-worker/floor.js\`: read the body, parse the JSON, 202, and in waitUntil one
   \`INSERT … SELECT … FROM json_each\` into one unindexed table. No auth, validation or budget.
 - **parse-only** — \`bench/floor-worker/parse-only.js\`: read and parse the body, 202 (for information).
-- **ingest, no secondary indexes** — diagnostic: the real worker after dropping raw_calls' secondary
-  indexes (the rollup's session and hour lookups), to show what maintaining them costs at write time.
 
 | worker | payloads/s | CPU ms / 1,000 payloads | p50 to 202 (ms) | p99 to 202 (ms) | non-202 | rows stored / valid sent |
 |---|---|---|---|---|---|---|
 ${row(ingest)}
 ${row(floor)}
 ${row(parseOnly)}
-${row({ ...ingestNoIndexes, name: "ingest, no secondary indexes (diagnostic)" })}
 
 **ingest / floor = ${ratio.toFixed(2)}×** by throughput (target ≥ 0.6×), ${cpuRatio.toFixed(2)}× by CPU per payload;
 ingest / parse-only = ${ratioParse.toFixed(2)}×. Result: ${verdict}.
-Without raw_calls' secondary indexes the same worker reaches ` +
-    `${(ingestNoIndexes.payloadsPerSecond / floor.payloadsPerSecond).toFixed(2)}× the floor ` +
-    `(${ingestNoIndexes.cpuMsPer1000.toFixed(1)} CPU ms per 1,000 payloads against ${ingest.cpuMsPer1000.toFixed(1)} with them, ` +
-    `${floor.cpuMsPer1000.toFixed(1)} for the floor): of the gap to the floor,
-${(ingest.cpuMsPer1000 - ingestNoIndexes.cpuMsPer1000).toFixed(1)} CPU ms per 1,000 payloads is maintaining those indexes (a cost that grows with the table:
-raw_calls held ${ingest.rows} rows by the end) and ${(ingestNoIndexes.cpuMsPer1000 - floor.cpuMsPer1000).toFixed(1)} is ingest's own work
-(auth, validation, budget, sessions upsert, Analytics Engine).
+The gap to the floor is ingest's own work: auth, validation, budget, sessions upsert, Analytics Engine.
 `;
   writeSection("ingest", section);
 }

@@ -14,7 +14,7 @@ import { createProject, startWorker, type RunningWorker } from "./dashboard/star
 
 let worker: RunningWorker;
 let project: { project_id: string; ingest_key: string; read_key: string };
-const rawCalls = async () => (await worker.db.prepare("SELECT COUNT(*) AS n FROM raw_calls").first<{ n: number }>())?.n ?? 0;
+const rawCalls = async () => (await worker.db.prepare("SELECT (SELECT COUNT(*) FROM incoming_calls) + (SELECT COUNT(*) FROM raw_calls) AS n").first<{ n: number }>())?.n ?? 0;
 
 beforeAll(async () => {
   // The real worker in Miniflare: wrangler's bundle, wrangler.toml's bindings, schema.sql applied,

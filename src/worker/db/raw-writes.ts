@@ -72,7 +72,7 @@ function jsonChunks(tuples: readonly unknown[]): string[] {
   return chunks;
 }
 
-const INSERT_CALLS_SQL = `INSERT INTO raw_calls (project_id, session_id, client_name, tool_name, started_at_ms,
+const INSERT_CALLS_SQL = `INSERT INTO incoming_calls (project_id, session_id, client_name, tool_name, started_at_ms,
   duration_ms, outcome, response_bytes, is_empty, args_hash, duration_bucket, received_at_ms)
 SELECT ?2, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6,
   value ->> 7, value ->> 8, value ->> 9, ?3

@@ -71,6 +71,12 @@ const FIND_NEIGHBOURS = `UPDATE rollup_chunk_call_rows AS c SET neighbours_found
     WHERE c.neighbours_found = 0`;
 
 export const CALL_CHUNK_SQL = {
+  // Ingest appends to incoming_calls, which has no secondary index (the hot path stays a bare
+  // insert); the chunk moves its oldest rows, in receive order, into the indexed raw_calls.
+  moveIncomingCalls: `INSERT INTO raw_calls (call_seq, ${RAW_COLUMNS}, received_at_ms)
+    SELECT call_seq, ${RAW_COLUMNS}, received_at_ms FROM incoming_calls ORDER BY call_seq LIMIT ?1`,
+  deleteMovedCalls: `DELETE FROM incoming_calls WHERE call_seq IN (SELECT call_seq FROM incoming_calls ORDER BY call_seq LIMIT ?1)`,
+
   takeNewCalls: `${copyRows(1)}
     WHERE call_seq > ${watermark} ORDER BY call_seq LIMIT ?1`,
 
@@ -218,7 +224,7 @@ export const CALL_CHUNK_SQL = {
       (SELECT COUNT(*) FROM rollup_chunk_call_rows WHERE is_new = 1) AS new_calls,
       (SELECT COUNT(*) FROM rollup_chunk_call_rows) AS recomputed_calls,
       (SELECT COUNT(DISTINCT project_id || ' ' || hour_start_ms) FROM rollup_chunk_deltas) AS touched_hours,
-      EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > ${watermark}) AS more`,
+      EXISTS (SELECT 1 FROM incoming_calls) OR EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > ${watermark}) AS more`,
 
   clearChunkCalls: `DELETE FROM rollup_chunk_call_rows`,
   clearChunkDeltas: `DELETE FROM rollup_chunk_deltas`,
@@ -229,6 +235,8 @@ export type CallChunkReport = { new_calls: number; recomputed_calls: number; tou
 /** The statements of one calls chunk, in order; run them as one `db.batch()`. */
 export function callChunkStatements(db: D1Database, chunkCalls: number): D1PreparedStatement[] {
   return [
+    db.prepare(CALL_CHUNK_SQL.moveIncomingCalls).bind(chunkCalls),
+    db.prepare(CALL_CHUNK_SQL.deleteMovedCalls).bind(chunkCalls),
     db.prepare(CALL_CHUNK_SQL.takeNewCalls).bind(chunkCalls),
     db.prepare(CALL_CHUNK_SQL.findNeighbours),
     db.prepare(CALL_CHUNK_SQL.addNeighbours),
@@ -253,12 +261,12 @@ export function callChunkStatements(db: D1Database, chunkCalls: number): D1Prepa
 }
 
 /** Statements one calls chunk costs against the per-invocation query budget. */
-export const CALL_CHUNK_STATEMENTS = 20;
+export const CALL_CHUNK_STATEMENTS = 22;
 
 /** Runs one calls chunk; returns what it did (new_calls 0 when there was nothing to fold in). */
 export async function rollupCallChunk(db: D1Database, chunkCalls: number): Promise<CallChunkReport> {
   const results = await db.batch(callChunkStatements(db, chunkCalls));
-  const report = results[17]?.results?.[0] as CallChunkReport | undefined;
+  const report = results[CALL_CHUNK_STATEMENTS - 3]?.results?.[0] as CallChunkReport | undefined;
   if (!report) throw new Error("rollup: calls chunk returned no report");
   return report;
 }
