@@ -7,5 +7,7 @@ export interface Env {
   KEY_BUDGET: DurableObjectNamespace<KeyBudget>;
   ADMIN_TOKEN?: string;
   RAW_RETENTION_DAYS?: string;
+  /** D1 statements one rollup run may spend (default 48, the free plan; up to 1,000 on Paid). */
+  ROLLUP_MAX_QUERIES?: string;
   PRICE_PER_MILLION_TOKENS_USD?: string;
 }

@@ -2,7 +2,7 @@
 // Time comes from `controller.scheduledTime`, never the wall clock, so runs are reproducible.
 import type { Env } from "../env.ts";
 import { parseRetentionDays, runRetention } from "./retention.ts";
-import { runRollup } from "./run.ts";
+import { DEFAULT_ROLLUP_OPTIONS, runRollup } from "./run.ts";
 
 export const ROLLUP_CRON = "*/5 * * * *";
 export const RETENTION_CRON = "30 3 * * *";
@@ -10,6 +10,15 @@ export const RETENTION_CRON = "30 3 * * *";
 export { runRollup, DEFAULT_ROLLUP_OPTIONS, type RollupOptions, type RollupRunReport } from "./run.ts";
 export { runRetention, parseRetentionDays, retentionCutoffMs, type RetentionOptions, type RetentionReport } from "./retention.ts";
 export { AS_OF, CALLS_WATERMARK } from "./state.ts";
+
+/**
+ * D1 statements a rollup run may spend: `ROLLUP_MAX_QUERIES` when it is a whole number from 2 to
+ * 1,000 (D1's per-invocation limit on the Paid plan), else the free plan's default (48, under 50).
+ */
+export function parseMaxQueries(value: string | undefined): number {
+  const n = Number(value);
+  return value !== undefined && Number.isInteger(n) && n >= 2 && n <= 1000 ? n : DEFAULT_ROLLUP_OPTIONS.maxQueries;
+}
 
 export async function handleScheduled(controller: ScheduledController, env: Env): Promise<void> {
   const now = controller.scheduledTime;
@@ -24,6 +33,6 @@ export async function handleScheduled(controller: ScheduledController, env: Env)
     console.error(JSON.stringify({ event: "unknown_cron", cron: controller.cron }));
     return;
   }
-  const r = await runRollup(env.DB, now);
+  const r = await runRollup(env.DB, now, { maxQueries: parseMaxQueries(env.ROLLUP_MAX_QUERIES) });
   console.log(JSON.stringify({ event: "rollup", ...r }));
 }

@@ -9,11 +9,14 @@ import { STARTUP_CHUNK_STATEMENTS, rollupStartupChunk } from "./startups.ts";
 
 export interface RollupOptions {
   /**
-   * D1 statements one invocation may run (each statement of a batch counted as one). Default 45:
+   * D1 statements one invocation may run (each statement of a batch counted as one). Default 48:
    * under the 50 queries per invocation of the Workers Free plan (1,000 on Paid).
    */
   maxQueries?: number;
-  /** New calls per chunk (one transaction). Default 10,000. */
+  /**
+   * New calls per chunk (one transaction). Default 25,000: two chunks fit the free plan's budget, so
+   * one run folds in 50,000 calls — five minutes of one key at its default budget (SPEC §1.1).
+   */
   chunkCalls?: number;
   /** New startups per chunk; each lists up to 500 tools (SPEC §1.2). Default 200. */
   chunkStartups?: number;
@@ -22,8 +25,8 @@ export interface RollupOptions {
 }
 
 export const DEFAULT_ROLLUP_OPTIONS: Required<RollupOptions> = {
-  maxQueries: 45,
-  chunkCalls: 10_000,
+  maxQueries: 48,
+  chunkCalls: 25_000,
   chunkStartups: 200,
   chunkAgreements: 10_000,
 };

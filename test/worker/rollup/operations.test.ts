@@ -4,7 +4,7 @@ import { createScheduledController, env } from "cloudflare:test";
 import { beforeEach, describe, expect, it } from "vitest";
 import worker from "../../../src/worker/index.ts";
 import { CALL_CHUNK_STATEMENTS } from "../../../src/worker/rollup/calls.ts";
-import { AS_OF, DEFAULT_ROLLUP_OPTIONS, runRollup } from "../../../src/worker/rollup/index.ts";
+import { AS_OF, DEFAULT_ROLLUP_OPTIONS, parseMaxQueries, runRollup } from "../../../src/worker/rollup/index.ts";
 import { call, calls, countingDb, deliver, resetDb, snapshot, type TestCall } from "./fixtures.ts";
 import { referenceRollup } from "./reference.ts";
 
@@ -101,6 +101,22 @@ describe("session rows", () => {
 });
 
 describe("chunks and the query budget", () => {
+  it("takes ROLLUP_MAX_QUERIES from 2 to 1,000 (D1's Paid limit), else the free plan's default", () => {
+    expect(parseMaxQueries(undefined)).toBe(DEFAULT_ROLLUP_OPTIONS.maxQueries);
+    expect(parseMaxQueries("1")).toBe(DEFAULT_ROLLUP_OPTIONS.maxQueries);
+    expect(parseMaxQueries("2")).toBe(2);
+    expect(parseMaxQueries("999")).toBe(999);
+    expect(parseMaxQueries("1000")).toBe(1000);
+    expect(parseMaxQueries("1001")).toBe(DEFAULT_ROLLUP_OPTIONS.maxQueries);
+    expect(parseMaxQueries("12.5")).toBe(DEFAULT_ROLLUP_OPTIONS.maxQueries);
+    expect(parseMaxQueries("lots")).toBe(DEFAULT_ROLLUP_OPTIONS.maxQueries);
+  });
+
+  it("folds two default chunks (50,000 calls) into one free-plan run", () => {
+    const runs = Math.floor((DEFAULT_ROLLUP_OPTIONS.maxQueries - 2) / CALL_CHUNK_STATEMENTS);
+    expect(runs * DEFAULT_ROLLUP_OPTIONS.chunkCalls).toBeGreaterThanOrEqual(50_000);
+  });
+
   it("a tiny chunk size takes several runs and gives the same tables as one big chunk", async () => {
     const workload = [...sessionCalls(60, "s1"), ...sessionCalls(25, "s2")];
     await deliver(db, calls(workload), NOW - 1_000);
