@@ -6,11 +6,12 @@
 // Prints the figures and replaces the bench:ingest section of docs/benchmarks.md.
 import { build } from "esbuild";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
+import { writeBenchmarkSection } from "./benchmarks-md.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const tmp = join(root, ".bench-tmp", "ingest");
@@ -316,23 +317,7 @@ ${row(parseOnly)}
 ingest / parse-only = ${ratioParse.toFixed(2)}×. Result: ${verdict}.
 The gap to the floor is ingest's own work: auth, validation, budget, sessions upsert, Analytics Engine.
 `;
-  writeSection("ingest", section);
-}
-
-/** Replaces this benchmark's own section of docs/benchmarks.md (between its markers), creating the file if needed. */
-function writeSection(name, content) {
-  const path = join(root, "docs", "benchmarks.md");
-  const start = `<!-- bench:${name}:start -->`;
-  const end = `<!-- bench:${name}:end -->`;
-  const block = `${start}\n${content.trim()}\n${end}`;
-  let text = existsSync(path) ? readFileSync(path, "utf8") : "# Benchmarks\n\nEach section is written by its `npm run bench:…` script.\n";
-  const from = text.indexOf(start);
-  const to = text.indexOf(end);
-  if (from >= 0 && to > from) text = text.slice(0, from) + block + text.slice(to + end.length);
-  else text = `${text.trimEnd()}\n\n${block}\n`;
-  mkdirSync(dirname(path), { recursive: true });
-  writeFileSync(path, text);
-  console.log(`Wrote the bench:${name} section of docs/benchmarks.md`);
+  writeBenchmarkSection("ingest", section);
 }
 
 await main();

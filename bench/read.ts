@@ -2,9 +2,8 @@
 // clients, one row per tool, client and day, each with a latency histogram), against the same
 // requests over one day, in the same run, through the real worker in Miniflare over loopback HTTP.
 // Writes its section of docs/benchmarks.md.
-import { readFileSync, writeFileSync, existsSync } from "node:fs";
 import { cpus } from "node:os";
-import { fileURLToPath } from "node:url";
+import { writeBenchmarkSection } from "./benchmarks-md.mjs";
 import { durationBucket } from "../src/worker/histogram.ts";
 import { createProject, startWorker, type RunningWorker } from "../test/e2e/dashboard/start-worker.ts";
 
@@ -203,8 +202,7 @@ try {
   });
   const median = (name: string, range: string) => results.find((r) => r.name === name && r.range === range)?.timing.median ?? NaN;
   const ratio = (name: string, range: string) => (median(name, range) / median(name, "1 day")).toFixed(1);
-  const section = `<!-- bench:read:start -->
-## Read API and dashboard (\`npm run bench:read\`)
+  const section = `## Read API and dashboard (\`npm run bench:read\`)
 
 Measured ${stamp} UTC on ${cpus().length} shared CPUs. The real worker (wrangler's bundle) runs in Miniflare; requests go over
 loopback HTTP one at a time (${WARMUP} warm-up, then ${RUNS} timed, median and p95 of those). Rollup data seeded directly:
@@ -231,13 +229,8 @@ instead took over a second); a coarser rollup (e.g. per tool, client and month) 
 
 | request | range | median ms | p95 ms | min ms | answer KiB | target |
 |---|---|---|---|---|---|---|
-${rows.join("\n")}
-<!-- bench:read:end -->`;
-  const path = fileURLToPath(new URL("../docs/benchmarks.md", import.meta.url));
-  const current = existsSync(path) ? readFileSync(path, "utf8") : "# Benchmarks\n\nEach section is written by its `npm run bench:…` script.\n";
-  const pattern = /<!-- bench:read:start -->[\s\S]*?<!-- bench:read:end -->/;
-  writeFileSync(path, pattern.test(current) ? current.replace(pattern, section) : `${current.trimEnd()}\n\n${section}\n`);
-  console.log(`wrote the bench:read section of ${path}`);
+${rows.join("\n")}`;
+  writeBenchmarkSection("read", section);
 } finally {
   await worker.stop();
 }

@@ -8,11 +8,12 @@
 // median of that many runs, each on a freshly seeded database, because the machine is shared).
 import { build } from "esbuild";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { availableParallelism, cpus } from "node:os";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
+import { writeBenchmarkSection } from "./benchmarks-md.mjs";
 import { durationBucket } from "../src/worker/histogram.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -169,19 +170,6 @@ async function runSize(n: number, workerScript: string, withIncremental: boolean
   });
 }
 
-function writeSection(markdown: string) {
-  const file = join(root, "docs", "benchmarks.md");
-  const start = "<!-- bench:rollup:start -->";
-  const end = "<!-- bench:rollup:end -->";
-  const block = `${start}\n${markdown}\n${end}`;
-  const current = existsSync(file) ? readFileSync(file, "utf8") : "# Benchmarks\n";
-  const i = current.indexOf(start);
-  const j = current.indexOf(end);
-  const next = i >= 0 && j > i ? current.slice(0, i) + block + current.slice(j + end.length) : `${current.trimEnd()}\n\n${block}\n`;
-  mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, next);
-}
-
 async function main() {
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
@@ -253,7 +241,7 @@ ${checks.join("\n")}
 
 Every run was checked to count every call once (Σ calls of tool_day_metrics = ${results.map((r) => r.counted.toLocaleString("en-US")).join(", ")}; after the incremental run ${inc.counted.toLocaleString("en-US")}).`;
   console.log(`\n${md}`);
-  writeSection(md);
+  writeBenchmarkSection("rollup", md);
 }
 
 await main();

@@ -6,9 +6,8 @@
 // to the bench:sdk section of docs/benchmarks.md.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
-import { fileURLToPath } from "node:url";
+import { writeBenchmarkSection } from "./benchmarks-md.mjs";
 import { McpServer as McpServerV1 } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport as InMemoryV1 } from "@modelcontextprotocol/sdk/inMemory.js";
@@ -226,14 +225,4 @@ lines.push(
 const section = lines.join("\n");
 console.log(section);
 
-const docPath = fileURLToPath(new URL("../docs/benchmarks.md", import.meta.url));
-const START = "<!-- bench:sdk:start -->";
-const END = "<!-- bench:sdk:end -->";
-const block = `${START}\n${section}\n${END}`;
-let doc = existsSync(docPath) ? readFileSync(docPath, "utf8") : "# Benchmarks\n\nEach section is written by its `npm run bench:…` script.\n";
-if (doc.includes(START) && doc.includes(END)) {
-  doc = doc.slice(0, doc.indexOf(START)) + block + doc.slice(doc.indexOf(END) + END.length);
-} else {
-  doc = `${doc.trimEnd()}\n\n${block}\n`;
-}
-writeFileSync(docPath, doc);
+writeBenchmarkSection("sdk", section);

@@ -6,9 +6,9 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import canonicalizePackage from "canonicalize";
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
+import { writeBenchmarkSection } from "./benchmarks-md.mjs";
 import { argsHash, canonicalize, sha256Hex12 } from "../src/shared/index.ts";
 import { oneKilobyteArguments, sixtyFourKilobyteArguments, smallArguments } from "./wire/inputs.ts";
 import { type Measurement, measure } from "./wire/measure.ts";
@@ -107,13 +107,4 @@ for (const [label, m] of [
 const section = lines.join("\n");
 console.log(section);
 
-const docsPath = fileURLToPath(new URL("../docs/benchmarks.md", import.meta.url));
-const START = "<!-- bench:wire:start -->";
-const END = "<!-- bench:wire:end -->";
-const block = `${START}\n## Wire contract (\`npm run bench:wire\`)\n\n${section}\n${END}`;
-let docs = existsSync(docsPath) ? readFileSync(docsPath, "utf8") : "# Benchmarks\n";
-const start = docs.indexOf(START);
-const end = docs.indexOf(END);
-docs = start >= 0 && end > start ? docs.slice(0, start) + block + docs.slice(end + END.length) : `${docs.trimEnd()}\n\n${block}\n`;
-writeFileSync(docsPath, docs);
-console.log(`\nwrote the bench:wire section of ${docsPath}`);
+writeBenchmarkSection("wire", `## Wire contract (\`npm run bench:wire\`)\n\n${section}`);
