@@ -61,6 +61,9 @@ const args = [wrangler, "dev", "--test-scheduled"];
 if (!hasOption("--ip")) args.push("--ip", "127.0.0.1");
 if (!hasOption("--port")) args.push("--port", "8787");
 args.push(...extraArgs);
-const child = spawn(process.execPath, args, { cwd: root, stdio: "inherit" });
+// Local development needs no network: skip Miniflare's download of a real `Request.cf` object (it
+// warns on every start where Cloudflare is unreachable) and use its placeholder directly.
+const env = { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: process.env.CLOUDFLARE_CF_FETCH_ENABLED ?? "false" };
+const child = spawn(process.execPath, args, { cwd: root, stdio: "inherit", env });
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
 child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
