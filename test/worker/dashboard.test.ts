@@ -3,6 +3,7 @@
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createKey, createProject, revokeKey } from "./helpers/projects.ts";
+import { bucketValueMs, durationBucket } from "../../src/worker/histogram.ts";
 import { dayMs, getJson, histogramOf, seedHour, seedRegistered } from "./metrics/seed.ts";
 
 const COOKIE = "mcpulse_read_key";
@@ -139,6 +140,21 @@ describe("dashboard pages", () => {
     expect(html).toMatch(/id="dead-tools"[\s\S]*acme_unused/);
     // The client picker lists the clients of the range.
     expect(html).toContain('<option value="acme_cli">acme_cli</option>');
+  });
+
+  it("shows the p95 card's change against the previous period of the same length", async () => {
+    const p = await createProject();
+    // 2026-10-25..31 is the period before 2026-11-01..07: p95 goes from 100 ms to 40 ms (−60 %).
+    await seedHour({ projectId: p.project_id, hourMs: dayMs("2026-10-28") + 3_600_000, tool: "acme_search", client: "acme_cli", counters: { calls: 20, ok: 20, first_call_attempts: 20, first_call_ok: 20 }, histogram: histogramOf(Array(20).fill(100)) });
+    await seedHour({ projectId: p.project_id, hourMs: dayMs("2026-11-03") + 3_600_000, tool: "acme_search", client: "acme_cli", counters: { calls: 20, ok: 20, first_call_attempts: 20, first_call_ok: 20 }, histogram: histogramOf(Array(20).fill(40)) });
+    // Percentiles read back from histogram buckets (SPEC §2.3), as the API reports them.
+    const [before, after] = [100, 40].map((ms) => bucketValueMs(durationBucket(ms)));
+    const change = `−${((Math.abs(after! - before!) / before!) * 100).toFixed(1)}%`;
+    const p95Card = (html: string) => /data-card="p95"(?:(?!data-card=)[\s\S])*?<span class="delta (\w+)"[^>]*>([^<]*)<\/span>/.exec(html)?.slice(1);
+    const overview = await (await page("/?from=2026-11-01&to=2026-11-07", p.read_key)).text();
+    expect(p95Card(overview)).toEqual(["good", change]);
+    const tool = await (await page("/tools/acme_search?from=2026-11-01&to=2026-11-07", p.read_key)).text();
+    expect(p95Card(tool)).toEqual(["good", change]);
   });
 
   it("filters by client and renders a tool page", async () => {

@@ -64,9 +64,9 @@ export async function loadOverview(
   const [tools, previousGroups, sessions, previousSessions, series, clients, pairs, descriptions, agreement, clientRows, asOfMs] =
     await Promise.all([
       loadTools(db, projectId, range, { client }),
-      // The previous period feeds the cards' deltas; without its histograms (no p95 delta) a long range
-      // reads its rows once instead of twice (docs/benchmarks.md, bench:read).
-      sumCounterGroups(db, { projectId, startMs: previous.startMs, endMs: previous.endMs, client }, "day", "all", { histograms: false }),
+      // The previous period feeds the cards' deltas, p95 included. Its days are mostly final, so after
+      // the first read they come from the isolate's cache (db/metrics-cache.ts).
+      sumCounterGroups(db, { projectId, startMs: previous.startMs, endMs: previous.endMs, client }, "day", "all"),
       sessionsReport(db, projectId, range, { client }, price),
       sessionsReport(db, projectId, previous, { client }, price),
       timeseriesReport(db, projectId, range, grain, { client }, { latency: false }),
@@ -145,7 +145,7 @@ export async function loadToolPage(
   const [tools, previousGroups, series, clients, clientRows, pairs, regressions, descriptions, agreement, sessions, asOfMs] =
     await Promise.all([
       loadTools(db, projectId, range, { client, tool }),
-      sumCounterGroups(db, { projectId, startMs: previous.startMs, endMs: previous.endMs, client, tool }, "day", "all", { histograms: false }),
+      sumCounterGroups(db, { projectId, startMs: previous.startMs, endMs: previous.endMs, client, tool }, "day", "all"),
       timeseriesReport(db, projectId, range, grain, { client, tool }, { latency: false }),
       listClients(db, { projectId, startMs: range.startMs, endMs: range.endMs }),
       clientsReport(db, projectId, range, { tool }),

@@ -58,6 +58,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
         <Card id="empty_rate" label="Empty results" value={formatRate(t.empty_rate)} raw={t.empty_rate}
           delta={formatDelta(t.empty_rate, pt.empty_rate, { relative: false, higherIsBetter: false })} sub={`${formatInt(t.empty)} empty answers`} />
         <Card id="p95" label="p95 latency" value={formatMs(t.duration_ms.p95)} raw={t.duration_ms.p95}
+          delta={formatDelta(t.duration_ms.p95, pt.duration_ms.p95, { relative: true, higherIsBetter: false })}
           sub={`p50 ${formatMs(t.duration_ms.p50)} · p99 ${formatMs(t.duration_ms.p99)}`} />
         <Card id="sessions" label="Sessions" value={formatInt(data.sessions.sessions)} raw={data.sessions.sessions}
           delta={formatDelta(data.sessions.sessions, data.previousSessions.sessions, { relative: true, higherIsBetter: true })}
@@ -280,7 +281,8 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
         <Card id="empty_rate" label="Empty results" value={formatRate(r?.empty_rate ?? null)} raw={r?.empty_rate ?? null}
           delta={formatDelta(r?.empty_rate ?? null, p.empty_rate, { relative: false, higherIsBetter: false })} />
         <Card id="p50" label="p50" value={formatMs(r?.duration_ms.p50 ?? null)} raw={r?.duration_ms.p50 ?? null} />
-        <Card id="p95" label="p95" value={formatMs(r?.duration_ms.p95 ?? null)} raw={r?.duration_ms.p95 ?? null} />
+        <Card id="p95" label="p95" value={formatMs(r?.duration_ms.p95 ?? null)} raw={r?.duration_ms.p95 ?? null}
+          delta={formatDelta(r?.duration_ms.p95 ?? null, p.duration_ms.p95, { relative: true, higherIsBetter: false })} />
         <Card id="p99" label="p99" value={formatMs(r?.duration_ms.p99 ?? null)} raw={r?.duration_ms.p99 ?? null} />
         <Card id="response_avg" label="Avg response" value={formatChars(r?.response_bytes.avg ?? null)} raw={r?.response_bytes.avg ?? null}
           sub={r?.response_bytes.avg != null ? `≈ ${formatTokens(r.response_bytes.avg / UTF16_UNITS_PER_TOKEN)} tokens per call` : "characters of JSON"} />
