@@ -354,7 +354,9 @@ async function listTools(state: WatchState): Promise<StartupTool[]> {
   let cursor: string | undefined;
   for (let page = 0; page < MAX_TOOLS_LIST_PAGES && tools.length < MAX_STARTUP_TOOLS; page++) {
     const request = { method: "tools/list", params: cursor === undefined ? {} : { cursor } };
-    const result = (await listHandler(request, syntheticContext(state, "tools/list"))) as { tools?: unknown; nextCursor?: unknown } | undefined;
+    const handled = await listHandler(request, syntheticContext(state, "tools/list"));
+    // Each entry as tools/list returns it on the wire, after the MCP SDK's own encoding.
+    const result = (asSent(state, "tools/list", handled) ?? handled) as { tools?: unknown; nextCursor?: unknown } | undefined;
     if (!isRecord(result) || !Array.isArray(result.tools)) break;
     for (const tool of result.tools) {
       if (tools.length >= MAX_STARTUP_TOOLS) break;
@@ -369,6 +371,38 @@ async function listTools(state: WatchState): Promise<StartupTool[]> {
     cursor = result.nextCursor;
   }
   return tools;
+}
+
+/**
+ * A result as the server puts it on the wire (SPEC §4: `response_bytes` is measured "as the server
+ * sends it (after the MCP SDK's own normalisation)"; `schema_bytes` over each tool entry "as
+ * tools/list returns it"). The 2.x SDKs pass every handler result through their negotiated wire
+ * codec before sending: on revision 2026-07-28 it stamps `resultType` and the server's identity
+ * into `_meta` and drops `execution` from tool entries; on 2025-era connections it wraps
+ * non-object output schemas. The SDK's own encoder is applied here, so the length is the wire's
+ * (it is pure: it copies, never mutates). 1.x sends the handler's result as is. `undefined` means
+ * the encoder refused the result: the client then receives an error instead.
+ */
+function asSent(state: WatchState, method: string, result: unknown): unknown {
+  const low = state.shape.low as LowLevelServer & {
+    _negotiatedWireCodec?: () => { encodeResult?: (method: string, result: unknown, serverInfo: unknown) => unknown } | undefined;
+    _outboundServerInfo?: () => unknown;
+  };
+  if (!isRecord(result) || typeof low._negotiatedWireCodec !== "function") return result;
+  let codec: { encodeResult?: (method: string, result: unknown, serverInfo: unknown) => unknown } | undefined;
+  let serverInfo: unknown;
+  try {
+    codec = low._negotiatedWireCodec();
+    serverInfo = typeof low._outboundServerInfo === "function" ? low._outboundServerInfo() : undefined;
+  } catch {
+    return result; // not the shape measured in SPEC §4's facts: measure what the handler returned
+  }
+  if (!codec || typeof codec.encodeResult !== "function") return result;
+  try {
+    return codec.encodeResult(method, result, serverInfo);
+  } catch {
+    return undefined; // the MCP SDK answers an internal error instead of this result
+  }
 }
 
 function startupTool(state: WatchState, tool: unknown): StartupTool | undefined {
@@ -518,7 +552,8 @@ function finishCall(state: WatchState, call: CallInProgress, threw: boolean, res
     if (!threw && !cancelled) {
       // The JSON of the result as the server sends it; 0 when the client receives an error
       // instead, or nothing at all (a cancelled request gets no response).
-      const json = JSON.stringify(result);
+      const sent = asSent(state, "tools/call", result);
+      const json = sent === undefined ? undefined : JSON.stringify(sent);
       responseBytes = typeof json === "string" ? utf16Length(json) : 0;
     }
     const destination = state.destination;
