@@ -1,0 +1,224 @@
+// Independent end-to-end conformance of the metrics (SPEC §2, §3), through the public API only:
+// random workloads (fast-check) go through the real POST /v1/ingest of the real worker in Miniflare,
+// shuffled in random batches; the real rollup cron runs until caught up; every read route's answer
+// is compared with a plain reference written from the SPEC (conformance/reference.ts).
+import fc from "fast-check";
+import { afterAll, beforeAll, expect, test } from "vitest";
+import { createProject, startWorker, type RunningWorker } from "./dashboard/start-worker.ts";
+import { DAY_MS, CALLED_TOOLS, CLIENTS, UNCALLED_TOOLS, generateWorkload, toPayload, type Item } from "./conformance/workload.ts";
+import { Reference, dayOf, type Figures, type Received } from "./conformance/reference.ts";
+
+let worker: RunningWorker;
+
+beforeAll(async () => {
+  worker = await startWorker();
+});
+
+afterAll(async () => {
+  await worker?.stop();
+});
+
+type Project = Awaited<ReturnType<typeof createProject>>;
+
+async function rowCount(project: Project): Promise<number> {
+  const row = await worker.db
+    .prepare(
+      "SELECT (SELECT COUNT(*) FROM incoming_calls WHERE project_id = ?1) + (SELECT COUNT(*) FROM raw_calls WHERE project_id = ?1) + " +
+        "(SELECT COUNT(*) FROM raw_startups WHERE project_id = ?1) + (SELECT COUNT(*) FROM raw_agreements WHERE project_id = ?1) AS n",
+    )
+    .bind(project.project_id)
+    .first<{ n: number }>();
+  return row?.n ?? 0;
+}
+
+/** Sends the batches in order, waiting for each one's rows to land (receive order decides ties, SPEC §2.2). */
+async function send(project: Project, items: Item[], batchSizes: number[], offsetsMin: number[]): Promise<Received<Item>[]> {
+  const received: Received<Item>[] = [];
+  let at = 0;
+  for (const size of batchSizes) {
+    const batch = items.slice(at, at + size);
+    const before = Date.now();
+    const res = await fetch(`${worker.url}/v1/ingest`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${project.ingest_key}`, "content-type": "application/json" },
+      body: JSON.stringify({ batch: batch.map((item, i) => toPayload(item, offsetsMin[at + i]!)) }),
+    });
+    expect(res.status).toBe(202);
+    batch.forEach((item, i) => received.push({ ...item, seq: at + i, receivedMs: before }));
+    at += size;
+    const deadline = Date.now() + 20_000;
+    while ((await rowCount(project)) < at) {
+      if (Date.now() > deadline) throw new Error(`only ${await rowCount(project)} of ${at} rows landed`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  return received;
+}
+
+async function api<T>(project: Project, path: string): Promise<T> {
+  const res = await fetch(`${worker.url}${path}`, { headers: { authorization: `Bearer ${project.read_key}` } });
+  if (res.status !== 200) throw new Error(`${path}: HTTP ${res.status} ${await res.text()}`);
+  return (await res.json()) as T;
+}
+
+/** Runs the cron until a run catches up (as_of = its scheduledTime, docs/metrics.md), then once more (idempotent). */
+async function rollUpFully(project: Project): Promise<void> {
+  for (let run = 0; run < 20; run++) {
+    const scheduledTime = new Date();
+    await worker.runRollup(scheduledTime);
+    const { as_of } = await api<{ as_of: string | null }>(project, "/v1/metrics/tools");
+    if (as_of === scheduledTime.toISOString()) {
+      await worker.runRollup(new Date());
+      return;
+    }
+  }
+  throw new Error("the rollup never caught up");
+}
+
+type ApiFigures = Omit<Figures, "exact"> & { duration_ms: { p50: number | null; p95: number | null; p99: number | null } };
+
+/** SPEC §2.3: within 5 % of the exact nearest-rank value, or within 1 ms under 20 ms. */
+function expectPercentile(actual: number | null, exact: number | null, what: string): void {
+  if (exact === null) return expect(actual, what).toBeNull();
+  expect(actual, what).not.toBeNull();
+  const tolerance = exact < 20 ? Math.max(1, 0.05 * exact) : 0.05 * exact;
+  expect(Math.abs(actual! - exact), `${what}: ${actual} vs exact ${exact}`).toBeLessThanOrEqual(tolerance);
+}
+
+function expectFigures(actual: ApiFigures | undefined, expected: Figures, what: string): void {
+  expect(actual, what).toBeDefined();
+  const { exact, ...counters } = expected;
+  const { duration_ms, ...rest } = actual!;
+  expect(rest, what).toMatchObject(counters);
+  expectPercentile(duration_ms.p50, exact.p50, `${what} p50`);
+  expectPercentile(duration_ms.p95, exact.p95, `${what} p95`);
+  expectPercentile(duration_ms.p99, exact.p99, `${what} p99`);
+}
+
+function qs(params: Record<string, string | undefined>): string {
+  const entries = Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined);
+  return new URLSearchParams(entries).toString();
+}
+
+async function checkTools(project: Project, ref: Reference, from: string, to: string, filters: { client?: string; tool?: string }) {
+  const what = `/tools ${qs({ from, to, ...filters })}`;
+  const body = await api<{ from: string; to: string; tools: (ApiFigures & Record<string, unknown>)[] }>(project, `/v1/metrics/tools?${qs({ from, to, ...filters })}`);
+  expect([body.from, body.to]).toEqual([from, to]);
+  const expected = ref.tools(from, to, filters);
+  expect(body.tools.map((t) => t.tool_name).sort(), what).toEqual([...expected.keys()].sort());
+  for (const row of body.tools) {
+    const e = expected.get(row.tool_name as string)!;
+    const { schema_bytes, registered, dead, policy, ...figures } = e;
+    expectFigures(row, figures, `${what} ${row.tool_name}`);
+    expect({ schema_bytes: row.schema_bytes, registered: row.registered, dead: row.dead, policy: row.policy }, `${what} ${row.tool_name}`).toEqual({
+      schema_bytes, registered, dead, policy,
+    });
+  }
+  // Ordered by calls (most first), then name (docs/read-api.md).
+  const order = body.tools.map((t) => [t.calls, t.tool_name as string] as const);
+  expect(order).toEqual([...order].sort((a, b) => b[0] - a[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0)));
+}
+
+async function checkClients(project: Project, ref: Reference, from: string, to: string, filters: { client?: string; tool?: string }) {
+  const what = `/clients ${qs({ from, to, ...filters })}`;
+  const body = await api<{ clients: (ApiFigures & { client_name: string })[] }>(project, `/v1/metrics/clients?${qs({ from, to, ...filters })}`);
+  const expected = ref.clients(from, to, filters);
+  expect(body.clients.map((c) => c.client_name).sort(), what).toEqual([...expected.keys()].sort());
+  for (const row of body.clients) expectFigures(row, expected.get(row.client_name)!, `${what} ${row.client_name}`);
+}
+
+async function checkPairs(project: Project, ref: Reference, from: string, to: string, filters: { client?: string; tool?: string }) {
+  const body = await api<{ pairs: { from_tool: string; to_tool: string; count: number }[] }>(project, `/v1/metrics/pairs?${qs({ from, to, ...filters })}`);
+  const actual = Object.fromEntries(body.pairs.map((p) => [`${p.from_tool} -> ${p.to_tool}`, p.count]));
+  expect(actual, `/pairs ${qs({ from, to, ...filters })}`).toEqual(Object.fromEntries(ref.pairs(from, to, filters)));
+  const counts = body.pairs.map((p) => p.count);
+  expect(counts).toEqual([...counts].sort((a, b) => b - a));
+}
+
+async function checkSessions(project: Project, ref: Reference, from: string, to: string, client?: string) {
+  const body = await api<Record<string, unknown>>(project, `/v1/metrics/sessions?${qs({ from, to, client })}`);
+  const { as_of: _asOf, ...figures } = body;
+  expect(figures, `/sessions ${qs({ from, to, client })}`).toEqual(ref.sessions(from, to, { client }));
+}
+
+async function checkTimeseries(project: Project, ref: Reference, from: string, to: string, grain: "day" | "hour", filters: { client?: string; tool?: string }) {
+  const what = `/timeseries ${qs({ from, to, grain, ...filters })}`;
+  const body = await api<{ grain: string; buckets: (ApiFigures & { start: string })[] }>(project, `/v1/metrics/timeseries?${qs({ from, to, grain, ...filters })}`);
+  expect(body.grain).toBe(grain);
+  const expected = ref.timeseries(from, to, grain, filters);
+  expect(body.buckets.map((b) => b.start), what).toEqual(expected.map((b) => b.start));
+  body.buckets.forEach((b, i) => expectFigures(b, expected[i]!.figures, `${what} ${b.start}`));
+}
+
+async function checkDescriptions(project: Project, ref: Reference) {
+  type Churn = { tool_name: string; schema_hash: string; registered: boolean; description_versions: number; descriptions: { description_hash: string; startups: number; first_seen: string; last_seen: string }[] };
+  const body = await api<{ churn: Churn[]; convergence: { description_norm: string; tools: string[] }[] }>(project, "/v1/metrics/descriptions");
+  const expected = ref.descriptions();
+  const churn = body.churn
+    .map((c) => ({
+      ...c,
+      descriptions: c.descriptions
+        .map(({ description_hash, startups }) => ({ description_hash, startups }))
+        .sort((a, b) => a.description_hash.localeCompare(b.description_hash)),
+    }))
+    .sort((a, b) => `${a.tool_name} ${a.schema_hash}`.localeCompare(`${b.tool_name} ${b.schema_hash}`));
+  expect(churn, "/descriptions churn").toEqual(expected.churn);
+  const convergence = body.convergence
+    .map((c) => ({ description_norm: c.description_norm, tools: [...c.tools].sort() }))
+    .sort((a, b) => a.description_norm.localeCompare(b.description_norm));
+  expect(convergence, "/descriptions convergence").toEqual(expected.convergence);
+}
+
+async function checkAgreement(project: Project, ref: Reference, from: string, to: string) {
+  type Row = { field: string; tool_a: string; tool_b: string; checks: number; disagreements: number; disagreement_rate: number | null };
+  const body = await api<{ agreement: Row[]; silent: { field: string; tools: string[] }[] }>(project, `/v1/metrics/agreement?${qs({ from, to })}`);
+  const expected = ref.agreement(from, to);
+  const agreement = [...body.agreement].sort((a, b) => `${a.field} ${a.tool_a} ${a.tool_b}`.localeCompare(`${b.field} ${b.tool_a} ${b.tool_b}`));
+  expect(agreement, `/agreement ${from}..${to}`).toEqual(expected.agreement);
+  const silent = [...body.silent].sort((a, b) => a.field.localeCompare(b.field));
+  expect(silent, `/agreement silent ${from}..${to}`).toEqual(expected.silent);
+}
+
+let runNumber = 0;
+
+test("every read route equals a reference computed from SPEC §2 over random workloads", async () => {
+  await fc.assert(
+    fc.asyncProperty(fc.gen(), async (g) => {
+      const nowMs = Date.now();
+      const workload = generateWorkload(g, nowMs);
+      const project = await createProject(worker, `conformance ${++runNumber}`);
+      const received = await send(project, workload.items, workload.batchSizes, workload.offsetsMin);
+      await rollUpFully(project);
+      const ref = new Reference(received);
+
+      const today = dayOf(nowMs);
+      const yesterday = dayOf(nowMs - DAY_MS);
+      const weekStart = dayOf(nowMs - 6 * DAY_MS);
+      const fourDaysAgo = dayOf(nowMs - 4 * DAY_MS);
+      const ranges: [string, string][] = [[weekStart, today], [yesterday, today], [fourDaysAgo, fourDaysAgo], [weekStart, yesterday]];
+      const filterSets: { client?: string; tool?: string }[] = [
+        {},
+        ...CLIENTS.map((client) => ({ client })),
+        { tool: CALLED_TOOLS[0] },
+        { tool: UNCALLED_TOOLS[0] },
+        { client: CLIENTS[0], tool: CALLED_TOOLS[1] },
+      ];
+      for (const [from, to] of ranges) {
+        for (const filters of filterSets) {
+          await checkTools(project, ref, from, to, filters);
+          await checkClients(project, ref, from, to, filters);
+          await checkPairs(project, ref, from, to, filters);
+        }
+        await checkSessions(project, ref, from, to);
+        for (const client of CLIENTS) await checkSessions(project, ref, from, to, client);
+        await checkAgreement(project, ref, from, to);
+      }
+      await checkTimeseries(project, ref, weekStart, today, "day", {});
+      await checkTimeseries(project, ref, weekStart, today, "day", { client: CLIENTS[1] });
+      await checkTimeseries(project, ref, yesterday, today, "hour", {});
+      await checkTimeseries(project, ref, yesterday, today, "hour", { tool: CALLED_TOOLS[2] });
+      await checkDescriptions(project, ref);
+    }),
+    { numRuns: 6, endOnFailure: true },
+  );
+}, 300_000);
