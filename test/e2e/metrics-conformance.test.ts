@@ -5,7 +5,7 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { createProject, startWorker, type RunningWorker } from "./dashboard/start-worker.ts";
-import { DAY_MS, CALLED_TOOLS, CLIENTS, UNCALLED_TOOLS, generateWorkload, toPayload, type Item } from "./conformance/workload.ts";
+import { DAY_MS, CALLED_TOOLS, CLIENTS, UNCALLED_TOOLS, generateWorkload, toPayload, type Item, type WireStyle } from "./conformance/workload.ts";
 import { Reference, dayOf, type Figures, type Received } from "./conformance/reference.ts";
 
 let worker: RunningWorker;
@@ -32,25 +32,27 @@ async function rowCount(project: Project): Promise<number> {
 }
 
 /** Sends the batches in order, waiting for each one's rows to land (receive order decides ties, SPEC §2.2). */
-async function send(project: Project, items: Item[], batchSizes: number[], offsetsMin: number[]): Promise<Received<Item>[]> {
+async function send(project: Project, items: Item[], batchSizes: number[], wire: WireStyle[], rollupAfter: boolean[]): Promise<Received<Item>[]> {
   const received: Received<Item>[] = [];
   let at = 0;
-  for (const size of batchSizes) {
+  for (const [b, size] of batchSizes.entries()) {
     const batch = items.slice(at, at + size);
     const before = Date.now();
     const res = await fetch(`${worker.url}/v1/ingest`, {
       method: "POST",
       headers: { authorization: `Bearer ${project.ingest_key}`, "content-type": "application/json" },
-      body: JSON.stringify({ batch: batch.map((item, i) => toPayload(item, offsetsMin[at + i]!)) }),
+      body: JSON.stringify({ batch: batch.map((item, i) => toPayload(item, wire[at + i]!)) }),
     });
     expect(res.status).toBe(202);
-    batch.forEach((item, i) => received.push({ ...item, seq: at + i, receivedMs: before }));
     at += size;
     const deadline = Date.now() + 20_000;
     while ((await rowCount(project)) < at) {
       if (Date.now() > deadline) throw new Error(`only ${await rowCount(project)} of ${at} rows landed`);
       await new Promise((r) => setTimeout(r, 20));
     }
+    const landed = Date.now();
+    batch.forEach((item, i) => received.push({ ...item, seq: at - size + i, receivedMs: before, landedMs: landed }));
+    if (rollupAfter[b]) await worker.runRollup(new Date());
   }
   return received;
 }
@@ -150,29 +152,43 @@ async function checkTimeseries(project: Project, ref: Reference, from: string, t
   body.buckets.forEach((b, i) => expectFigures(b, expected[i]!.figures, `${what} ${b.start}`));
 }
 
-async function checkDescriptions(project: Project, ref: Reference) {
+async function checkDescriptions(project: Project, ref: Reference, tool?: string) {
   type Churn = { tool_name: string; schema_hash: string; registered: boolean; description_versions: number; descriptions: { description_hash: string; startups: number; first_seen: string; last_seen: string }[] };
-  const body = await api<{ churn: Churn[]; convergence: { description_norm: string; tools: string[] }[] }>(project, "/v1/metrics/descriptions");
-  const expected = ref.descriptions();
+  const body = await api<{ churn: Churn[]; convergence: { description_norm: string; tools: string[] }[] }>(project, `/v1/metrics/descriptions?${qs({ tool })}`);
+  const expected = ref.descriptions(tool);
   const churn = body.churn
     .map((c) => ({
       ...c,
-      descriptions: c.descriptions
-        .map(({ description_hash, startups }) => ({ description_hash, startups }))
-        .sort((a, b) => a.description_hash.localeCompare(b.description_hash)),
+      descriptions: [...c.descriptions].sort((a, b) => a.description_hash.localeCompare(b.description_hash)),
     }))
     .sort((a, b) => `${a.tool_name} ${a.schema_hash}`.localeCompare(`${b.tool_name} ${b.schema_hash}`));
-  expect(churn, "/descriptions churn").toEqual(expected.churn);
+  // first/last seen are receive times: within the interval the startup's batch was sent and landed in.
+  expect(churn.map(({ descriptions, ...c }) => ({ ...c, descriptions: descriptions.map((d) => [d.description_hash, d.startups]) })), `/descriptions churn ${tool ?? ""}`).toEqual(
+    expected.churn.map(({ descriptions, ...c }) => ({ ...c, descriptions: descriptions.map((d) => [d.description_hash, d.startups]) })),
+  );
+  churn.forEach((c, i) =>
+    c.descriptions.forEach((d, j) => {
+      const e = expected.churn[i]!.descriptions[j]!;
+      const first = Date.parse(d.first_seen);
+      const last = Date.parse(d.last_seen);
+      expect(first >= e.firstFrom && first <= e.firstTo && last >= e.lastFrom && last <= e.lastTo, `${c.tool_name} ${d.description_hash} seen ${d.first_seen}..${d.last_seen}`).toBe(true);
+    }),
+  );
+  // The versions of a churn entry are listed in the order they were first seen.
+  for (const c of body.churn) {
+    const firsts = c.descriptions.map((d) => d.first_seen);
+    expect(firsts).toEqual([...firsts].sort());
+  }
   const convergence = body.convergence
     .map((c) => ({ description_norm: c.description_norm, tools: [...c.tools].sort() }))
     .sort((a, b) => a.description_norm.localeCompare(b.description_norm));
-  expect(convergence, "/descriptions convergence").toEqual(expected.convergence);
+  expect(convergence, `/descriptions convergence ${tool ?? ""}`).toEqual(expected.convergence);
 }
 
-async function checkAgreement(project: Project, ref: Reference, from: string, to: string) {
+async function checkAgreement(project: Project, ref: Reference, from: string, to: string, tool?: string) {
   type Row = { field: string; tool_a: string; tool_b: string; checks: number; disagreements: number; disagreement_rate: number | null };
-  const body = await api<{ agreement: Row[]; silent: { field: string; tools: string[] }[] }>(project, `/v1/metrics/agreement?${qs({ from, to })}`);
-  const expected = ref.agreement(from, to);
+  const body = await api<{ agreement: Row[]; silent: { field: string; tools: string[] }[] }>(project, `/v1/metrics/agreement?${qs({ from, to, tool })}`);
+  const expected = ref.agreement(from, to, tool);
   const agreement = [...body.agreement].sort((a, b) => `${a.field} ${a.tool_a} ${a.tool_b}`.localeCompare(`${b.field} ${b.tool_a} ${b.tool_b}`));
   expect(agreement, `/agreement ${from}..${to}`).toEqual(expected.agreement);
   const silent = [...body.silent].sort((a, b) => a.field.localeCompare(b.field));
@@ -180,6 +196,16 @@ async function checkAgreement(project: Project, ref: Reference, from: string, to
 }
 
 let runNumber = 0;
+const covered = new Set<string>();
+/** Every edge case the runs must have met between them (Reference.coverage names them). */
+const MUST_COVER = [
+  "retry at gap 0", "retry at gap 30,000 ms", "no retry just over 30,000 ms", "no retry just under gap 0",
+  "same-hash repeat in the window", "tied started_at", "retry in another client", "chain of 3+",
+  "session crossing a UTC midnight", "client switch in a session", "duration 0", "duration over 1,000 s",
+  "calls days old", "calls today", "dead tool", "uncalled tool exempt by policy", "dead tool with an all-false policy",
+  "called tool not registered", "several startups in a session", "description churn", "converged descriptions",
+  "silent declared field", "mixed verdicts",
+];
 
 test("every read route equals a reference computed from SPEC §2 over random workloads", async () => {
   await fc.assert(
@@ -187,9 +213,10 @@ test("every read route equals a reference computed from SPEC §2 over random wor
       const nowMs = Date.now();
       const workload = generateWorkload(g, nowMs);
       const project = await createProject(worker, `conformance ${++runNumber}`);
-      const received = await send(project, workload.items, workload.batchSizes, workload.offsetsMin);
+      const received = await send(project, workload.items, workload.batchSizes, workload.wire, workload.rollupAfter);
       await rollUpFully(project);
       const ref = new Reference(received);
+      for (const feature of ref.coverage()) covered.add(feature);
 
       const today = dayOf(nowMs);
       const yesterday = dayOf(nowMs - DAY_MS);
@@ -212,13 +239,22 @@ test("every read route equals a reference computed from SPEC §2 over random wor
         await checkSessions(project, ref, from, to);
         for (const client of CLIENTS) await checkSessions(project, ref, from, to, client);
         await checkAgreement(project, ref, from, to);
+        await checkAgreement(project, ref, from, to, CALLED_TOOLS[1]);
+        await checkAgreement(project, ref, from, to, UNCALLED_TOOLS[2]);
       }
+      // No from/to: the last 7 days, today included (SPEC §3).
+      const byDefault = await api<{ from: string; to: string }>(project, "/v1/metrics/tools");
+      expect([byDefault.from, byDefault.to]).toEqual([weekStart, today]);
+      await checkTools(project, ref, weekStart, today, {});
       await checkTimeseries(project, ref, weekStart, today, "day", {});
       await checkTimeseries(project, ref, weekStart, today, "day", { client: CLIENTS[1] });
       await checkTimeseries(project, ref, yesterday, today, "hour", {});
       await checkTimeseries(project, ref, yesterday, today, "hour", { tool: CALLED_TOOLS[2] });
+      await checkTimeseries(project, ref, weekStart, today, "hour", { client: CLIENTS[2], tool: CALLED_TOOLS[0] });
       await checkDescriptions(project, ref);
+      for (const tool of [...CALLED_TOOLS, ...UNCALLED_TOOLS]) await checkDescriptions(project, ref, tool);
     }),
-    { numRuns: 6, endOnFailure: true },
+    { numRuns: 8, endOnFailure: true },
   );
+  expect(MUST_COVER.filter((feature) => !covered.has(feature)), "edge cases no run met").toEqual([]);
 }, 300_000);

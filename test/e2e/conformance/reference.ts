@@ -3,7 +3,8 @@
 // the reading of docs/metrics.md / docs/read-api.md is used and named in a comment.
 import { DAY_MS, HOUR_MS, type Call, type Item, type Startup, type StartupTool, type Verdict } from "./workload.ts";
 
-export type Received<T> = T & { seq: number; receivedMs: number };
+/** An item with its receive order and the interval its batch was received in (sent … landed). */
+export type Received<T> = T & { seq: number; receivedMs: number; landedMs: number };
 
 export type Figures = {
   calls: number; ok: number; empty: number; bad_args: number; tool_error: number; crashed: number;
@@ -33,7 +34,10 @@ function nearestRank(sorted: number[], p: number): number | null {
   return sorted[rank - 1]!;
 }
 
-const byStartThenReceive = (a: Received<Call>, b: Received<Call>) => a.startedMs - b.startedMs || a.seq - b.seq;
+const byStartThenReceive = (a: Received<Call>, b: Received<Call>) => a.startedUs - b.startedUs || a.seq - b.seq;
+
+/** The millisecond a call started in (its hour and day are those of this instant). */
+export const startedMs = (c: Call) => Math.floor(c.startedUs / 1000);
 
 export function dayOf(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
@@ -61,14 +65,75 @@ export class Reference {
       for (let i = 0; i + 1 < seq.length; i++) {
         const c = seq[i]!;
         const n = seq[i + 1]!;
-        const gap = n.startedMs - (c.startedMs + c.duration_ms);
-        if (gap >= 0 && gap <= 30_000 && n.args_hash !== c.args_hash) {
+        const gapUs = n.startedUs - (c.startedUs + c.duration_ms * 1000);
+        if (gapUs >= 0 && gapUs <= 30_000_000 && n.args_hash !== c.args_hash) {
           c.wasRetried = true;
           n.isRetry = true;
         }
       }
     }
     this.calls = flagged;
+  }
+
+  /**
+   * Which edge cases this workload exercised, so the test can insist that the runs together covered
+   * them (a conformance test that never meets a 30,000 ms gap proves nothing about it).
+   */
+  coverage(): Set<string> {
+    const seen = new Set<string>();
+    const sequences = new Map<string, FlaggedCall[]>();
+    for (const c of this.calls) {
+      const key = `${c.session_id}\u0000${c.tool_name}`;
+      sequences.set(key, [...(sequences.get(key) ?? []), c]);
+    }
+    for (const seq of sequences.values()) {
+      seq.sort(byStartThenReceive);
+      let chain = 1;
+      for (let i = 0; i + 1 < seq.length; i++) {
+        const c = seq[i]!;
+        const n = seq[i + 1]!;
+        const gapUs = n.startedUs - (c.startedUs + c.duration_ms * 1000);
+        const differs = n.args_hash !== c.args_hash;
+        if (gapUs === 0 && differs) seen.add("retry at gap 0");
+        if (gapUs === 30_000_000 && differs) seen.add("retry at gap 30,000 ms");
+        if (gapUs > 30_000_000 && gapUs <= 30_001_000 && differs) seen.add("no retry just over 30,000 ms");
+        if (gapUs < 0 && gapUs >= -1_000 && differs) seen.add("no retry just under gap 0");
+        if (gapUs >= 0 && gapUs <= 30_000_000 && !differs) seen.add("same-hash repeat in the window");
+        if (n.startedUs === c.startedUs) seen.add("tied started_at");
+        if (n.isRetry && dayOf(startedMs(n)) !== dayOf(startedMs(c))) seen.add("retry across a UTC midnight");
+        if (n.isRetry && n.client_name !== c.client_name) seen.add("retry in another client");
+        chain = n.isRetry ? chain + 1 : 1;
+        if (chain >= 3) seen.add("chain of 3+");
+      }
+    }
+    const sessionDays = new Map<string, Set<string>>();
+    for (const c of this.calls) sessionDays.set(c.session_id, (sessionDays.get(c.session_id) ?? new Set()).add(dayOf(startedMs(c))));
+    if ([...sessionDays.values()].some((d) => d.size > 1)) seen.add("session crossing a UTC midnight");
+    const sessionClients = new Map<string, Set<string>>();
+    for (const c of this.calls) sessionClients.set(c.session_id, (sessionClients.get(c.session_id) ?? new Set()).add(c.client_name));
+    if ([...sessionClients.values()].some((cl) => cl.size > 1)) seen.add("client switch in a session");
+    if (this.calls.some((c) => c.duration_ms === 0)) seen.add("duration 0");
+    if (this.calls.some((c) => c.duration_ms >= 1_000_000)) seen.add("duration over 1,000 s");
+    const today = dayOf(Date.now());
+    if (this.calls.some((c) => dayOf(startedMs(c)) < dayOf(Date.now() - 3 * DAY_MS))) seen.add("calls days old");
+    if (this.calls.some((c) => dayOf(startedMs(c)) === today)) seen.add("calls today");
+    const registered = this.registered();
+    const called = new Set(this.calls.map((c) => c.tool_name));
+    for (const t of registered.values()) {
+      if (called.has(t.name)) continue;
+      const flagged = t.policy && (t.policy.requires_authorization || t.policy.requires_verified_identity);
+      seen.add(flagged ? "uncalled tool exempt by policy" : "dead tool");
+      if (t.policy && !flagged) seen.add("dead tool with an all-false policy");
+    }
+    if ([...called].some((t) => !registered.has(t))) seen.add("called tool not registered");
+    if (new Set(this.startups.map((s) => s.session_id)).size < this.startups.length) seen.add("several startups in a session");
+    const { churn, convergence } = this.descriptions();
+    if (churn.length > 0) seen.add("description churn");
+    if (convergence.length > 0) seen.add("converged descriptions");
+    const { silent, agreement } = this.agreement("0000-00-00", "9999-99-99");
+    if (silent.length > 0) seen.add("silent declared field");
+    if (agreement.some((a) => a.disagreements > 0 && a.disagreements < a.checks)) seen.add("mixed verdicts");
+    return seen;
   }
 
   /** §2.1–2.3 over a set of calls. A chain counts where its first call is; a retry where it is. */
@@ -99,7 +164,7 @@ export class Reference {
   /** Calls whose UTC day of started_at is in [from, to] (§2: rows are per hour of the call), filtered. */
   callsIn(from: string, to: string, filters: { client?: string; tool?: string } = {}): FlaggedCall[] {
     return this.calls.filter((c) => {
-      const day = dayOf(c.startedMs);
+      const day = dayOf(startedMs(c));
       return day >= from && day <= to && (filters.client === undefined || c.client_name === filters.client) &&
         (filters.tool === undefined || c.tool_name === filters.tool);
     });
@@ -158,7 +223,7 @@ export class Reference {
         const a = calls[i]!;
         const b = calls[i + 1]!;
         if (a.tool_name === b.tool_name) continue;
-        const day = dayOf(a.startedMs);
+        const day = dayOf(startedMs(a));
         if (day < from || day > to) continue;
         if (filters.client !== undefined && a.client_name !== filters.client) continue;
         if (filters.tool !== undefined && a.tool_name !== filters.tool && b.tool_name !== filters.tool) continue;
@@ -185,7 +250,7 @@ export class Reference {
       return s;
     };
     for (const c of this.calls) {
-      const s = touch(c.session_id, c.startedMs, c.seq, c.client_name);
+      const s = touch(c.session_id, c.startedUs / 1000, c.seq, c.client_name);
       s.calls++;
       s.bytes += c.response_bytes;
     }
@@ -224,7 +289,7 @@ export class Reference {
     const inRange = this.callsIn(from, to, filters);
     const buckets: { start: string; figures: Figures }[] = [];
     for (let t = start; t < end; t += step) {
-      buckets.push({ start: new Date(t).toISOString(), figures: Reference.figures(inRange.filter((c) => c.startedMs >= t && c.startedMs < t + step)) });
+      buckets.push({ start: new Date(t).toISOString(), figures: Reference.figures(inRange.filter((c) => startedMs(c) >= t && startedMs(c) < t + step)) });
     }
     return buckets;
   }
@@ -235,13 +300,19 @@ export class Reference {
    * sharing their latest description_norm (the empty description's norm and a missing norm excluded,
    * docs/read-api.md).
    */
-  descriptions() {
-    const versions = new Map<string, Map<string, number>>();
-    for (const st of this.startups) {
+  descriptions(tool?: string) {
+    type Seen = { startups: number; firstFrom: number; firstTo: number; lastFrom: number; lastTo: number };
+    const versions = new Map<string, Map<string, Seen>>();
+    for (const st of [...this.startups].sort((a, b) => a.seq - b.seq)) {
       for (const t of st.tools) {
+        if (tool !== undefined && t.name !== tool) continue;
         const key = `${t.name}\u0000${t.schema_hash}`;
-        const descs = versions.get(key) ?? new Map<string, number>();
-        descs.set(t.description_hash, (descs.get(t.description_hash) ?? 0) + 1);
+        const descs = versions.get(key) ?? new Map<string, Seen>();
+        const seen = descs.get(t.description_hash) ?? { startups: 0, firstFrom: st.receivedMs, firstTo: st.landedMs, lastFrom: 0, lastTo: 0 };
+        seen.startups++;
+        seen.lastFrom = st.receivedMs;
+        seen.lastTo = st.landedMs;
+        descs.set(t.description_hash, seen);
         versions.set(key, descs);
       }
     }
@@ -252,7 +323,7 @@ export class Reference {
         const [tool_name, schema_hash] = key.split("\u0000") as [string, string];
         return {
           tool_name, schema_hash, registered: registered.has(tool_name), description_versions: descs.size,
-          descriptions: [...descs].map(([description_hash, startups]) => ({ description_hash, startups })).sort((a, b) => a.description_hash.localeCompare(b.description_hash)),
+          descriptions: [...descs].map(([description_hash, seen]) => ({ description_hash, ...seen })).sort((a, b) => a.description_hash.localeCompare(b.description_hash)),
         };
       })
       .sort((a, b) => `${a.tool_name} ${a.schema_hash}`.localeCompare(`${b.tool_name} ${b.schema_hash}`));
@@ -262,18 +333,19 @@ export class Reference {
       groups.set(t.description_norm, [...(groups.get(t.description_norm) ?? []), t.name]);
     }
     const convergence = [...groups]
-      .filter(([, tools]) => tools.length >= 2)
+      .filter(([, tools]) => tools.length >= 2 && (tool === undefined || tools.includes(tool)))
       .map(([description_norm, tools]) => ({ description_norm, tools: tools.sort() }))
       .sort((a, b) => a.description_norm.localeCompare(b.description_norm));
     return { churn, convergence };
   }
 
   /** §2.5 agreement per (field, tool_a, tool_b) as sent, by UTC day of checked_at; silent declared fields. */
-  agreement(from: string, to: string) {
+  agreement(from: string, to: string, tool?: string) {
     const rows = new Map<string, { field: string; tool_a: string; tool_b: string; checks: number; disagreements: number }>();
     for (const v of this.verdicts) {
       const day = dayOf(v.checkedMs);
       if (day < from || day > to) continue;
+      if (tool !== undefined && v.tool_a !== tool && v.tool_b !== tool) continue;
       const key = `${v.field}\u0000${v.tool_a}\u0000${v.tool_b}`;
       const row = rows.get(key) ?? { field: v.field, tool_a: v.tool_a, tool_b: v.tool_b, checks: 0, disagreements: 0 };
       row.checks++;
@@ -286,7 +358,9 @@ export class Reference {
     }
     const withVerdicts = new Set([...rows.values()].map((r) => r.field));
     const silent = [...declared]
-      .filter(([field]) => !withVerdicts.has(field))
+      // With a tool filter: fields declared with that tool and no verdict involving it in the range
+      // (our reading; SPEC §2.5 has no filter).
+      .filter(([field, tools]) => !withVerdicts.has(field) && (tool === undefined || tools.has(tool)))
       .map(([field, tools]) => ({ field, tools: [...tools].sort() }))
       .sort((a, b) => a.field.localeCompare(b.field));
     const agreement = [...rows.values()]

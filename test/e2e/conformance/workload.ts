@@ -14,7 +14,8 @@ export type Call = {
   session_id: string;
   client_name: string;
   tool_name: string;
-  startedMs: number;
+  /** started_at in whole microseconds since the epoch (producers send up to nanoseconds, SPEC §1.2). */
+  startedUs: number;
   duration_ms: number;
   outcome: Outcome;
   response_bytes: number;
@@ -56,8 +57,10 @@ export type Workload = {
   /** Items in the order they are sent (receive order); `batches` splits this list. */
   items: Item[];
   batchSizes: number[];
-  /** How each item's timestamp is written on the wire: UTC `Z` or a ±hh:mm offset (minutes). */
-  offsetsMin: number[];
+  /** Whether the rollup cron runs after each batch has landed. */
+  rollupAfter: boolean[];
+  /** How each item is written on the wire (timestamp offset and digits, omitted zero values). */
+  wire: WireStyle[];
 };
 
 export const CALLED_TOOLS = ["search_orders", "get_order", "update_order", "list_items", "legacy_lookup"] as const;
@@ -101,6 +104,8 @@ export function generateWorkload(g: Gen, nowMs: number): Workload {
     midnight - DAY_MS + 9 * HOUR_MS,
     midnight - 4 * DAY_MS + 13 * HOUR_MS,
     midnight - 5 * DAY_MS - 3 * HOUR_MS,
+    // The first day of the default 7-day range; still under the 7-day limit at any time of day.
+    midnight - 6 * DAY_MS + HOUR_MS,
     Math.min(midnight + 2 * HOUR_MS, nowMs - 3 * HOUR_MS),
   ];
   const sessionCount = g(fc.integer, { min: 4, max: 6 });
@@ -113,21 +118,23 @@ export function generateWorkload(g: Gen, nowMs: number): Workload {
     const switchAt = g(fc.integer, { min: 1, max: callCount + 5 });
     // Few tools per session, so one tool's calls often follow each other (retry edges get exercised).
     const tools = [pick(g, CALLED_TOOLS), pick(g, CALLED_TOOLS), pick(g, CALLED_TOOLS)];
-    let start = pick(g, sessionStarts) + g(fc.integer, { min: 0, max: 59_999 });
+    let start = (pick(g, sessionStarts) + g(fc.integer, { min: 0, max: 59_999 })) * 1000;
     let prev: Call | undefined;
     for (let i = 0; i < callCount; i++) {
       if (prev) {
         const gap = pick(g, GAPS_MS);
-        start = gap === "tie" ? prev.startedMs : prev.startedMs + prev.duration_ms + gap;
+        // A tie copies the previous start exactly; otherwise a sub-millisecond part moves the gap by
+        // a few microseconds around the 0 and 30,000 ms edges (the comparison is in µs, docs/metrics.md).
+        start = gap === "tie" ? prev.startedUs : prev.startedUs + (prev.duration_ms + gap) * 1000 + pick(g, [0, 0, 0, 0, 1, -1, 500, 999]);
       }
-      if (start > latestStart) break;
+      if (start > latestStart * 1000) break;
       const outcome = pick(g, ["ok", "ok", "ok", "bad_args", "tool_error", "crashed"] as const);
       const call: Call = {
         type: "call",
         session_id: sessionId,
         client_name: i >= switchAt ? secondClient : firstClient,
         tool_name: pick(g, tools),
-        startedMs: start,
+        startedUs: start,
         duration_ms: pick(g, DURATIONS_MS),
         outcome,
         response_bytes: pick(g, [0, 2, 17, 1_000, 123_457, 2_147_483_647]),
@@ -139,7 +146,8 @@ export function generateWorkload(g: Gen, nowMs: number): Workload {
     }
     const startups = g(fc.integer, { min: 0, max: 3 });
     for (let k = 0; k < startups; k++) {
-      const names = [...CALLED_TOOLS, ...UNCALLED_TOOLS].filter(() => g(fc.integer, { min: 0, max: 3 }) > 0);
+      // Now and then an empty list (sent without `tools`, as Go omits it: SPEC §1.2 reads it as []).
+      const names = g(fc.integer, { min: 0, max: 9 }) === 0 ? [] : [...CALLED_TOOLS, ...UNCALLED_TOOLS].filter(() => g(fc.integer, { min: 0, max: 3 }) > 0);
       items.push({
         type: "startup",
         session_id: sessionId,
@@ -182,36 +190,63 @@ export function generateWorkload(g: Gen, nowMs: number): Workload {
   const order = items.map((_, i) => i).sort((a, b) => keys[a]! - keys[b]! || a - b);
   const shuffled = order.map((i) => items[i]!);
   const batchSizes: number[] = [];
+  const rollupAfter: boolean[] = [];
   for (let left = shuffled.length; left > 0; ) {
     const size = Math.min(left, g(fc.integer, { min: 1, max: 250 }));
     batchSizes.push(size);
+    // The cron may run between batches: figures must be exact whatever arrives after it (SPEC §2.2).
+    rollupAfter.push(g(fc.boolean));
     left -= size;
   }
-  const offsetsMin = shuffled.map(() => pick(g, [0, 0, 0, 120, -330, 60 * 14]));
-  return { items: shuffled, batchSizes, offsetsMin };
+  const wire = shuffled.map((): WireStyle => ({
+    offsetMin: pick(g, [0, 0, 0, 120, -330, 60 * 14]),
+    nanos: pick(g, ["", "000", "001", "499"]),
+    omitZeros: g(fc.boolean),
+  }));
+  return { items: shuffled, batchSizes, rollupAfter, wire };
 }
 
-/** ISO 8601 with `Z` (offset 0) or a ±hh:mm offset (SPEC §1.2): the same instant either way. */
-export function isoAt(ms: number, offsetMin: number): string {
-  if (offsetMin === 0) return new Date(ms).toISOString();
-  const local = new Date(ms + offsetMin * 60_000).toISOString().slice(0, 23);
-  const sign = offsetMin < 0 ? "-" : "+";
-  const abs = Math.abs(offsetMin);
-  return `${local}${sign}${String(Math.floor(abs / 60)).padStart(2, "0")}:${String(abs % 60).padStart(2, "0")}`;
+export type WireStyle = {
+  /** 0 writes `Z`, anything else a ±hh:mm offset (SPEC §1.2): the same instant either way. */
+  offsetMin: number;
+  /** Extra nanosecond digits after the microseconds ("" = 6 digits); all round to the same µs. */
+  nanos: string;
+  /** Omit `is_empty: false`, `duration_ms: 0`, `response_bytes: 0`, as the Go SDK does (SPEC §1.2). */
+  omitZeros: boolean;
+};
+
+/** ISO 8601 of a time in whole microseconds, written in `style`. */
+export function isoAt(us: number, style: Pick<WireStyle, "offsetMin" | "nanos">): string {
+  const ms = Math.floor(us / 1000);
+  const fraction = `${String(ms % 1000).padStart(3, "0")}${String(us % 1000).padStart(3, "0")}${style.nanos}`;
+  const local = new Date(ms + style.offsetMin * 60_000).toISOString().slice(0, 19);
+  if (style.offsetMin === 0) return `${local}.${fraction}Z`;
+  const sign = style.offsetMin < 0 ? "-" : "+";
+  const abs = Math.abs(style.offsetMin);
+  return `${local}.${fraction}${sign}${String(Math.floor(abs / 60)).padStart(2, "0")}:${String(abs % 60).padStart(2, "0")}`;
 }
 
 /** The wire form of an item (SPEC §1.2). */
-export function toPayload(item: Item, offsetMin: number): Record<string, unknown> {
+export function toPayload(item: Item, style: WireStyle): Record<string, unknown> {
   switch (item.type) {
     case "call": {
-      const { startedMs, ...rest } = item;
-      return { v: 1, ...rest, started_at: isoAt(startedMs, offsetMin) };
+      const { startedUs, ...rest } = item;
+      const payload: Record<string, unknown> = { v: 1, ...rest, started_at: isoAt(startedUs, style) };
+      if (style.omitZeros) {
+        if (payload.is_empty === false) delete payload.is_empty;
+        if (payload.duration_ms === 0) delete payload.duration_ms;
+        if (payload.response_bytes === 0) delete payload.response_bytes;
+      }
+      return payload;
     }
-    case "startup":
-      return { v: 1, ...item, transport: "stdio", sdk: "conformance/1" };
+    case "startup": {
+      const payload: Record<string, unknown> = { v: 1, ...item, transport: "stdio", sdk: "conformance/1" };
+      if (item.tools.length === 0 && style.omitZeros) delete payload.tools;
+      return payload;
+    }
     case "agreement": {
       const { checkedMs, ...rest } = item;
-      return { v: 1, ...rest, checked_at: isoAt(checkedMs, offsetMin) };
+      return { v: 1, ...rest, checked_at: isoAt(checkedMs * 1000, style) };
     }
   }
 }
