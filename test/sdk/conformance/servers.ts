@@ -102,6 +102,12 @@ export function buildLowLevelServer(major: 1 | 2): unknown {
       return { name, ...(description === undefined ? {} : { description }), inputSchema: { type: "object" as const } };
     }),
     { name: "strict", description: "Wants a query", inputSchema: { type: "object" as const, properties: { query: { type: "string" } }, required: ["query"] } },
+    // 2.x only (1.32 clients refuse a non-object output schema): on 2025-era connections the 2.x
+    // wire codec wraps it into an object schema, so the entry on the wire differs from the one
+    // the handler returned, and schema_bytes must measure the wire's.
+    ...(major === 2
+      ? [{ name: "listing", description: "Lists names", inputSchema: { type: "object" as const }, outputSchema: { type: "array", items: { type: "string" } } }]
+      : []),
   ];
   const invalid = (message: string) => (major === 1 ? new McpError(-32602, message) : new ProtocolError(-32602, message));
   const list = () => ({ tools });
