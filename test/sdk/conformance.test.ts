@@ -425,3 +425,46 @@ test("debug on: every payload sent is logged on stderr, nothing on stdout; no en
   expect(logged).not.toContain(key); // the key is never logged
   expect(logged).not.toContain("not-for-the-log");
 });
+
+test("stdio (1.32 StdioServerTransport on in-process streams): transport \"stdio\", raw argument bytes hashed as sent", async () => {
+  const { PassThrough } = await import("node:stream");
+  const { StdioServerTransport } = await import("@modelcontextprotocol/sdk/server/stdio.js");
+  const key = freshKey("stdio");
+  const toServer = new PassThrough();
+  const fromServer = new PassThrough();
+  const lines: JsonRpc[] = [];
+  let pending = "";
+  fromServer.on("data", (chunk: Buffer) => {
+    pending += chunk.toString("utf8");
+    for (let end = pending.indexOf("\n"); end >= 0; end = pending.indexOf("\n")) {
+      lines.push(JSON.parse(pending.slice(0, end)) as JsonRpc);
+      pending = pending.slice(end + 1);
+    }
+  });
+  const server = watch(buildMcpServer(1), { key, endpoint: ingest.url }) as { connect(t: unknown): Promise<void>; close(): Promise<void> };
+  await server.connect(new StdioServerTransport(toServer, fromServer));
+  const answered = async (id: number) => {
+    const deadline = Date.now() + 3_000;
+    while (!lines.some((line) => line.id === id) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    return lines.find((line) => line.id === id)!;
+  };
+  toServer.write(`${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "stdio-client", version: "1" } } })}\n`);
+  const initialized = await answered(1);
+  toServer.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`);
+  // Hand-written JSON: key order, an escaped character and a float, exactly as a model might send them.
+  const rawArguments = '{"zeta":"stripped","query":"caf\\u00e9 \\ud83d\\ude00","limit":1.0}';
+  toServer.write(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lookup","arguments":${rawArguments}}}\n`);
+  const response = await answered(2);
+  await server.close();
+  const [startup] = await ingest.waitFor(key, 1, "startup");
+  expect(startup).toMatchObject({ transport: "stdio", client_name: "stdio-client", protocol_version: initialized.result!.protocolVersion });
+  const [call] = await ingest.waitFor(key, 1, "call");
+  expect(call).toMatchObject({
+    tool_name: "lookup",
+    outcome: "ok",
+    client_name: "stdio-client",
+    response_bytes: jsonLength(response.result),
+    // JCS: keys sorted, é written as itself, 1.0 as 1.
+    args_hash: hex12('{"limit":1,"query":"café 😀","zeta":"stripped"}'),
+  });
+});
