@@ -114,6 +114,7 @@ export class Reference {
     if ([...sessionClients.values()].some((cl) => cl.size > 1)) seen.add("client switch in a session");
     if (this.calls.some((c) => c.duration_ms === 0)) seen.add("duration 0");
     if (this.calls.some((c) => c.duration_ms >= 1_000_000)) seen.add("duration over 1,000 s");
+    if (this.calls.some((c) => c.duration_ms === 86_400_000)) seen.add("duration of a whole day");
     const today = dayOf(Date.now());
     if (this.calls.some((c) => dayOf(startedMs(c)) < dayOf(Date.now() - 3 * DAY_MS))) seen.add("calls days old");
     if (this.calls.some((c) => dayOf(startedMs(c)) === today)) seen.add("calls today");

@@ -51,7 +51,10 @@ export type Verdict = {
   window_ms: number;
 };
 
-export type Item = Call | Startup | Verdict;
+/** A payload ingest must drop (SPEC §1.2): it must change no figure. */
+export type Junk = { type: "junk"; why: string; payload: Record<string, unknown> };
+
+export type Item = Call | Startup | Verdict | Junk;
 
 export type Workload = {
   /** Items in the order they are sent (receive order); `batches` splits this list. */
@@ -67,7 +70,8 @@ export const CALLED_TOOLS = ["search_orders", "get_order", "update_order", "list
 /** Registered in startups but never called: dead unless a policy flag is set (SPEC §2.4). */
 export const UNCALLED_TOOLS = ["export_report", "admin_purge", "verify_user"] as const;
 export const CLIENTS = ["cursor", "claude-desktop", "vscode"] as const;
-const ARGS_HASHES = ["aaaa11112222", "bbbb33334444", "cccc55556666"];
+/** Hashes are 4–64 lowercase hex characters (SPEC §1.2; SDKs send 12). */
+const ARGS_HASHES = ["aaaa11112222", "bbbb33334444", "cccc55556666", "abcd", "0123456789abcdef".repeat(4)];
 const DESCRIPTION_HASHES = ["d0d0d0d0d0d0", "d1d1d1d1d1d1", "d2d2d2d2d2d2"];
 const SCHEMA_HASHES = ["5c5c5c5c5c5c", "5d5d5d5d5d5d"];
 /** `e3b0c44298fc` is the norm of an empty description, never "converged" (docs/read-api.md). */
@@ -84,6 +88,8 @@ const FIELDS = ["price", "total", "stock"];
 /** Gaps between the end of a session's previous call and the start of the next (SPEC §2.2 edges). */
 const GAPS_MS = [0, 0, 1, -1, -500, 29_999, 30_000, 30_000, 30_001, 5_000, 60_000, 2 * HOUR_MS, "tie"] as const;
 const DURATIONS_MS = [0, 0, 1, 7, 19, 20, 21, 45, 99, 100, 250, 1_999, 2_000, 12_345, 90_000, 4_000_000];
+/** The longest duration ingest accepts (SPEC §1.2); rare, as the next call then starts a day later. */
+const MAX_DURATION_MS = 86_400_000;
 
 type Gen = fc.GeneratorValue;
 
@@ -135,7 +141,7 @@ export function generateWorkload(g: Gen, nowMs: number): Workload {
         client_name: i >= switchAt ? secondClient : firstClient,
         tool_name: pick(g, tools),
         startedUs: start,
-        duration_ms: pick(g, DURATIONS_MS),
+        duration_ms: g(fc.integer, { min: 0, max: 59 }) === 0 ? MAX_DURATION_MS : pick(g, DURATIONS_MS),
         outcome,
         response_bytes: pick(g, [0, 2, 17, 1_000, 123_457, 2_147_483_647]),
         is_empty: outcome === "ok" && g(fc.boolean),
@@ -185,6 +191,7 @@ export function generateWorkload(g: Gen, nowMs: number): Workload {
       window_ms: 300_000,
     });
   }
+  items.push(...junkItems(g, nowMs));
   // Random receive order (sort by random keys), random batch sizes.
   const keys = items.map(() => g(fc.integer, { min: 0, max: 1_000_000 }));
   const order = items.map((_, i) => i).sort((a, b) => keys[a]! - keys[b]! || a - b);
@@ -215,6 +222,41 @@ export type WireStyle = {
   omitZeros: boolean;
 };
 
+/** Payloads one rule of SPEC §1.2 drops each, built from a valid call, startup or verdict. */
+function junkItems(g: Gen, nowMs: number): Junk[] {
+  const call = {
+    v: 1, session_id: "s_junk", client_name: "cursor", tool_name: "search_orders",
+    started_at: new Date(nowMs - HOUR_MS).toISOString(), duration_ms: 5, outcome: "ok",
+    response_bytes: 10, is_empty: false, args_hash: "aaaa11112222", type: "call",
+  };
+  const startup = { v: 1, type: "startup", session_id: "s_junk", client_name: "cursor", tools: [{ name: "junk_tool", schema_bytes: 10 }] };
+  const verdict = {
+    v: 1, type: "agreement", session_id: "s_junk", field: "price", tool_a: "search_orders", tool_b: "get_order",
+    agreed: false, checked_at: new Date(nowMs - HOUR_MS).toISOString(), window_ms: 1000,
+  };
+  const all: Junk[] = [
+    { type: "junk", why: "v 2", payload: { ...call, v: 2 } },
+    { type: "junk", why: "is_empty on a crash", payload: { ...call, outcome: "crashed", is_empty: true } },
+    { type: "junk", why: "over 7 days old", payload: { ...call, started_at: new Date(nowMs - 7 * DAY_MS - HOUR_MS).toISOString() } },
+    { type: "junk", why: "10 minutes in the future", payload: { ...call, started_at: new Date(nowMs + 10 * 60_000).toISOString() } },
+    { type: "junk", why: "no offset", payload: { ...call, started_at: new Date(nowMs - HOUR_MS).toISOString().slice(0, 19) } },
+    { type: "junk", why: "duration over a day", payload: { ...call, duration_ms: 86_400_001 } },
+    { type: "junk", why: "unknown outcome", payload: { ...call, outcome: "timeout" } },
+    { type: "junk", why: "uppercase hash", payload: { ...call, args_hash: "AAAA11112222" } },
+    { type: "junk", why: "3-char hash", payload: { ...call, args_hash: "abc" } },
+    { type: "junk", why: "65-char hash", payload: { ...call, args_hash: "a".repeat(65) } },
+    { type: "junk", why: "fractional duration", payload: { ...call, duration_ms: 1.5 } },
+    { type: "junk", why: "bytes over 2^31-1", payload: { ...call, response_bytes: 2_147_483_648 } },
+    { type: "junk", why: "missing args_hash", payload: { ...call, args_hash: undefined } },
+    { type: "junk", why: "tool name over 200", payload: { ...call, tool_name: "t".repeat(201) } },
+    { type: "junk", why: "startup with one bad entry", payload: { ...startup, tools: [{ name: "ok_tool", schema_bytes: 1 }, { name: "bad", schema_bytes: -1 }] } },
+    { type: "junk", why: "startup with bad transport", payload: { ...startup, transport: "carrier-pigeon" } },
+    { type: "junk", why: "verdict without field", payload: { ...verdict, field: undefined } },
+    { type: "junk", why: "verdict agreed as string", payload: { ...verdict, agreed: "no" } },
+  ];
+  return all.filter(() => g(fc.integer, { min: 0, max: 2 }) > 0);
+}
+
 /** ISO 8601 of a time in whole microseconds, written in `style`. */
 export function isoAt(us: number, style: Pick<WireStyle, "offsetMin" | "nanos">): string {
   const ms = Math.floor(us / 1000);
@@ -229,9 +271,12 @@ export function isoAt(us: number, style: Pick<WireStyle, "offsetMin" | "nanos">)
 /** The wire form of an item (SPEC §1.2). */
 export function toPayload(item: Item, style: WireStyle): Record<string, unknown> {
   switch (item.type) {
+    case "junk":
+      return item.payload;
     case "call": {
       const { startedUs, ...rest } = item;
-      const payload: Record<string, unknown> = { v: 1, ...rest, started_at: isoAt(startedUs, style) };
+      // An unknown key is stripped, never a reason to drop the item (SPEC §1.2).
+      const payload: Record<string, unknown> = { v: 1, ...rest, started_at: isoAt(startedUs, style), trace_id: "x" };
       if (style.omitZeros) {
         if (payload.is_empty === false) delete payload.is_empty;
         if (payload.duration_ms === 0) delete payload.duration_ms;
