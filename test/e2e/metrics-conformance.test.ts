@@ -208,7 +208,7 @@ const MUST_COVER = [
   "retry at gap 0", "retry at gap 30,000 ms", "no retry just over 30,000 ms", "no retry just under gap 0",
   "same-hash repeat in the window", "tied started_at", "retry in another client", "chain of 3+",
   "session crossing a UTC midnight", "client switch in a session", "duration 0", "duration over 1,000 s",
-  "calls days old", "duration of a whole day", "dead tool", "uncalled tool exempt by policy", "dead tool with an all-false policy",
+  "calls days old", "duration of a whole day", "call on a UTC midnight", "call 1 µs before a UTC midnight", "dead tool", "uncalled tool exempt by policy", "dead tool with an all-false policy",
   "called tool not registered", "several startups in a session", "description churn", "converged descriptions",
   "silent declared field", "mixed verdicts",
 ];
@@ -235,6 +235,8 @@ test("every read route equals a reference computed from SPEC §2 over random wor
         { tool: CALLED_TOOLS[0] },
         { tool: UNCALLED_TOOLS[0] },
         { client: CLIENTS[0], tool: CALLED_TOOLS[1] },
+        { client: CLIENTS[1], tool: CALLED_TOOLS[4] },
+        { tool: "never_seen_tool" },
       ];
       for (const [from, to] of ranges) {
         for (const filters of filterSets) {

@@ -115,6 +115,8 @@ export class Reference {
     if (this.calls.some((c) => c.duration_ms === 0)) seen.add("duration 0");
     if (this.calls.some((c) => c.duration_ms >= 1_000_000)) seen.add("duration over 1,000 s");
     if (this.calls.some((c) => c.duration_ms === 86_400_000)) seen.add("duration of a whole day");
+    if (this.calls.some((c) => c.startedUs % (DAY_MS * 1000) === 0)) seen.add("call on a UTC midnight");
+    if (this.calls.some((c) => c.startedUs % (DAY_MS * 1000) === DAY_MS * 1000 - 1)) seen.add("call 1 µs before a UTC midnight");
     const today = dayOf(Date.now());
     if (this.calls.some((c) => dayOf(startedMs(c)) < dayOf(Date.now() - 3 * DAY_MS))) seen.add("calls days old");
     if (this.calls.some((c) => dayOf(startedMs(c)) === today)) seen.add("calls today");

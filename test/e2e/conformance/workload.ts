@@ -66,10 +66,11 @@ export type Workload = {
   wire: WireStyle[];
 };
 
-export const CALLED_TOOLS = ["search_orders", "get_order", "update_order", "list_items", "legacy_lookup"] as const;
+/** Names with spaces, `+`, `/`, `%`, `&`, non-ASCII and the longest allowed (200) must filter exactly (SPEC §1.2, §3). */
+export const CALLED_TOOLS = ["search_orders", "get_order", "update order/€ 🔍", "list+items%20&x=1", `t${"x".repeat(198)}z`] as const;
 /** Registered in startups but never called: dead unless a policy flag is set (SPEC §2.4). */
 export const UNCALLED_TOOLS = ["export_report", "admin_purge", "verify_user"] as const;
-export const CLIENTS = ["cursor", "claude-desktop", "vscode"] as const;
+export const CLIENTS = ["cursor", "Claude Desktop+beta", `c${"l".repeat(126)}é`] as const;
 /** Hashes are 4–64 lowercase hex characters (SPEC §1.2; SDKs send 12). */
 const ARGS_HASHES = ["aaaa11112222", "bbbb33334444", "cccc55556666", "abcd", "0123456789abcdef".repeat(4)];
 const DESCRIPTION_HASHES = ["d0d0d0d0d0d0", "d1d1d1d1d1d1", "d2d2d2d2d2d2"];
@@ -117,14 +118,19 @@ export function generateWorkload(g: Gen, nowMs: number): Workload {
   const sessionCount = g(fc.integer, { min: 4, max: 6 });
   const items: Item[] = [];
   for (let s = 0; s < sessionCount; s++) {
-    const sessionId = `s_conf${s}_${g(fc.integer, { min: 0, max: 0xffff }).toString(16)}`;
+    // Session ids up to the 128-character cap (SPEC §1.2).
+    const sessionId = `s_conf${s}_${g(fc.integer, { min: 0, max: 0xffff }).toString(16)}`.padEnd(g(fc.boolean) ? 128 : 16, "x");
     const firstClient = pick(g, CLIENTS);
     const secondClient = pick(g, CLIENTS);
     const callCount = g(fc.integer, { min: 20, max: 70 });
     const switchAt = g(fc.integer, { min: 1, max: callCount + 5 });
     // Few tools per session, so one tool's calls often follow each other (retry edges get exercised).
     const tools = [pick(g, CALLED_TOOLS), pick(g, CALLED_TOOLS), pick(g, CALLED_TOOLS)];
-    let start = (pick(g, sessionStarts) + g(fc.integer, { min: 0, max: 59_999 })) * 1000;
+    // Sometimes exactly on a UTC midnight or one microsecond before it (day and hour edges).
+    const edge = pick(g, ["random", "random", "on midnight", "1 µs before midnight"] as const);
+    let start =
+      edge === "random" ? (pick(g, sessionStarts) + g(fc.integer, { min: 0, max: 59_999 })) * 1000
+      : (midnight - pick(g, [1, 2, 5]) * DAY_MS) * 1000 - (edge === "on midnight" ? 0 : 1);
     let prev: Call | undefined;
     for (let i = 0; i < callCount; i++) {
       if (prev) {
@@ -184,8 +190,8 @@ export function generateWorkload(g: Gen, nowMs: number): Workload {
       type: "agreement",
       session_id: "s_verdicts",
       field: pick(g, FIELDS.slice(0, 2)),
-      tool_a: pick(g, CALLED_TOOLS.slice(0, 2)),
-      tool_b: pick(g, CALLED_TOOLS.slice(1, 3)),
+      tool_a: pick(g, CALLED_TOOLS.slice(0, 3)),
+      tool_b: pick(g, CALLED_TOOLS.slice(0, 3)),
       agreed: g(fc.boolean),
       checkedMs: pick(g, sessionStarts) + g(fc.integer, { min: 0, max: HOUR_MS }),
       window_ms: 300_000,
@@ -207,7 +213,8 @@ export function generateWorkload(g: Gen, nowMs: number): Workload {
   }
   const wire = shuffled.map((): WireStyle => ({
     offsetMin: pick(g, [0, 0, 0, 120, -330, 60 * 14]),
-    nanos: pick(g, ["", "000", "001", "499"]),
+    digits: pick(g, [0, 1, 3, 6, 9, 9]),
+    nanos: pick(g, ["000", "001", "499"]),
     omitZeros: g(fc.boolean),
   }));
   return { items: shuffled, batchSizes, rollupAfter, wire };
@@ -216,7 +223,9 @@ export function generateWorkload(g: Gen, nowMs: number): Workload {
 export type WireStyle = {
   /** 0 writes `Z`, anything else a ±hh:mm offset (SPEC §1.2): the same instant either way. */
   offsetMin: number;
-  /** Extra nanosecond digits after the microseconds ("" = 6 digits); all round to the same µs. */
+  /** Fraction digits written (0–9, SPEC §1.2); more when the microseconds need them. */
+  digits: number;
+  /** With 9 digits, the nanoseconds after the microseconds; all round to the same µs. */
   nanos: string;
   /** Omit `is_empty: false`, `duration_ms: 0`, `response_bytes: 0`, as the Go SDK does (SPEC §1.2). */
   omitZeros: boolean;
@@ -258,14 +267,17 @@ function junkItems(g: Gen, nowMs: number): Junk[] {
 }
 
 /** ISO 8601 of a time in whole microseconds, written in `style`. */
-export function isoAt(us: number, style: Pick<WireStyle, "offsetMin" | "nanos">): string {
+export function isoAt(us: number, style: Pick<WireStyle, "offsetMin" | "digits" | "nanos">): string {
   const ms = Math.floor(us / 1000);
-  const fraction = `${String(ms % 1000).padStart(3, "0")}${String(us % 1000).padStart(3, "0")}${style.nanos}`;
+  const micro = `${String(ms % 1000).padStart(3, "0")}${String(us % 1000).padStart(3, "0")}`;
+  const needed = micro.replace(/0+$/, "").length;
+  const digits = Math.max(style.digits, needed);
+  const fraction = digits === 0 ? "" : `.${digits <= 6 ? micro.slice(0, digits) : `${micro}${style.nanos}`.slice(0, digits)}`;
   const local = new Date(ms + style.offsetMin * 60_000).toISOString().slice(0, 19);
-  if (style.offsetMin === 0) return `${local}.${fraction}Z`;
+  if (style.offsetMin === 0) return `${local}${fraction}Z`;
   const sign = style.offsetMin < 0 ? "-" : "+";
   const abs = Math.abs(style.offsetMin);
-  return `${local}.${fraction}${sign}${String(Math.floor(abs / 60)).padStart(2, "0")}:${String(abs % 60).padStart(2, "0")}`;
+  return `${local}${fraction}${sign}${String(Math.floor(abs / 60)).padStart(2, "0")}:${String(abs % 60).padStart(2, "0")}`;
 }
 
 /** The wire form of an item (SPEC §1.2). */
