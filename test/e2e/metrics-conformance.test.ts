@@ -209,7 +209,7 @@ const MUST_COVER = [
   "same-hash repeat in the window", "tied started_at", "retry in another client", "chain of 3+",
   "session crossing a UTC midnight", "client switch in a session", "duration 0", "duration over 1,000 s",
   "calls days old", "duration of a whole day", "call on a UTC midnight", "call 1 µs before a UTC midnight", "dead tool", "uncalled tool exempt by policy", "dead tool with an all-false policy",
-  "called tool not registered", "several startups in a session", "description churn", "converged descriptions",
+  "called tool not registered", "several startups in a session", "session without calls", "description churn", "converged descriptions",
   "silent declared field", "mixed verdicts",
 ];
 
@@ -260,6 +260,11 @@ test("every read route equals a reference computed from SPEC §2 over random wor
       await checkTimeseries(project, ref, yesterday, today, "hour", { tool: CALLED_TOOLS[2] });
       await checkTimeseries(project, ref, weekStart, today, "hour", { client: CLIENTS[2], tool: CALLED_TOOLS[0] });
       await checkDescriptions(project, ref);
+      // Idempotent (SPEC §2.2): one more cron run changes no answer.
+      const answers = async () => Promise.all(["tools", "clients", "pairs", "sessions", "timeseries?grain=hour&from=" + yesterday, "agreement", "descriptions"].map((r) => api<Record<string, unknown>>(project, `/v1/metrics/${r}`).then(({ as_of: _asOf, ...rest }) => rest)));
+      const before = await answers();
+      await worker.runRollup(new Date());
+      expect(await answers()).toEqual(before);
       for (const tool of [...CALLED_TOOLS, ...UNCALLED_TOOLS]) await checkDescriptions(project, ref, tool);
     }),
     { numRuns: 10, endOnFailure: true },

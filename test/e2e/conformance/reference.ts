@@ -130,6 +130,8 @@ export class Reference {
     }
     if ([...called].some((t) => !registered.has(t))) seen.add("called tool not registered");
     if (new Set(this.startups.map((s) => s.session_id)).size < this.startups.length) seen.add("several startups in a session");
+    const callSessions = new Set(this.calls.map((c) => c.session_id));
+    if (this.startups.some((st) => !callSessions.has(st.session_id))) seen.add("session without calls");
     const { churn, convergence } = this.descriptions();
     if (churn.length > 0) seen.add("description churn");
     if (convergence.length > 0) seen.add("converged descriptions");

@@ -122,7 +122,8 @@ export function generateWorkload(g: Gen, nowMs: number): Workload {
     const sessionId = `s_conf${s}_${g(fc.integer, { min: 0, max: 0xffff }).toString(16)}`.padEnd(g(fc.boolean) ? 128 : 16, "x");
     const firstClient = pick(g, CLIENTS);
     const secondClient = pick(g, CLIENTS);
-    const callCount = g(fc.integer, { min: 20, max: 70 });
+    // Now and then a session that only sends startups (it still counts as a session, SPEC §2.4).
+    const callCount = g(fc.integer, { min: 0, max: 7 }) === 0 ? 0 : g(fc.integer, { min: 20, max: 70 });
     const switchAt = g(fc.integer, { min: 1, max: callCount + 5 });
     // Few tools per session, so one tool's calls often follow each other (retry edges get exercised).
     const tools = [pick(g, CALLED_TOOLS), pick(g, CALLED_TOOLS), pick(g, CALLED_TOOLS)];
@@ -193,7 +194,8 @@ export function generateWorkload(g: Gen, nowMs: number): Workload {
       tool_a: pick(g, CALLED_TOOLS.slice(0, 3)),
       tool_b: pick(g, CALLED_TOOLS.slice(0, 3)),
       agreed: g(fc.boolean),
-      checkedMs: pick(g, sessionStarts) + g(fc.integer, { min: 0, max: HOUR_MS }),
+      // Some verdicts exactly on, or 1 ms before, a UTC midnight (the day of checked_at decides).
+      checkedMs: pick(g, [...sessionStarts, midnight - DAY_MS, midnight - DAY_MS - 1, midnight - 1]) + pick(g, [0, 0, g(fc.integer, { min: 0, max: HOUR_MS })]),
       window_ms: 300_000,
     });
   }
