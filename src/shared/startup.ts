@@ -59,9 +59,10 @@ export const agreeDeclaredSchema = z.object({
 /**
  * A startup as a producer sends it, parsed to what the worker stores: absent optional fields are
  * `null`, a missing `tools` is `[]` (the Go SDK omits empty lists), a missing `agree_declared` is
- * `[]`, unknown keys are stripped at every level. One invalid tool entry drops the whole startup;
- * so does a tool name listed twice (MCP tool names are unique within a server, and the registered
- * tool list is keyed by name).
+ * `[]`, unknown keys are stripped at every level. One invalid tool entry drops the whole startup.
+ * A tool name listed twice does NOT: SPEC §1.2 drops a startup only for an invalid entry (wrong
+ * type, over a cap, missing), and each of those entries is valid. The rollup keeps the last entry
+ * as the registered one and counts both in the session's schema bytes (docs/metrics.md).
  */
 export const startupPayloadSchema = z.object({
   v: z.literal(1),
@@ -71,18 +72,7 @@ export const startupPayloadSchema = z.object({
   tools: z
     .array(startupToolSchema)
     .max(MAX_STARTUP_TOOLS)
-    .default(() => [])
-    .superRefine((tools, ctx) => {
-      const names = new Set<string>();
-      for (let i = 0; i < tools.length; i++) {
-        const name = tools[i]!.name;
-        if (names.has(name)) {
-          ctx.addIssue({ code: "custom", message: "duplicate tool name", path: [i, "name"] });
-          return;
-        }
-        names.add(name);
-      }
-    }),
+    .default(() => []),
   sdk: optional(boundedText(MAX_SDK_CHARS, { allowEmpty: true })),
   mcp_sdk_version: optional(boundedText(MAX_MCP_SDK_VERSION_CHARS, { allowEmpty: true })),
   transport: optional(transportSchema),

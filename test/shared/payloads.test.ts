@@ -355,8 +355,10 @@ describe("startup", () => {
     expect(droppedReason(startup({ client_name: undefined }))).toBe("client_name: missing");
   });
 
-  it("drops a startup that lists a tool name twice", () => {
-    expect(droppedReason(startup({ tools: [tool({ name: "a" }), tool({ name: "b" }), tool({ name: "a" })] }))).toBe("tools.2.name: duplicate tool name");
+  it("keeps a startup that lists a tool name twice (SPEC §1.2 drops a startup only for an invalid entry)", () => {
+    const tools = [tool({ name: "a", schema_bytes: 1 }), tool({ name: "b" }), tool({ name: "a", schema_bytes: 2 })];
+    const parsed = kept(startup({ tools })) as StartupPayload;
+    expect(parsed.tools.map((t) => [t.name, t.schema_bytes])).toEqual([["a", 1], ["b", 480], ["a", 2]]);
   });
 
   it("caps tools at 500 entries", () => {
