@@ -130,6 +130,7 @@ export class Reference {
     }
     if ([...called].some((t) => !registered.has(t))) seen.add("called tool not registered");
     if (new Set(this.startups.map((s) => s.session_id)).size < this.startups.length) seen.add("several startups in a session");
+    if (this.startups.some((st) => new Set(st.tools.map((t) => t.name)).size < st.tools.length)) seen.add("a tool listed twice in a startup");
     const callSessions = new Set(this.calls.map((c) => c.session_id));
     if (this.startups.some((st) => !callSessions.has(st.session_id))) seen.add("session without calls");
     const { churn, convergence } = this.descriptions();
@@ -306,15 +307,17 @@ export class Reference {
    * docs/read-api.md).
    */
   descriptions(tool?: string) {
-    type Seen = { startups: number; firstFrom: number; firstTo: number; lastFrom: number; lastTo: number };
+    type Seen = { startups: number; firstFrom: number; firstTo: number; lastFrom: number; lastTo: number; lastSeq: number };
     const versions = new Map<string, Map<string, Seen>>();
     for (const st of [...this.startups].sort((a, b) => a.seq - b.seq)) {
       for (const t of st.tools) {
         if (tool !== undefined && t.name !== tool) continue;
         const key = `${t.name}\u0000${t.schema_hash}`;
         const descs = versions.get(key) ?? new Map<string, Seen>();
-        const seen = descs.get(t.description_hash) ?? { startups: 0, firstFrom: st.receivedMs, firstTo: st.landedMs, lastFrom: 0, lastTo: 0 };
-        seen.startups++;
+        const seen = descs.get(t.description_hash) ?? { startups: 0, firstFrom: st.receivedMs, firstTo: st.landedMs, lastFrom: 0, lastTo: 0, lastSeq: -1 };
+        // How many startups listed this version (a list naming the tool twice is one startup).
+        if (seen.lastSeq !== st.seq) seen.startups++;
+        seen.lastSeq = st.seq;
         seen.lastFrom = st.receivedMs;
         seen.lastTo = st.landedMs;
         descs.set(t.description_hash, seen);

@@ -161,7 +161,7 @@ export function generateWorkload(g: Gen, nowMs: number): Workload {
     for (let k = 0; k < startups; k++) {
       // Now and then an empty list (sent without `tools`, as Go omits it: SPEC §1.2 reads it as []).
       const names = g(fc.integer, { min: 0, max: 9 }) === 0 ? [] : [...CALLED_TOOLS, ...UNCALLED_TOOLS].filter(() => g(fc.integer, { min: 0, max: 3 }) > 0);
-      items.push({
+      const startup: Startup = {
         type: "startup",
         session_id: sessionId,
         client_name: g(fc.boolean) ? firstClient : secondClient,
@@ -182,7 +182,14 @@ export function generateWorkload(g: Gen, nowMs: number): Workload {
           field,
           tools: [pick(g, CALLED_TOOLS), pick(g, UNCALLED_TOOLS)],
         })),
-      });
+      };
+      // Rarely a list that names one tool twice (docs/metrics.md: the last entry is the registered
+      // one; the session's schema bytes count both, as "sum of its latest startup's schema_bytes").
+      if (startup.tools.length > 0 && g(fc.integer, { min: 0, max: 5 }) === 0) {
+        const twin = pick(g, startup.tools);
+        startup.tools.push({ ...twin, schema_bytes: twin.schema_bytes + 7, description_hash: pick(g, DESCRIPTION_HASHES) });
+      }
+      items.push(startup);
     }
   }
   const verdicts = g(fc.integer, { min: 0, max: 25 });
