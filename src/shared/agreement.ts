@@ -5,10 +5,13 @@ import { boundedText, sessionIdSchema, timestampSchema, toolNameSchema, wholeNum
 /** Agreement `field` ≤ 128 characters (SPEC §1.2). */
 export const MAX_AGREEMENT_FIELD_CHARS = 128;
 /**
- * `window_ms` ≤ one day. SPEC §1.2 gives no bound; the SDK's default window is 300,000 ms and a
- * comparison window longer than a day is not a comparison of the same question any more.
+ * `window_ms` has no cap of its own in SPEC §1.2 ("Integers are whole numbers ≥ 0"; only byte counts
+ * and `duration_ms` are capped, and only "a wrong type, or over its cap" drops an item), so any whole
+ * number JSON can carry exactly is kept. A producer configured with a window over a day (the SDK
+ * default is 300,000 ms) must not lose its verdicts. (It used to be capped at one day; the metrics
+ * conformance e2e test's reading of SPEC §1.2 removed that.)
  */
-export const MAX_AGREEMENT_WINDOW_MS = 86_400_000;
+export const MAX_AGREEMENT_WINDOW_MS = Number.MAX_SAFE_INTEGER;
 
 export const agreementFieldSchema = boundedText(MAX_AGREEMENT_FIELD_CHARS);
 
