@@ -203,7 +203,8 @@ export function generateWorkload(g: Gen, nowMs: number): Workload {
       agreed: g(fc.boolean),
       // Some verdicts exactly on, or 1 ms before, a UTC midnight (the day of checked_at decides).
       checkedMs: pick(g, [...sessionStarts, midnight - DAY_MS, midnight - DAY_MS - 1, midnight - 1]) + pick(g, [0, 0, g(fc.integer, { min: 0, max: HOUR_MS })]),
-      window_ms: 300_000,
+      // Any whole number (SPEC §1.2 gives window_ms no cap), a day and more included.
+      window_ms: pick(g, [0, 300_000, 300_000, 86_400_001, 2_147_483_648]),
     });
   }
   items.push(...junkItems(g, nowMs));
