@@ -221,7 +221,7 @@ const MUST_COVER = [
   "session crossing a UTC midnight", "client switch in a session", "duration 0", "duration over 1,000 s",
   "calls days old", "duration of a whole day", "call on a UTC midnight", "call 1 µs before a UTC midnight", "dead tool", "uncalled tool exempt by policy", "dead tool with an all-false policy",
   "called tool not registered", "several startups in a session", "session without calls", "a tool listed twice in a startup", "description churn", "converged descriptions",
-  "silent declared field", "mixed verdicts",
+  "silent declared field", "mixed verdicts", "call in the future",
 ];
 
 test("every read route equals a reference computed from SPEC §2 over random workloads", async () => {

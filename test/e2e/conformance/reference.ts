@@ -120,6 +120,7 @@ export class Reference {
     const today = dayOf(Date.now());
     if (this.calls.some((c) => dayOf(startedMs(c)) < dayOf(Date.now() - 3 * DAY_MS))) seen.add("calls days old");
     if (this.calls.some((c) => dayOf(startedMs(c)) === today)) seen.add("calls today");
+    if (this.calls.some((c) => startedMs(c) > Date.now() - 60_000)) seen.add("call in the future");
     const registered = this.registered();
     const called = new Set(this.calls.map((c) => c.tool_name));
     for (const t of registered.values()) {

@@ -207,6 +207,12 @@ export function generateWorkload(g: Gen, nowMs: number): Workload {
       window_ms: pick(g, [0, 300_000, 300_000, 86_400_001, 2_147_483_648]),
     });
   }
+  // A call up to 4 minutes in the future is accepted (SPEC §1.2 allows 5) and counts like any other.
+  const calls = items.filter((i): i is Call => i.type === "call");
+  if (calls.length > 0 && g(fc.boolean)) {
+    const model = pick(g, calls);
+    items.push({ ...model, startedUs: (nowMs + g(fc.integer, { min: 60_000, max: 240_000 })) * 1000, args_hash: pick(g, ARGS_HASHES) });
+  }
   items.push(...junkItems(g, nowMs));
   // Random receive order (sort by random keys), random batch sizes.
   const keys = items.map(() => g(fc.integer, { min: 0, max: 1_000_000 }));
