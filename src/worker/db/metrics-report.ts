@@ -354,7 +354,11 @@ export async function timeseriesReport(
 // GET /v1/metrics/descriptions (SPEC §2.5)
 // ---------------------------------------------------------------------------------------------
 
-/** description_norm of an empty description (SHA-256 of ""): tools without text are not "converged". */
+/**
+ * description_norm of an empty description (SHA-256 of ""). Tools that share it converge like any
+ * others (SPEC §2.5: the same latest description_norm): a model cannot tell undescribed tools apart
+ * either. Only the message says why.
+ */
 export const EMPTY_DESCRIPTION_NORM = "e3b0c44298fc";
 
 export type ChurnEntry = {
@@ -405,7 +409,8 @@ export function findChurn(versions: ToolVersionRow[], registered: Set<string>): 
 export function findConvergence(registered: RegisteredToolRow[]): ConvergenceEntry[] {
   const byNorm = new Map<string, string[]>();
   for (const t of registered) {
-    if (t.description_norm === null || t.description_norm === EMPTY_DESCRIPTION_NORM) continue;
+    // No norm sent (an older producer): nothing is known of the description.
+    if (t.description_norm === null) continue;
     const list = byNorm.get(t.description_norm) ?? [];
     list.push(t.tool_name);
     byNorm.set(t.description_norm, list);
@@ -638,7 +643,10 @@ export function buildInsights(rows: ToolRow[], histograms: Map<string, DurationH
       threshold: 2,
       affected_calls: 0,
       calls: 0,
-      message: `${c.tools.join(", ")} have the same normalised description: a model cannot tell them apart`,
+      message:
+        c.description_norm === EMPTY_DESCRIPTION_NORM
+          ? `${c.tools.join(", ")} have no description (or only stopwords): a model cannot tell them apart`
+          : `${c.tools.join(", ")} have the same normalised description: a model cannot tell them apart`,
     });
   }
   return insights.sort(

@@ -338,7 +338,7 @@ export class Reference {
       .sort((a, b) => `${a.tool_name} ${a.schema_hash}`.localeCompare(`${b.tool_name} ${b.schema_hash}`));
     const groups = new Map<string, string[]>();
     for (const t of registered.values()) {
-      if (t.description_norm === undefined || t.description_norm === "e3b0c44298fc") continue;
+      if (t.description_norm === undefined) continue;
       groups.set(t.description_norm, [...(groups.get(t.description_norm) ?? []), t.name]);
     }
     const convergence = [...groups]

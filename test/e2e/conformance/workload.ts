@@ -75,7 +75,7 @@ export const CLIENTS = ["cursor", "Claude Desktop+beta", `c${"l".repeat(126)}é`
 const ARGS_HASHES = ["aaaa11112222", "bbbb33334444", "cccc55556666", "abcd", "0123456789abcdef".repeat(4)];
 const DESCRIPTION_HASHES = ["d0d0d0d0d0d0", "d1d1d1d1d1d1", "d2d2d2d2d2d2"];
 const SCHEMA_HASHES = ["5c5c5c5c5c5c", "5d5d5d5d5d5d"];
-/** `e3b0c44298fc` is the norm of an empty description, never "converged" (docs/read-api.md). */
+/** `e3b0c44298fc` is the norm of an empty description; tools sharing it converge too (SPEC §2.5). */
 const DESCRIPTION_NORMS = ["a1a1a1a1a1a1", "b2b2b2b2b2b2", "e3b0c44298fc", undefined];
 const POLICIES: Policy[] = [
   undefined,

@@ -152,7 +152,12 @@ describe("GET /v1/metrics/descriptions", () => {
         ],
       },
     ]);
-    expect(body.convergence).toEqual([{ description_norm: "aaaa11112222", tools: ["churny", "twin"] }]);
+    // SPEC §2.5: the same latest norm converges, the norm of an empty description included; a tool
+    // whose producer sent no norm is left out.
+    expect(body.convergence).toEqual([
+      { description_norm: "aaaa11112222", tools: ["churny", "twin"] },
+      { description_norm: "e3b0c44298fc", tools: ["blank1", "blank2"] },
+    ]);
     const other = await getJson<{ churn: Body[]; convergence: Body[] }>("/v1/metrics/descriptions?tool=other", p.read_key);
     expect(other.body).toMatchObject({ churn: [], convergence: [] });
     const twin = await getJson<{ churn: Body[]; convergence: Body[] }>("/v1/metrics/descriptions?tool=twin", p.read_key);

@@ -60,6 +60,17 @@ describe("GET /v1/metrics/insights", () => {
     expect(otherClient.body.insights.filter((i) => i.kind === "dead_tool").map((i) => i.tool_name).sort()).toEqual(["ghost", "ghost_small", "twin_a", "twin_b"]);
   });
 
+  it("says when converged tools are the ones without a description", async () => {
+    const p = await createProject();
+    await seedRegistered(p.project_id, "blank_a", { descriptionNorm: "e3b0c44298fc" });
+    await seedRegistered(p.project_id, "blank_b", { descriptionNorm: "e3b0c44298fc" });
+    await seedRegistered(p.project_id, "unsent", { descriptionNorm: null });
+    const { body } = await getJson<{ insights: Insight[] }>("/v1/metrics/insights?from=2026-10-01&to=2026-10-01", p.read_key);
+    const converged = body.insights.filter((i) => i.kind === "converged_descriptions");
+    expect(converged.map((i) => i.tools)).toEqual([["blank_a", "blank_b"]]);
+    expect(converged[0]?.message).toContain("have no description");
+  });
+
   it("counts only buckets entirely above 2,000 ms as slow (the straddling bucket is left out)", () => {
     const straddling = durationBucket(2000);
     expect(bucketLowerMs(straddling)).toBeLessThanOrEqual(2000);
