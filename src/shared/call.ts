@@ -114,7 +114,7 @@ export function parseCallFast(item: Readonly<Record<string, unknown>>): CallPayl
 }
 
 function isBoundedName(value: unknown, maxChars: number): value is string {
-  return typeof value === "string" && value.length > 0 && (value.length <= maxChars || codePointLength(value) <= maxChars);
+  return typeof value === "string" && (value.length <= maxChars || codePointLength(value) <= maxChars);
 }
 
 function isWholeUpTo(value: unknown, max: number): value is number {

@@ -17,13 +17,12 @@ export const HASH_PATTERN = /^[0-9a-f]{4,64}$/;
 /**
  * A string of at most `maxChars` code points — not UTF-16 units, so a producer in any language that
  * cuts a name to N of its own characters (code points, UTF-16 units or UTF-8 bytes) is accepted.
- * Names and identifiers must not be empty (an empty session id, client or tool name identifies
- * nothing); free-form version strings may be.
+ * The empty string is within every cap: SPEC §1.2 drops an item only for a wrong type or a field
+ * over its cap, so an empty name is kept (one bad-looking field must not cost the call).
  */
-export function boundedText(maxChars: number, options: { allowEmpty?: boolean } = {}) {
-  const base = options.allowEmpty ? z.string() : z.string().min(1);
+export function boundedText(maxChars: number) {
   // UTF-16 length ≥ code points, so the cheap test settles almost every string.
-  return base.refine((s) => s.length <= maxChars || codePointLength(s) <= maxChars, {
+  return z.string().refine((s) => s.length <= maxChars || codePointLength(s) <= maxChars, {
     message: "too long",
   });
 }

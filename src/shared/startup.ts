@@ -73,10 +73,10 @@ export const startupPayloadSchema = z.object({
     .array(startupToolSchema)
     .max(MAX_STARTUP_TOOLS)
     .default(() => []),
-  sdk: optional(boundedText(MAX_SDK_CHARS, { allowEmpty: true })),
-  mcp_sdk_version: optional(boundedText(MAX_MCP_SDK_VERSION_CHARS, { allowEmpty: true })),
+  sdk: optional(boundedText(MAX_SDK_CHARS)),
+  mcp_sdk_version: optional(boundedText(MAX_MCP_SDK_VERSION_CHARS)),
   transport: optional(transportSchema),
-  protocol_version: optional(boundedText(MAX_PROTOCOL_VERSION_CHARS, { allowEmpty: true })),
+  protocol_version: optional(boundedText(MAX_PROTOCOL_VERSION_CHARS)),
   agree_declared: z
     .array(agreeDeclaredSchema)
     .max(MAX_AGREE_DECLARED_FIELDS)

@@ -78,7 +78,7 @@ describe("parseBatch items", () => {
           call(4, { is_empty: true, outcome: "tool_error" }),
           call(5, { started_at: "2026-11-01T00:00:00Z" }),
           { v: 1, type: "agreement", session_id: "s", field: "f", tool_a: "a", tool_b: "b", agreed: false, checked_at: "2026-11-29T12:00:00Z", window_ms: 1 },
-          call(7, { tool_name: "" }),
+          call(7, { tool_name: "t".repeat(201) }),
           call(8),
         ],
       },
@@ -92,7 +92,7 @@ describe("parseBatch items", () => {
       { index: 3, reason: "not an object" },
       { index: 4, reason: "is_empty: true only with outcome ok" },
       { index: 5, reason: "started_at: more than 7 days old" },
-      { index: 7, reason: "tool_name: empty" },
+      { index: 7, reason: "tool_name: too long" },
     ]);
     expect(result.payloads[1]).toEqual({
       v: 1,
