@@ -67,7 +67,8 @@ const verdict = (us: number, target: number) => (us <= target ? `meets ≤ ${fmt
 
 const lines: string[] = [];
 lines.push(`Run on ${new Date().toISOString().slice(0, 10)}, Node ${process.version}, ${cpus()[0]?.model ?? "unknown CPU"} (${cpus().length} cores, shared).`);
-lines.push("Medians of per-call CPU time (process.cpuUsage) over 21–31 batches of ~10 ms each, so time");
+lines.push("Medians of per-call CPU time (process.cpuUsage) over 21–31 batches of ~10 ms each, after ~300 ms");
+lines.push("of warm-up so the JIT has settled (without it runs came out up to 2× apart), so time");
 lines.push("spent descheduled on the shared machine is not counted. Lower is better. Each input is");
 lines.push("hashed repeatedly, so canonicalize's cache of quoted keys is warm, as it is for a tool whose");
 lines.push("calls repeat their argument keys.");

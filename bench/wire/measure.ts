@@ -24,7 +24,11 @@ export function measure(name: string, fn: () => unknown, options: { samples?: nu
     if (elapsed >= batchUs) break;
     iterations = elapsed <= 0 ? iterations * 8 : Math.max(iterations + 1, Math.ceil((iterations * batchUs) / elapsed));
   }
-  for (let i = 0; i < iterations * 3; i++) fn();
+  // V8 tiers a hot function up (Sparkplug, Maglev, TurboFan) over the first few hundred
+  // milliseconds; sampling before that reads an unsettled mix, which showed as runs a factor of two
+  // apart. Keep calling for ~300 ms of CPU first.
+  const warmUntil = cpuMicros() + 300_000;
+  while (cpuMicros() < warmUntil) for (let i = 0; i < iterations; i++) fn();
   const perCall: number[] = [];
   for (let s = 0; s < samples; s++) {
     const start = cpuMicros();
