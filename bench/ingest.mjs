@@ -4,7 +4,6 @@
 // batches in interleaved slices. Local D1 runs inside the worker's process, so writes are part of
 // every figure: a slice ends when its rows have drained into D1, not when the last 202 arrived.
 // Prints the figures and replaces the bench:ingest section of docs/benchmarks.md.
-import { build } from "esbuild";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { mkdirSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { availableParallelism } from "node:os";
@@ -12,6 +11,7 @@ import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { writeBenchmarkSection } from "./benchmarks-md.mjs";
+import { bundleWorker } from "./bundle-worker.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const tmp = join(root, ".bench-tmp", "ingest");
@@ -224,18 +224,7 @@ async function main() {
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
   const workerScript = join(tmp, "worker.js");
-  await build({
-    entryPoints: [join(root, "src/worker/index.ts")],
-    bundle: true,
-    format: "esm",
-    platform: "neutral",
-    target: "es2022",
-    conditions: ["workerd", "worker", "browser"],
-    mainFields: ["module", "main"],
-    external: ["cloudflare:*", "node:*"],
-    outfile: workerScript,
-    logLevel: "warning",
-  });
+  await bundleWorker(workerScript);
   const bodies = makeBodies(CONCURRENCY * 2);
   const ingest = await ingestTarget("ingest", workerScript);
   const floor = await startTarget(

@@ -6,7 +6,6 @@
 //
 // Env: BENCH_SIZES (default "10000,100000,1000000"), BENCH_REPEAT (default 3: each figure is the
 // median of that many runs, each on a freshly seeded database, because the machine is shared).
-import { build } from "esbuild";
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { availableParallelism, cpus } from "node:os";
@@ -14,6 +13,7 @@ import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { writeBenchmarkSection } from "./benchmarks-md.mjs";
+import { bundleWorker } from "./bundle-worker.mjs";
 import { durationBucket } from "../src/worker/histogram.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -174,18 +174,7 @@ async function main() {
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
   const workerScript = join(tmp, "worker.js");
-  await build({
-    entryPoints: [join(root, "src/worker/index.ts")],
-    bundle: true,
-    format: "esm",
-    platform: "neutral",
-    target: "es2022",
-    conditions: ["workerd", "worker", "browser"],
-    mainFields: ["module", "main"],
-    external: ["cloudflare:*", "node:*"],
-    outfile: workerScript,
-    logLevel: "warning",
-  });
+  await bundleWorker(workerScript);
   console.log(`bench:rollup — sizes ${SIZES.join(", ")}; ${availableParallelism()} CPUs (${cpus()[0]?.model ?? "?"})`);
   const largest = Math.max(...SIZES);
   const results: SizeResult[] = [];
