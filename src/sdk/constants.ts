@@ -1,4 +1,5 @@
 // The numbers SPEC §4 fixes for the producer SDK, in one place so tests can check them.
+import { MAX_BATCH_ITEMS } from "../shared/limits.ts";
 
 /** Flush as soon as this many payloads are waiting (SPEC §4 "flush at 30 payloads"). */
 export const FLUSH_AT_PAYLOADS = 30;
@@ -7,7 +8,7 @@ export const FLUSH_INTERVAL_MS = 5_000;
 /** At most this many payloads wait in memory; the oldest is dropped beyond it (SPEC §4). */
 export const MAX_BUFFERED_PAYLOADS = 1_000;
 /** The ingest refuses more than 500 items per request (SPEC §1.1), so a larger flush is split. */
-export const MAX_PAYLOADS_PER_REQUEST = 500;
+export const MAX_PAYLOADS_PER_REQUEST = MAX_BATCH_ITEMS;
 /** A send that has not finished after 10 seconds is abandoned and its batch dropped (SPEC §4). */
 export const SEND_TIMEOUT_MS = 10_000;
 /** The final flush on exit is best effort and takes at most 1 second (SPEC §4). */

@@ -1,9 +1,8 @@
 // watch() options (SPEC §4): checked once; anything but an object with a usable key disables the
 // SDK silently, with a debug line. The package reads no environment variables itself.
+import { MAX_AGREEMENT_FIELD_CHARS, MAX_TOOL_NAME_CHARS } from "../shared/limits.ts";
 import { DEFAULT_AGREE_WINDOW_MS, DEFAULT_ENDPOINT } from "./constants.ts";
 
-const MAX_FIELD_CHARS = 128;
-const MAX_TOOL_NAME_CHARS = 200;
 const MAX_AGREE_WINDOW_MS = 86_400_000;
 
 export interface ToolPolicy {
@@ -90,7 +89,7 @@ export function resolveOptions(raw: unknown): OptionsVerdict {
   const agreeByTool: ResolvedOptions["agreeByTool"] = new Map();
   if (isRecord(raw.agree)) {
     for (const [field, tools] of Object.entries(raw.agree)) {
-      if (field.length === 0 || field.length > MAX_FIELD_CHARS || !isRecord(tools)) continue;
+      if (field.length === 0 || field.length > MAX_AGREEMENT_FIELD_CHARS || !isRecord(tools)) continue;
       const paths = new Map<string, string>();
       for (const [tool, path] of Object.entries(tools)) {
         if (tool.length === 0 || tool.length > MAX_TOOL_NAME_CHARS) continue;

@@ -1,6 +1,7 @@
 // Recognises the MCP server shapes by their structure, never by importing the MCP SDK (a peer):
 // SPEC §4 "Facts about the MCP SDKs". `Server._requestHandlers` is a Map of method → handler in
 // every version; `McpServer` wraps a `Server` in `.server` and keeps `_registeredTools` by name.
+import { MAX_MCP_SDK_VERSION_CHARS } from "../shared/limits.ts";
 
 export type RequestHandler = (request: unknown, extra: unknown) => unknown;
 
@@ -57,7 +58,6 @@ export function transportKind(transport: unknown): "stdio" | "http" | "sse" | "u
   return "unknown";
 }
 
-const MAX_VERSION_CHARS = 64;
 const versionCache = new Map<string, string | null>();
 
 type NodeFs = typeof import("node:fs");
@@ -111,7 +111,7 @@ function readInstalledVersion(packageName: string): string | null {
       const manifest = path.join(dir, "node_modules", ...packageName.split("/"), "package.json");
       if (fs.existsSync(manifest)) {
         const parsed = JSON.parse(fs.readFileSync(manifest, "utf8")) as { name?: unknown; version?: unknown };
-        if (parsed.name === packageName && typeof parsed.version === "string" && parsed.version.length <= MAX_VERSION_CHARS) {
+        if (parsed.name === packageName && typeof parsed.version === "string" && parsed.version.length <= MAX_MCP_SDK_VERSION_CHARS) {
           return parsed.version;
         }
       }

@@ -8,6 +8,13 @@
 // which the producer never needs at run time (tests validate every payload with them).
 import { descriptionNorm } from "../shared/description.ts";
 import { argsHash, descriptionHash, schemaHash, utf16Length } from "../shared/hash.ts";
+import {
+  MAX_CLIENT_NAME_CHARS,
+  MAX_DURATION_MS,
+  MAX_PROTOCOL_VERSION_CHARS,
+  MAX_STARTUP_TOOLS,
+  MAX_TOOL_NAME_CHARS,
+} from "../shared/limits.ts";
 import { valueInResult } from "./agreement.ts";
 import { elapsedMs, perfNow, wallMsAt } from "./clock.ts";
 import {
@@ -30,12 +37,7 @@ import {
   type ServerShape,
 } from "./shapes.ts";
 
-const MAX_CLIENT_NAME_CHARS = 128;
-const MAX_TOOL_NAME_CHARS = 200;
-const MAX_VERSION_CHARS = 64;
-const MAX_STARTUP_TOOLS = 500;
 const MAX_TOOLS_LIST_PAGES = 50;
-const MAX_DURATION_MS = 86_400_000;
 
 /** Marks functions this SDK made, so nothing is wrapped twice. */
 const INSTRUMENTED = Symbol.for("mcpulse-edge.sdk.instrumented");
@@ -193,7 +195,7 @@ function clientName(name: unknown): string | undefined {
 }
 
 function versionText(value: unknown): string | null {
-  return typeof value === "string" && value.length > 0 && value.length <= MAX_VERSION_CHARS ? value : null;
+  return typeof value === "string" && value.length > 0 && value.length <= MAX_PROTOCOL_VERSION_CHARS ? value : null;
 }
 
 /** Per-request client information (MCP 2026-07-28): 2.x lifts it into `ctx.mcpReq.envelope`. */

@@ -1,17 +1,7 @@
 // The `agreement` payload (SPEC §1.2): the opt-in verdict of an in-process comparison of two tools.
 import { z } from "zod";
 import { boundedText, sessionIdSchema, timestampSchema, toolNameSchema, wholeNumber } from "./fields.ts";
-
-/** Agreement `field` ≤ 128 characters (SPEC §1.2). */
-export const MAX_AGREEMENT_FIELD_CHARS = 128;
-/**
- * `window_ms` has no cap of its own in SPEC §1.2 ("Integers are whole numbers ≥ 0"; only byte counts
- * and `duration_ms` are capped, and only "a wrong type, or over its cap" drops an item), so any whole
- * number JSON can carry exactly is kept. A producer configured with a window over a day (the SDK
- * default is 300,000 ms) must not lose its verdicts. (It used to be capped at one day; the metrics
- * conformance e2e test's reading of SPEC §1.2 removed that.)
- */
-export const MAX_AGREEMENT_WINDOW_MS = Number.MAX_SAFE_INTEGER;
+import { MAX_AGREEMENT_FIELD_CHARS, MAX_AGREEMENT_WINDOW_MS } from "./limits.ts";
 
 export const agreementFieldSchema = boundedText(MAX_AGREEMENT_FIELD_CHARS);
 

@@ -1,12 +1,8 @@
 // The ingest envelope (SPEC §1.1): `{"batch": [payload, …]}`, validated item by item so one bad
 // item never costs the good ones.
 import { z } from "zod";
+import { MAX_BATCH_ITEMS } from "./limits.ts";
 import { parsePayload, type Payload } from "./payload.ts";
-
-/** At most 500 payloads per request; more → 413 (SPEC §1.1). */
-export const MAX_BATCH_ITEMS = 500;
-/** At most 1 MiB of body, counted on the bytes actually read; more → 413 (SPEC §1.1). The worker enforces it. */
-export const MAX_BODY_BYTES = 1_048_576;
 
 /** The envelope's shape; items are validated one by one by parseBatch, not here. */
 export const ingestEnvelopeSchema = z.object({

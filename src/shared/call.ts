@@ -5,20 +5,14 @@ import {
   clientNameSchema,
   HASH_PATTERN,
   hashSchema,
-  MAX_BYTE_COUNT,
-  MAX_CLIENT_NAME_CHARS,
-  MAX_SESSION_ID_CHARS,
-  MAX_TOOL_NAME_CHARS,
   sessionIdSchema,
   timestampSchema,
   toolNameSchema,
   wholeNumber,
 } from "./fields.ts";
 import { codePointLength } from "./hash.ts";
+import { MAX_BYTE_COUNT, MAX_CLIENT_NAME_CHARS, MAX_DURATION_MS, MAX_SESSION_ID_CHARS, MAX_TOOL_NAME_CHARS } from "./limits.ts";
 import { parseTimestampMs } from "./timestamp.ts";
-
-/** `duration_ms` ≤ 86,400,000 — one day (SPEC §1.2). */
-export const MAX_DURATION_MS = 86_400_000;
 
 /** The four outcomes of a call (SPEC §1.2, §4). */
 export const CALL_OUTCOMES = ["ok", "bad_args", "tool_error", "crashed"] as const;

@@ -1,16 +1,9 @@
 // Field schemas shared by the payload types (SPEC §1.2), each beside the cap it enforces.
 import { z } from "zod";
 import { codePointLength } from "./hash.ts";
+import { MAX_BYTE_COUNT, MAX_CLIENT_NAME_CHARS, MAX_SESSION_ID_CHARS, MAX_TOOL_NAME_CHARS } from "./limits.ts";
 import { MAX_TIMESTAMP_CHARS, parseTimestampMs } from "./timestamp.ts";
 
-/** `session_id` ≤ 128 characters (SPEC §1.2). */
-export const MAX_SESSION_ID_CHARS = 128;
-/** `client_name` ≤ 128 characters (SPEC §1.2; the SDK cuts longer names to 128). */
-export const MAX_CLIENT_NAME_CHARS = 128;
-/** Tool names — `tool_name`, `tools[].name`, `tool_a`/`tool_b`, declared tools — ≤ 200 characters. */
-export const MAX_TOOL_NAME_CHARS = 200;
-/** Integers on the wire are whole numbers ≥ 0; byte counts ≤ 2,147,483,647 (SPEC §1.2). */
-export const MAX_BYTE_COUNT = 2_147_483_647;
 /** Hashes are lowercase hex, 4–64 characters; the SDKs send 12 (SPEC §1.2). */
 export const HASH_PATTERN = /^[0-9a-f]{4,64}$/;
 

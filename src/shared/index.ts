@@ -7,6 +7,7 @@ export * from "./canonical.ts";
 export * from "./description.ts";
 export * from "./fields.ts";
 export * from "./hash.ts";
+export * from "./limits.ts";
 export * from "./payload.ts";
 export * from "./porter.ts";
 export * from "./sha256.ts";

@@ -9,20 +9,13 @@ import {
   sessionIdSchema,
   toolNameSchema,
 } from "./fields.ts";
-
-/** A startup lists at most 500 tools (SPEC §1.2). */
-export const MAX_STARTUP_TOOLS = 500;
-/**
- * At most 500 `agree_declared` entries, each naming at most 500 tools. SPEC §1.2 gives no bound;
- * a declaration compares tools of the same server, which has at most 500.
- */
-export const MAX_AGREE_DECLARED_FIELDS = 500;
-/** `sdk` ≤ 64 characters (SPEC §1.2). */
-export const MAX_SDK_CHARS = 64;
-/** `mcp_sdk_version` ≤ 64 characters (SPEC §1.2). */
-export const MAX_MCP_SDK_VERSION_CHARS = 64;
-/** `protocol_version` ≤ 64 characters (SPEC §1.2). */
-export const MAX_PROTOCOL_VERSION_CHARS = 64;
+import {
+  MAX_AGREE_DECLARED_FIELDS,
+  MAX_MCP_SDK_VERSION_CHARS,
+  MAX_PROTOCOL_VERSION_CHARS,
+  MAX_SDK_CHARS,
+  MAX_STARTUP_TOOLS,
+} from "./limits.ts";
 
 /** How the client is connected (SPEC §4: stdio, streamable HTTP → `http`, SSE, else `unknown`). */
 export const TRANSPORTS = ["stdio", "http", "sse", "unknown"] as const;
