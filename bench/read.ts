@@ -5,6 +5,7 @@
 import { cpus } from "node:os";
 import { writeBenchmarkSection } from "./benchmarks-md.mjs";
 import { durationBucket } from "../src/worker/histogram.ts";
+import { mulberry32 } from "../test/e2e/dashboard/demo-data.ts";
 import { createProject, startWorker, type RunningWorker } from "../test/e2e/dashboard/start-worker.ts";
 
 const DAYS = 90;
@@ -21,17 +22,6 @@ const WARMUP = 3;
 const RUNS = 25;
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type CounterRow = {
   project_id: string; start_ms: number; tool_name: string; client_name: string; calls: number; ok: number; empty: number;

@@ -6,9 +6,7 @@
 // most duration_ms (≤ 1 day) + 30 s after it. So once the rollup is complete (`as_of`) past a day's
 // end + 8 days, nothing can reach that day's rows any more; an hour of margin is added.
 
-// Local copies: metrics.ts imports this module, so importing its constants back would be circular.
-const DAY_MS = 86_400_000;
-const HOUR_MS = 3_600_000;
+import { DAY_MS, HOUR_MS } from "../rollup/time.ts";
 
 export const FINAL_AFTER_MS = 8 * DAY_MS + HOUR_MS;
 

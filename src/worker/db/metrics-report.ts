@@ -87,16 +87,7 @@ export function percentiles(histogram: DurationHistogram): Percentiles {
 }
 
 /** The §2.1–2.3 counters with their rates, percentiles and response size, in SPEC §3's key order. */
-export type CounterFigures = {
-  calls: number;
-  ok: number;
-  empty: number;
-  bad_args: number;
-  tool_error: number;
-  crashed: number;
-  retries: number;
-  first_call_attempts: number;
-  first_call_ok: number;
+export type CounterFigures = Omit<Counters, "response_bytes_sum" | "duration_ms_sum"> & {
   first_call_rate: number | null;
   empty_rate: number | null;
   error_rate: number | null;

@@ -2,10 +2,11 @@
 // grouped by tool, client or time. Nothing here divides: rates are made at read time by
 // metrics-report.ts from these sums.
 import type { DurationHistogram } from "../histogram.ts";
+import { DAY_MS, HOUR_MS } from "../rollup/time.ts";
 import { FINAL_AFTER_MS, LruCache, finalBoundaryMs } from "./metrics-cache.ts";
 
-export const DAY_MS = 86_400_000;
-export const HOUR_MS = 3_600_000;
+// The UTC hour and day the rollup keys its rows by, for the routes and the dashboard.
+export { DAY_MS, HOUR_MS };
 
 /** The additive counters of SPEC §2.1–2.2, as summed over any set of rollup rows. */
 export type Counters = {

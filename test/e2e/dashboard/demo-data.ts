@@ -7,7 +7,8 @@ import { descriptionNorm } from "../../../src/shared/description.ts";
 
 type Payload = Record<string, unknown>;
 
-function mulberry32(seed: number): () => number {
+/** A small seeded PRNG (mulberry32), so generated data is the same on every run. */
+export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
