@@ -1,6 +1,7 @@
 // Test projects: Node for the wire contract, the SDK and end-to-end runs; workerd for the worker.
-import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
@@ -20,7 +21,10 @@ export default defineConfig({
             miniflare: {
               bindings: {
                 ADMIN_TOKEN: "test-admin-token",
-                SCHEMA_SQL: readFileSync(new URL("./schema.sql", import.meta.url), "utf8"),
+                // Applied by test/worker/apply-migrations.ts, as `wrangler d1 migrations apply` would.
+                TEST_MIGRATIONS: await readD1Migrations(fileURLToPath(new URL("./migrations", import.meta.url))),
+                // The generated schema.sql, compared with what the migrations produce (test/worker/schema.test.ts).
+                GENERATED_SCHEMA_SQL: readFileSync(new URL("./schema.sql", import.meta.url), "utf8"),
               },
             },
           }),
@@ -28,7 +32,7 @@ export default defineConfig({
         test: {
           name: "worker",
           include: ["test/worker/**/*.test.ts"],
-          setupFiles: ["test/worker/apply-schema.ts"],
+          setupFiles: ["test/worker/apply-migrations.ts"],
         },
       },
       {

@@ -12,6 +12,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { writeBenchmarkSection } from "./benchmarks-md.mjs";
 import { bundleWorker } from "./bundle-worker.mjs";
+import { migrateToHead } from "../scripts/migrations.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const tmp = join(root, ".bench-tmp", "ingest");
@@ -25,7 +26,7 @@ const ADMIN_TOKEN = "bench-admin-token";
 const COMPATIBILITY_DATE = /compatibility_date\s*=\s*"([^"]+)"/.exec(readFileSync(join(root, "wrangler.toml"), "utf8"))[1];
 const CLOCK_TICKS_PER_SECOND = 100; // Linux USER_HZ, what /proc/<pid>/stat counts in
 
-/** schema.sql split into statements, as test/worker/apply-schema.ts does. */
+/** A schema file split into statements (statements end with `;` at line end). */
 function statementsOf(sql) {
   return sql
     .split(/;\s*$/m)
@@ -204,7 +205,7 @@ function ingestTarget(name, workerScript) {
       bindings: { ADMIN_TOKEN, RAW_RETENTION_DAYS: "30", PRICE_PER_MILLION_TOKENS_USD: "3" },
     },
     async ({ DB: db }, url) => {
-      await applySchema(db, "schema.sql");
+      await migrateToHead(db);
       const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" };
       const created = await fetch(new URL("/v1/admin/projects", url), { method: "POST", headers: admin, body: '{"name":"bench"}' });
       const project = await created.json();

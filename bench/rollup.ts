@@ -15,6 +15,7 @@ import { fileURLToPath } from "node:url";
 import { writeBenchmarkSection } from "./benchmarks-md.mjs";
 import { bundleWorker } from "./bundle-worker.mjs";
 import { durationBucket } from "../src/worker/histogram.ts";
+import { migrateToHead } from "../scripts/migrations.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const tmp = join(root, ".bench-tmp", "rollup");
@@ -28,14 +29,6 @@ const SPACING_MS = 50;
 const SEED_CHUNK = 100_000;
 
 type Db = Awaited<ReturnType<Miniflare["getD1Database"]>>;
-
-/** schema.sql split into statements, as test/worker/apply-schema.ts does. */
-function statementsOf(sql: string): string[] {
-  return sql
-    .split(/;\s*$/m)
-    .map((s) => s.replace(/^\s*--.*$/gm, "").trim())
-    .filter((s) => s.length > 0);
-}
 
 // Realistic sessions: 50 concurrent sessions of 200 calls each per block of 10,000 calls, so a
 // session calls every 2.5 s; 8 tools (a tool's next call in its session is ~20 s later, so
@@ -114,7 +107,7 @@ async function withWorker<T>(name: string, workerScript: string, fn: (mf: Minifl
   try {
     await mf.ready;
     const db = await mf.getD1Database("DB");
-    await db.batch(statementsOf(readFileSync(join(root, "schema.sql"), "utf8")).map((s) => db.prepare(s)));
+    await migrateToHead(db as unknown as D1Database);
     await db.prepare("INSERT INTO projects (project_id, name, created_at_ms) VALUES ('bench', 'bench', 0)").run();
     const durations = Array.from({ length: 500 }, (_, k) => Math.round(Math.exp((k / 499) * Math.log(30_000))));
     await db.prepare("CREATE TABLE bench_durations (idx INTEGER PRIMARY KEY, duration_ms INTEGER, duration_bucket INTEGER)").run();

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm run dev [-- wrangler dev options]`: the worker on 127.0.0.1:8787 with a ready local D1.
-// 1. applies schema.sql to the local D1 (every statement is IF NOT EXISTS, so it is idempotent);
+// 1. applies the pending migrations (migrations/) to the local D1 with `wrangler d1 migrations apply`;
+//    a local D1 made by the first release's schema.sql is recognised by 0001 and keeps its data;
 // 2. creates .dev.vars with a random ADMIN_TOKEN unless one is already set there;
 // 3. prints how to create a project;
 // 4. runs `wrangler dev` with the scheduled handler reachable (--test-scheduled). Extra arguments
@@ -25,14 +26,17 @@ function optionValue(name, fallback) {
   return extraArgs[i].includes("=") ? extraArgs[i].split("=")[1] : extraArgs[i + 1] ?? fallback;
 }
 
-// 1. Schema.
-console.log("Applying schema.sql to the local D1 …");
-const applied = spawnSync(process.execPath, [wrangler, "d1", "execute", "DB", "--local", "--file", "schema.sql", "--yes"], {
+// 1. Schema. Extra options that choose the local D1 (--persist-to) apply to the migrations too.
+console.log("Applying pending migrations to the local D1 …");
+const persist = hasOption("--persist-to") ? ["--persist-to", optionValue("--persist-to", "")] : [];
+const applied = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local", ...persist], {
   cwd: root,
-  stdio: ["ignore", "ignore", "inherit"],
+  stdio: ["ignore", "inherit", "inherit"],
+  // Never prompt: the local database is the developer's own.
+  env: { ...process.env, CI: "true" },
 });
 if (applied.status !== 0) {
-  console.error("Could not apply schema.sql to the local D1 (see the error above).");
+  console.error("Could not apply the migrations to the local D1 (see the error above).");
   process.exit(applied.status ?? 1);
 }
 

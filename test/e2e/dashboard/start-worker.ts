@@ -1,13 +1,14 @@
 // Starts the real worker in Miniflare from Node, configured from wrangler.toml (the same bindings
-// `wrangler dev` gives it), with schema.sql applied to an in-memory D1 and an ADMIN_TOKEN. Used by
+// `wrangler dev` gives it), with every migration applied to an empty D1 and an ADMIN_TOKEN. Used by
 // the dashboard's browser test and by `npm run bench:read`.
 import { spawnSync } from "node:child_process";
 import { Miniflare, convertV4MiniflareOptions, type V4MiniflareOptions } from "miniflare";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
+import { migrateToHead } from "../../../scripts/migrations.ts";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 
@@ -20,14 +21,6 @@ export type RunningWorker = {
   runRollup(scheduledTime?: Date): Promise<void>;
   stop(): Promise<void>;
 };
-
-/** Splits schema.sql like test/worker/apply-schema.ts does (statements end with `;` at line end). */
-export function schemaStatements(): string[] {
-  return readFileSync(join(ROOT, "schema.sql"), "utf8")
-    .split(/;\s*$/m)
-    .map((s) => s.replace(/^\s*--.*$/gm, "").trim())
-    .filter((s) => s.length > 0);
-}
 
 export async function startWorker(options: { adminToken?: string; vars?: Record<string, string> } = {}): Promise<RunningWorker> {
   const adminToken = options.adminToken ?? "e2e-admin-token";
@@ -65,7 +58,7 @@ export async function startWorker(options: { adminToken?: string; vars?: Record<
   const mf = new Miniflare(convertV4MiniflareOptions(v4Options));
   const url = (await mf.ready).toString().replace(/\/$/, "");
   const db = (await mf.getD1Database("DB")) as unknown as D1Database;
-  await db.batch(schemaStatements().map((s) => db.prepare(s)));
+  await migrateToHead(db);
   return {
     url,
     adminToken,
