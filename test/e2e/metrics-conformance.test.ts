@@ -18,6 +18,7 @@ import { afterAll, beforeAll, expect, test } from "vitest";
 import { createProject, startWorker, type RunningWorker } from "./dashboard/start-worker.ts";
 import { DAY_MS, CALLED_TOOLS, CLIENTS, UNCALLED_TOOLS, generateWorkload, toPayload, type Item, type WireStyle } from "./conformance/workload.ts";
 import { Reference, dayOf, type Figures, type Received } from "./conformance/reference.ts";
+import { storedPayloadRows } from "./helpers/stored-rows.ts";
 
 let worker: RunningWorker;
 
@@ -31,16 +32,7 @@ afterAll(async () => {
 
 type Project = Awaited<ReturnType<typeof createProject>>;
 
-async function rowCount(project: Project): Promise<number> {
-  const row = await worker.db
-    .prepare(
-      "SELECT (SELECT COUNT(*) FROM incoming_calls WHERE project_id = ?1) + (SELECT COUNT(*) FROM raw_calls WHERE project_id = ?1) + " +
-        "(SELECT COUNT(*) FROM raw_startups WHERE project_id = ?1) + (SELECT COUNT(*) FROM raw_agreements WHERE project_id = ?1) AS n",
-    )
-    .bind(project.project_id)
-    .first<{ n: number }>();
-  return row?.n ?? 0;
-}
+const rowCount = (project: Project) => storedPayloadRows(worker.db, project.project_id);
 
 /** Sends the batches in order, waiting for each one's rows to land (receive order decides ties, SPEC §2.2). */
 async function send(project: Project, items: Item[], batchSizes: number[], wire: WireStyle[], rollupAfter: boolean[]): Promise<Received<Item>[]> {

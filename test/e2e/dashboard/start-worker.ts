@@ -3,7 +3,7 @@
 // the dashboard's browser test and by `npm run bench:read`.
 import { spawnSync } from "node:child_process";
 import { Miniflare, convertV4MiniflareOptions, type V4MiniflareOptions } from "miniflare";
-import { mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,18 +22,33 @@ export type RunningWorker = {
   stop(): Promise<void>;
 };
 
-export async function startWorker(options: { adminToken?: string; vars?: Record<string, string> } = {}): Promise<RunningWorker> {
+export type StartOptions = {
+  adminToken?: string;
+  vars?: Record<string, string>;
+  /** A worker already built (a frozen release): its bundle and the wrangler.toml it was deployed with. */
+  build?: { scriptPath: string; wranglerToml: string };
+  /** Keep D1 and Durable Object storage in this directory (so a second start sees the same database). */
+  persistTo?: string;
+  /** Brings the database to the schema the worker expects; default: every migration (migrateToHead). */
+  prepareDb?: (db: D1Database) => Promise<unknown>;
+};
+
+export async function startWorker(options: StartOptions = {}): Promise<RunningWorker> {
   const adminToken = options.adminToken ?? "e2e-admin-token";
   const outdir = mkdtempSync(join(tmpdir(), "mcpulse-worker-"));
   const scriptPath = join(outdir, "index.js");
-  // Bundle exactly as a deploy would (wrangler's own build, nodejs_compat polyfills included).
-  const wrangler = join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
-  const bundled = spawnSync(process.execPath, [wrangler, "deploy", "--dry-run", "--outdir", outdir], {
-    cwd: ROOT,
-    encoding: "utf8",
-  });
-  if (bundled.status !== 0) throw new Error(`wrangler build failed: ${bundled.stderr}`);
-  const { workerOptions } = unstable_getMiniflareWorkerOptions(join(ROOT, "wrangler.toml"));
+  if (options.build) {
+    copyFileSync(options.build.scriptPath, scriptPath);
+  } else {
+    // Bundle exactly as a deploy would (wrangler's own build, nodejs_compat polyfills included).
+    const wrangler = join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js");
+    const bundled = spawnSync(process.execPath, [wrangler, "deploy", "--dry-run", "--outdir", outdir], {
+      cwd: ROOT,
+      encoding: "utf8",
+    });
+    if (bundled.status !== 0) throw new Error(`wrangler build failed: ${bundled.stderr}`);
+  }
+  const { workerOptions } = unstable_getMiniflareWorkerOptions(options.build?.wranglerToml ?? join(ROOT, "wrangler.toml"));
   // The bundle is one ES module: module rules (for loose files) do not apply.
   const { modulesRules: _unusedRules, ...fromWrangler } = workerOptions as Record<string, unknown> & { bindings?: Record<string, unknown> };
   // wrangler hands over options in Miniflare's v4 shape; this Miniflare converts them itself.
@@ -53,12 +68,13 @@ export async function startWorker(options: { adminToken?: string; vars?: Record<
     port: 0,
     // Never fetch the Request.cf placeholder from the internet (tests run offline).
     cf: false,
-    // No resourcePersistencePath: storage lives in a temporary directory, empty on every start.
+    // Without persistTo, storage lives in a temporary directory, empty on every start.
+    ...(options.persistTo ? { resourcePersistencePath: options.persistTo } : {}),
   } as unknown as V4MiniflareOptions;
   const mf = new Miniflare(convertV4MiniflareOptions(v4Options));
   const url = (await mf.ready).toString().replace(/\/$/, "");
   const db = (await mf.getD1Database("DB")) as unknown as D1Database;
-  await migrateToHead(db);
+  await (options.prepareDb ?? migrateToHead)(db);
   return {
     url,
     adminToken,

@@ -1,0 +1,15 @@
+// How many of a project's payloads the head schema holds, for tests that wait until a batch's
+// rows have landed (ingest writes after its 202, in waitUntil). Follows the schema: a migration
+// that moves raw payloads changes this one place.
+export async function storedPayloadRows(db: D1Database, projectId: string): Promise<number> {
+  const row = await db
+    .prepare(
+      `SELECT (SELECT COUNT(*) FROM incoming_calls WHERE project_id = ?1)
+        + (SELECT COUNT(*) FROM raw_calls WHERE project_id = ?1)
+        + (SELECT COUNT(*) FROM raw_startups WHERE project_id = ?1)
+        + (SELECT COUNT(*) FROM raw_agreements WHERE project_id = ?1) AS n`,
+    )
+    .bind(projectId)
+    .first<{ n: number }>();
+  return row?.n ?? 0;
+}
