@@ -47,3 +47,15 @@ export async function revokeKey(db: D1Database, keyId: string, nowMs: number): P
     .run();
   return result.meta.changes > 0;
 }
+
+/** A project's keys, oldest first, without the key or its hash (SPEC §3). */
+export async function listKeys(
+  db: D1Database,
+  projectId: string,
+): Promise<Pick<ApiKeyRow, "key_id" | "kind" | "created_at_ms" | "revoked_at_ms">[]> {
+  const { results } = await db
+    .prepare("SELECT key_id, kind, created_at_ms, revoked_at_ms FROM api_keys WHERE project_id = ?1 ORDER BY created_at_ms, key_id")
+    .bind(projectId)
+    .all<Pick<ApiKeyRow, "key_id" | "kind" | "created_at_ms" | "revoked_at_ms">>();
+  return results;
+}

@@ -37,3 +37,42 @@ export async function setPayloadBudget(
     .bind(projectId, payloadsPerMinute)
     .first<ProjectRow>();
 }
+
+/** Every project, oldest first (SPEC §3 `GET /v1/admin/projects`). */
+export async function listProjects(db: D1Database): Promise<ProjectRow[]> {
+  const { results } = await db
+    .prepare("SELECT project_id, name, payload_budget_per_minute, created_at_ms FROM projects ORDER BY created_at_ms, project_id")
+    .all<ProjectRow>();
+  return results;
+}
+
+/**
+ * The tables that hold rows of a project: every table with a `project_id` column, read from the
+ * schema itself so that a table a later migration adds can never be forgotten by a deletion.
+ */
+export async function tablesWithProjectRows(db: D1Database): Promise<string[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT m.name AS name FROM sqlite_master AS m, pragma_table_info(m.name) AS c
+       WHERE m.type = 'table' AND c.name = 'project_id' AND m.name NOT LIKE 'sqlite_%' AND m.name NOT LIKE '_cf_%'
+       ORDER BY m.name`,
+    )
+    .all<{ name: string }>();
+  return results.map((r) => r.name);
+}
+
+/**
+ * Deletes a project and every row stored for it (SPEC §3), in one D1 batch (one transaction): its
+ * keys first, so they answer 401 from the moment the batch commits, then every table's rows, the
+ * project last (api_keys references it). Returns false when there is no such project.
+ */
+export async function deleteProject(db: D1Database, projectId: string): Promise<boolean> {
+  const tables = (await tablesWithProjectRows(db)).filter((t) => t !== "api_keys" && t !== "projects");
+  const results = await db.batch([
+    db.prepare("DELETE FROM api_keys WHERE project_id = ?1").bind(projectId),
+    // Table names come from sqlite_master, never from the request.
+    ...tables.map((table) => db.prepare(`DELETE FROM "${table.replaceAll('"', '""')}" WHERE project_id = ?1`).bind(projectId)),
+    db.prepare("DELETE FROM projects WHERE project_id = ?1").bind(projectId),
+  ]);
+  return results.at(-1)!.meta.changes > 0;
+}

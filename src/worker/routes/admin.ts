@@ -1,4 +1,5 @@
-// Admin routes (SPEC §3): create projects, issue and revoke keys, set a project's payload budget.
+// Admin routes (SPEC §3): create, list and delete projects, issue, list and revoke keys, set a
+// project's payload budget.
 // Every route needs `Authorization: Bearer <ADMIN_TOKEN>`; without a configured token none works.
 import { Hono } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
@@ -7,8 +8,8 @@ import { timingSafeEqual } from "hono/utils/buffer";
 import { z } from "zod";
 import type { AppEnv } from "../app.ts";
 import { generateKey, keyIdOf, randomBase62, sha256Hex, type KeyKind } from "../auth.ts";
-import { insertKeyStatement, revokeKey } from "../db/keys.ts";
-import { findProject, insertProjectStatement, setPayloadBudget } from "../db/projects.ts";
+import { insertKeyStatement, listKeys, revokeKey } from "../db/keys.ts";
+import { deleteProject, findProject, insertProjectStatement, listProjects, setPayloadBudget } from "../db/projects.ts";
 
 export const MAX_PROJECT_NAME_CHARS = 200;
 /** Upper bound of a settable budget: far above what one key can send, low enough to stay an integer. */
@@ -72,6 +73,34 @@ adminRoutes.post("/projects", async (c) => {
     insertKeyStatement(c.env.DB, read.row),
   ]);
   return c.json({ project_id: projectId, name, ingest_key: ingest.key, read_key: read.key }, 201);
+});
+
+const isoOrNull = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+adminRoutes.get("/projects", async (c) => {
+  const projects = await listProjects(c.env.DB);
+  return c.json({
+    projects: projects.map((p) => ({
+      project_id: p.project_id,
+      name: p.name,
+      created_at: isoOrNull(p.created_at_ms),
+      payload_budget_per_minute: p.payload_budget_per_minute,
+    })),
+  });
+});
+
+adminRoutes.delete("/projects/:id", async (c) => {
+  if (!(await deleteProject(c.env.DB, c.req.param("id")))) throw new HTTPException(404, { message: "no such project" });
+  return c.body(null, 204);
+});
+
+adminRoutes.get("/projects/:id/keys", async (c) => {
+  const projectId = c.req.param("id");
+  if (!(await findProject(c.env.DB, projectId))) throw new HTTPException(404, { message: "no such project" });
+  const keys = await listKeys(c.env.DB, projectId);
+  return c.json({
+    keys: keys.map((k) => ({ key_id: k.key_id, kind: k.kind, created_at: isoOrNull(k.created_at_ms), revoked_at: isoOrNull(k.revoked_at_ms) })),
+  });
 });
 
 adminRoutes.patch("/projects/:id", async (c) => {
