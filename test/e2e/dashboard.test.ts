@@ -1,14 +1,17 @@
 // The dashboard in real headless Chromium: a week of traffic goes through the real ingest and the
 // real rollup cron in Miniflare, then the page's figures are checked against the read API's, a tool
-// is opened, the range and the client are changed, and screenshots go to docs/screenshots/.
+// is opened, the range and the client are changed, and screenshots are taken (see SCREENSHOTS).
 import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { demoWorkload, type DemoWorkload } from "./dashboard/demo-data.ts";
 import { createProject, startWorker, type RunningWorker } from "./dashboard/start-worker.ts";
 
-const SCREENSHOTS = fileURLToPath(new URL("../../docs/screenshots/", import.meta.url));
+// Screenshots go to the ignored test-results/ so `npm test` leaves the tree clean; `npm run
+// screenshots` sets SCREENSHOTS_DIR=docs/screenshots to refresh the README's pictures on purpose.
+const SCREENSHOTS = join(fileURLToPath(new URL("../../", import.meta.url)), process.env.SCREENSHOTS_DIR ?? "test-results/screenshots", "/");
 const CHROMIUM_ARGS = [
   "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
   "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -136,11 +139,14 @@ describe("dashboard in headless Chromium", () => {
     const from = await page.inputValue('input[name="from"]');
     const to = await page.inputValue('input[name="to"]');
     const tools = await expectTableEqualsApi(page, `from=${from}&to=${to}`);
-    expect(tools.reduce((n, t) => n + t.calls, 0)).toBe(workload.calls);
+    // Expectations come from the range the page shows (a UTC midnight may pass during the run).
+    const inRange = (iso: string) => iso.slice(0, 10) >= from && iso.slice(0, 10) <= to;
+    const callsInRange = workload.payloads.filter((p) => p.type === "call" && inRange(String(p.started_at)));
+    expect(callsInRange.length).toBeGreaterThan(workload.calls * 0.8);
+    expect(tools.reduce((n, t) => n + t.calls, 0)).toBe(callsInRange.length);
     // Per tool, the outcome counters equal a count over the payloads that were sent.
     const sent = new Map<string, { calls: number; ok: number; empty: number; bad_args: number; tool_error: number; crashed: number }>();
-    for (const payload of workload.payloads) {
-      if (payload.type !== "call") continue;
+    for (const payload of callsInRange) {
       const name = String(payload.tool_name);
       const counts = sent.get(name) ?? { calls: 0, ok: 0, empty: 0, bad_args: 0, tool_error: 0, crashed: 0 };
       counts.calls++;
@@ -153,7 +159,10 @@ describe("dashboard in headless Chromium", () => {
     expect(tools.find((t) => t.tool_name === "admin_purge_customer")).toMatchObject({ dead: false, calls: 0 });
     expect(tools.find((t) => t.tool_name === "legacy_order_lookup")).toMatchObject({ registered: false, schema_bytes: null });
     const sessions = await api<{ sessions: number; cost_per_session_usd: number | null }>(`/v1/metrics/sessions?from=${from}&to=${to}`);
-    expect(sessions.sessions).toBe(workload.sessions);
+    // A session counts on the day it was first seen: its first call (its startup arrives later).
+    const firstCall = new Map<string, string>();
+    for (const p of workload.payloads) if (p.type === "call" && !firstCall.has(String(p.session_id))) firstCall.set(String(p.session_id), String(p.started_at));
+    expect(sessions.sessions).toBe([...firstCall.values()].filter(inRange).length);
     expect(await page.getAttribute('[data-card="sessions"]', "data-value")).toBe(String(sessions.sessions));
     expect(await page.getAttribute('[data-card="cost_per_session_usd"]', "data-value")).toBe(asAttr(sessions.cost_per_session_usd));
     const insights = await api<{ insights: { kind: string }[] }>(`/v1/metrics/insights?from=${from}&to=${to}`);

@@ -71,11 +71,14 @@ function logNormalMs(rand: () => number, median: number): number {
 
 export type DemoWorkload = { payloads: Payload[]; calls: number; startups: number; agreements: number; sessions: number };
 
-/** The week before `nowMs`: about 70 sessions and 600 calls. */
+/**
+ * About 70 sessions and 600 calls, all inside the dashboard's default range at `nowMs` (the last 7
+ * UTC days, today included), whatever the hour: from a minute after the range's first midnight.
+ */
 export function demoWorkload(nowMs: number, seed = 7): DemoWorkload {
   const rand = mulberry32(seed);
   const payloads: Payload[] = [];
-  const weekStart = nowMs - 6.5 * 86_400_000;
+  const weekStart = Math.floor(nowMs / 86_400_000) * 86_400_000 - 6 * 86_400_000 + 60_000;
   const changeAt = nowMs - 3 * 86_400_000;
   const sessionCount = 72;
   let calls = 0;
