@@ -5,6 +5,7 @@ import type { AuthVariables } from "./auth.ts";
 import type { Env } from "./env.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { ingestRoutes } from "./routes/ingest.ts";
+import { mcpApp } from "./routes/mcp.ts";
 import { metricsApp } from "./routes/metrics.ts";
 import { dashboardApp } from "./routes/dashboard.tsx";
 
@@ -16,6 +17,7 @@ app.get("/healthz", (c) => c.text("ok"));
 app.route("/v1/admin", adminRoutes);
 app.route("/v1/ingest", ingestRoutes);
 app.route("/v1/metrics", metricsApp);
+app.route("/mcp", mcpApp);
 app.route("/", dashboardApp);
 
 // Every error body is {"error": string}; anything unexpected is a bare 500 (SPEC §1.1): never a

@@ -1,0 +1,280 @@
+// The MCP tools over a project's metrics (SPEC §6). Each answers from the read API's own reports —
+// the same functions /v1/metrics/* calls, with the same parameter rules — so a figure an agent reads
+// here is the figure the API and the dashboard show. Outputs are bounded (top-N with `limit`).
+import { z } from "zod";
+import {
+  clientsReport,
+  insightsReport,
+  pairsReport,
+  pricePerMillionTokens,
+  schemaRegressionsReport,
+  sessionsReport,
+  toolsReport,
+  type ToolRow as ToolRowData,
+} from "../db/metrics-report.ts";
+import type { Env } from "../env.ts";
+import { parseFilters, parseRange } from "../routes/metrics/params.ts";
+import { MAX_CLIENT_NAME_CHARS, MAX_TOOL_NAME_CHARS } from "../../shared/limits.ts";
+import { ClientRow, Insight, PairRow, RangeFields, SchemaRegression, Sessions, ToolRow } from "./schemas.ts";
+
+/** Who is asking: the project named by the read key, and the worker's bindings. */
+export type ToolContext = { env: Env; projectId: string; nowMs: number };
+
+export const DEFAULT_LIMIT = 20;
+export const MAX_LIMIT = 100;
+
+const day = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, "a UTC date YYYY-MM-DD")
+  .optional();
+const from = day.describe("first UTC day, inclusive (YYYY-MM-DD; default: 6 days before `to`)");
+const to = day.describe("last UTC day, inclusive (YYYY-MM-DD; default: today)");
+const client = z.string().min(1).max(MAX_CLIENT_NAME_CHARS).optional().describe("only calls from this MCP client (its name as the client reports it)");
+const toolName = z.string().min(1).max(MAX_TOOL_NAME_CHARS);
+const limit = z.number().int().min(1).max(MAX_LIMIT).optional().describe(`at most this many rows (default ${DEFAULT_LIMIT}, at most ${MAX_LIMIT})`);
+const truncation = {
+  total: z.number().int().describe("rows before the limit was applied"),
+  truncated: z.boolean().describe("true when rows were left out by `limit`"),
+};
+
+/** The read API's range and filter rules (routes/metrics/params.ts), fed from tool arguments. */
+function rangeOf(args: { from?: string | undefined; to?: string | undefined }, nowMs: number) {
+  const params = new Map<string, string>();
+  if (args.from !== undefined) params.set("from", args.from);
+  if (args.to !== undefined) params.set("to", args.to);
+  return parseRange(params, nowMs);
+}
+
+function filtersOf(args: { client?: string | undefined; tool?: string | undefined }) {
+  const params = new Map<string, string>();
+  if (args.client !== undefined) params.set("client", args.client);
+  if (args.tool !== undefined) params.set("tool", args.tool);
+  return parseFilters(params);
+}
+
+function top<T>(rows: T[], n: number | undefined): { rows: T[]; total: number; truncated: boolean } {
+  const size = n ?? DEFAULT_LIMIT;
+  return { rows: rows.slice(0, size), total: rows.length, truncated: rows.length > size };
+}
+
+/** Failed first attempts: first-call attempts that did not succeed at once. */
+const failedFirstCalls = (t: ToolRowData) => t.first_call_attempts - t.first_call_ok;
+const errors = (t: ToolRowData) => t.bad_args + t.tool_error + t.crashed;
+
+/**
+ * Worst first: most failed first attempts, then most errors, then dead tools, then most calls,
+ * then by name — the order in which fixing a tool helps the most calls.
+ */
+export function worstFirst(a: ToolRowData, b: ToolRowData): number {
+  return (
+    failedFirstCalls(b) - failedFirstCalls(a) ||
+    errors(b) - errors(a) ||
+    Number(b.dead) - Number(a.dead) ||
+    b.calls - a.calls ||
+    (a.tool_name < b.tool_name ? -1 : a.tool_name > b.tool_name ? 1 : 0)
+  );
+}
+
+const FIGURES_HELP =
+  "Figures: first_call_rate = share of first attempts that succeeded without a retry (the best single " +
+  "sign of whether a model understands the tool); bad_args = the model sent arguments the tool's schema " +
+  "rejected (fix the description or schema); tool_error = the tool ran and reported an error; crashed = " +
+  "the tool threw (fix the code); empty = ok but nothing in the result; retries = calls repeating the " +
+  "previous call of the same tool within 30 s. Rates have 4 decimals and are null without calls; durations are ms.";
+
+export type McpToolDefinition = {
+  name: string;
+  title: string;
+  description: string;
+  inputSchema: z.ZodObject;
+  outputSchema: z.ZodObject;
+  run(ctx: ToolContext, args: never): Promise<Record<string, unknown>>;
+};
+
+function defineTool<I extends z.ZodObject, O extends z.ZodObject>(tool: {
+  name: string;
+  title: string;
+  description: string;
+  inputSchema: I;
+  outputSchema: O;
+  run(ctx: ToolContext, args: z.infer<I>): Promise<z.infer<O>>;
+}): McpToolDefinition {
+  return tool as unknown as McpToolDefinition;
+}
+
+export const MCP_TOOLS: McpToolDefinition[] = [
+  defineTool({
+    name: "list_tools_health",
+    title: "Tool health, worst first",
+    description:
+      "Every tool of the MCP server with its call outcomes over a date range (default: the last 7 UTC days), " +
+      "worst first: most failed first attempts, then most errors, then dead tools. Start here to find which " +
+      "tool to fix. " + FIGURES_HELP + " dead = registered but never called in the range.",
+    inputSchema: z.object({ from, to, client, limit }),
+    outputSchema: z.object({ ...RangeFields, ...truncation, tools: z.array(ToolRow) }),
+    async run(ctx, args) {
+      const report = await toolsReport(ctx.env.DB, ctx.projectId, rangeOf(args, ctx.nowMs), filtersOf({ client: args.client }));
+      const { rows, total, truncated } = top([...report.tools].sort(worstFirst), args.limit);
+      return { from: report.from, to: report.to, as_of: report.as_of, total, truncated, tools: rows };
+    },
+  }),
+  defineTool({
+    name: "get_tool",
+    title: "One tool in detail",
+    description:
+      "One tool over a date range: its counters and latency percentiles, the same figures per MCP client " +
+      "(which clients' models struggle with it), the tools called right before and after it in sessions, and " +
+      "its latest schema change with bad_args rate and first-call success 7 days before and after. " + FIGURES_HELP,
+    inputSchema: z.object({ name: toolName.describe("the tool's exact name"), from, to, limit }),
+    outputSchema: z.object({
+      ...RangeFields,
+      tool: ToolRow.nullable().describe("null when the tool was never called nor registered"),
+      clients: z.array(ClientRow),
+      pairs: z.array(PairRow).describe("(from_tool → to_tool) pairs this tool is part of, most frequent first"),
+      schema_change: SchemaRegression.nullable().describe("null when the tool has only ever had one schema"),
+    }),
+    async run(ctx, args) {
+      const range = rangeOf(args, ctx.nowMs);
+      const filters = filtersOf({ tool: args.name });
+      const [tools, clients, pairs, regressions] = await Promise.all([
+        toolsReport(ctx.env.DB, ctx.projectId, range, filters),
+        clientsReport(ctx.env.DB, ctx.projectId, range, filters),
+        pairsReport(ctx.env.DB, ctx.projectId, range, filters),
+        schemaRegressionsReport(ctx.env.DB, ctx.projectId, filters),
+      ]);
+      return {
+        from: tools.from,
+        to: tools.to,
+        as_of: tools.as_of,
+        tool: tools.tools.find((t) => t.tool_name === args.name) ?? null,
+        clients: top(clients.clients, args.limit).rows,
+        pairs: top(pairs.pairs, args.limit).rows,
+        schema_change: regressions.regressions.find((r) => r.tool_name === args.name) ?? null,
+      };
+    },
+  }),
+  defineTool({
+    name: "get_insights",
+    title: "What to fix first",
+    description:
+      "Ranked findings over a date range, most urgent first: tools models rarely get right on the first call, " +
+      "slow tools, tools that often return nothing, oversized responses (tokens), dead tools, and tools whose " +
+      "descriptions are too alike for a model to tell apart. Each has a message, the measured value, its " +
+      "threshold and the calls it touched. Findings need at least 20 calls in the range.",
+    inputSchema: z.object({ from, to, client, tool: toolName.optional().describe("only findings about this tool"), limit }),
+    outputSchema: z.object({ ...RangeFields, ...truncation, insights: z.array(Insight) }),
+    async run(ctx, args) {
+      const report = await insightsReport(ctx.env.DB, ctx.projectId, rangeOf(args, ctx.nowMs), filtersOf(args));
+      const { rows, total, truncated } = top(report.insights, args.limit);
+      return { from: report.from, to: report.to, as_of: report.as_of, total, truncated, insights: rows };
+    },
+  }),
+  defineTool({
+    name: "compare_ranges",
+    title: "Compare two date ranges",
+    description:
+      "Per tool, the figures of range A beside range B and the change (B − A): calls, first_call_rate, " +
+      "error_rate, empty_rate and p95 latency. Use it to see whether a change to a tool's description or " +
+      "schema helped: A before the change, B after. Rows with the largest change in first-call success first.",
+    inputSchema: z.object({
+      a_from: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).describe("range A's first UTC day"),
+      a_to: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).describe("range A's last UTC day"),
+      b_from: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).describe("range B's first UTC day"),
+      b_to: z.string().regex(/^\d{4}-\d{2}-\d{2}$/).describe("range B's last UTC day"),
+      client,
+      limit,
+    }),
+    outputSchema: z.object({
+      a: z.object({ from: z.string(), to: z.string() }),
+      b: z.object({ from: z.string(), to: z.string() }),
+      as_of: RangeFields.as_of,
+      ...truncation,
+      tools: z.array(
+        z.object({
+          tool_name: z.string(),
+          calls: z.object({ a: z.number().int(), b: z.number().int(), change: z.number().int() }),
+          first_call_rate: z.object({ a: z.number().nullable(), b: z.number().nullable(), change: z.number().nullable() }),
+          error_rate: z.object({ a: z.number().nullable(), b: z.number().nullable(), change: z.number().nullable() }),
+          empty_rate: z.object({ a: z.number().nullable(), b: z.number().nullable(), change: z.number().nullable() }),
+          p95_ms: z.object({ a: z.number().nullable(), b: z.number().nullable(), change: z.number().nullable() }),
+        }),
+      ),
+    }),
+    async run(ctx, args) {
+      const filters = filtersOf({ client: args.client });
+      const [a, b] = await Promise.all([
+        toolsReport(ctx.env.DB, ctx.projectId, rangeOf({ from: args.a_from, to: args.a_to }, ctx.nowMs), filters),
+        toolsReport(ctx.env.DB, ctx.projectId, rangeOf({ from: args.b_from, to: args.b_to }, ctx.nowMs), filters),
+      ]);
+      const byName = (rows: ToolRowData[]) => new Map(rows.map((r) => [r.tool_name, r]));
+      const aRows = byName(a.tools);
+      const bRows = byName(b.tools);
+      // Differences of figures that are already rounded to 4 decimals, rounded again so 0.1 − 0.3 reads −0.2.
+      const diff = (x: number | null, y: number | null) => (x === null || y === null ? null : Math.round((y - x) * 10_000) / 10_000);
+      const pair = (x: number | null, y: number | null) => ({ a: x, b: y, change: diff(x, y) });
+      const names = [...new Set([...aRows.keys(), ...bRows.keys()])];
+      const rows = names.map((name) => {
+        const x = aRows.get(name);
+        const y = bRows.get(name);
+        return {
+          tool_name: name,
+          calls: { a: x?.calls ?? 0, b: y?.calls ?? 0, change: (y?.calls ?? 0) - (x?.calls ?? 0) },
+          first_call_rate: pair(x?.first_call_rate ?? null, y?.first_call_rate ?? null),
+          error_rate: pair(x?.error_rate ?? null, y?.error_rate ?? null),
+          empty_rate: pair(x?.empty_rate ?? null, y?.empty_rate ?? null),
+          p95_ms: pair(x?.duration_ms.p95 ?? null, y?.duration_ms.p95 ?? null),
+        };
+      });
+      const magnitude = (r: (typeof rows)[number]) => Math.abs(r.first_call_rate.change ?? 0);
+      rows.sort((r, s) => magnitude(s) - magnitude(r) || s.calls.b + s.calls.a - (r.calls.b + r.calls.a) || (r.tool_name < s.tool_name ? -1 : 1));
+      const { rows: shown, total, truncated } = top(rows, args.limit);
+      return { a: { from: a.from, to: a.to }, b: { from: b.from, to: b.to }, as_of: b.as_of, total, truncated, tools: shown };
+    },
+  }),
+  defineTool({
+    name: "get_clients",
+    title: "Figures per MCP client",
+    description:
+      "The same counters per MCP client (Claude, Cursor, VS Code, …) over a date range, most calls first: " +
+      "shows whether one client's model struggles where others do not. " + FIGURES_HELP,
+    inputSchema: z.object({ from, to, tool: toolName.optional().describe("only calls of this tool"), limit }),
+    outputSchema: z.object({ ...RangeFields, ...truncation, clients: z.array(ClientRow) }),
+    async run(ctx, args) {
+      const report = await clientsReport(ctx.env.DB, ctx.projectId, rangeOf(args, ctx.nowMs), filtersOf({ tool: args.tool }));
+      const { rows, total, truncated } = top(report.clients, args.limit);
+      return { from: report.from, to: report.to, as_of: report.as_of, total, truncated, clients: rows };
+    },
+  }),
+  defineTool({
+    name: "get_sessions",
+    title: "Sessions and their token cost",
+    description:
+      "Sessions first seen in a date range: how many, calls per session, tokens per session spent on tool " +
+      "results and on the tool list itself (schema_tokens_per_session: what the server's tools/list costs each " +
+      "session), and the cost per session in USD at the configured price per million tokens.",
+    inputSchema: z.object({ from, to, client }),
+    outputSchema: z.object({ ...RangeFields, ...Sessions.shape }),
+    async run(ctx, args) {
+      const range = rangeOf(args, ctx.nowMs);
+      const price = pricePerMillionTokens(ctx.env.PRICE_PER_MILLION_TOKENS_USD);
+      const report = await sessionsReport(ctx.env.DB, ctx.projectId, range, filtersOf({ client: args.client }), price);
+      return { from: range.from, to: range.to, ...report };
+    },
+  }),
+  defineTool({
+    name: "get_schema_regressions",
+    title: "Did a schema change hurt?",
+    description:
+      "For each registered tool whose input schema changed: the bad_args rate and first-call success over the " +
+      "7 days before and after the latest change, and whether it regressed (bad_args up or first-call success " +
+      "down by 0.05 or more, with at least 20 calls on each side). Regressed tools first.",
+    inputSchema: z.object({ client, tool: toolName.optional().describe("only this tool"), limit }),
+    outputSchema: z.object({ as_of: RangeFields.as_of, window_days: z.number().int(), ...truncation, regressions: z.array(SchemaRegression) }),
+    async run(ctx, args) {
+      const report = await schemaRegressionsReport(ctx.env.DB, ctx.projectId, filtersOf(args));
+      const sorted = [...report.regressions].sort((a, b) => Number(b.regressed) - Number(a.regressed));
+      const { rows, total, truncated } = top(sorted, args.limit);
+      return { as_of: report.as_of, window_days: report.window_days, total, truncated, regressions: rows };
+    },
+  }),
+];

@@ -1,0 +1,68 @@
+// /mcp (SPEC §6): the metrics as an MCP server, over streamable HTTP, stateless. The MCP SDK 2.x
+// `createMcpHandler` serves the current revision (2026-07-28, per-request envelope) and the 2025
+// revisions (its stateless legacy fallback) from one factory; a fresh server is built per request
+// for the project that the read key names. The bearer check runs first, so nothing of the MCP
+// machinery is reached without a live read key.
+import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
+import { Hono } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { requireKey, type AuthVariables } from "../auth.ts";
+import type { Env } from "../env.ts";
+import { MCP_TOOLS, type ToolContext } from "../mcp/tools.ts";
+
+export const MCP_SERVER_NAME = "mcpulse-edge";
+export const MCP_SERVER_VERSION = "0.1.0";
+/** Tool arguments are a few short strings: a larger body is refused before it is parsed. */
+export const MAX_MCP_BODY_BYTES = 64 * 1024;
+
+const INSTRUCTIONS =
+  "Read-only analytics of one MCP server (the project of the key): how models use its tools. " +
+  "Start with list_tools_health (worst tools first) or get_insights (ranked findings), then get_tool for " +
+  "one tool. Dates are UTC days YYYY-MM-DD, both ends included; the default range is the last 7 days.";
+
+/** The error a tool returns: the message of a refused parameter, never a stack trace or internals. */
+function toolErrorMessage(err: unknown): string {
+  if (err instanceof HTTPException && err.status === 400) return err.message;
+  return "the metrics could not be read; try again later";
+}
+
+export function buildMcpServer(ctx: ToolContext): McpServer {
+  const server = new McpServer({ name: MCP_SERVER_NAME, version: MCP_SERVER_VERSION }, { instructions: INSTRUCTIONS });
+  for (const tool of MCP_TOOLS) {
+    server.registerTool(
+      tool.name,
+      {
+        title: tool.title,
+        description: tool.description,
+        inputSchema: tool.inputSchema,
+        outputSchema: tool.outputSchema,
+        annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+      },
+      async (args: Record<string, unknown>) => {
+        try {
+          const result = await tool.run(ctx, args as never);
+          return { content: [{ type: "text" as const, text: JSON.stringify(result) }], structuredContent: result };
+        } catch (err) {
+          if (!(err instanceof HTTPException)) console.error(JSON.stringify({ event: "mcp_tool_error", tool: tool.name, name: (err as Error)?.name ?? "Error" }));
+          return { content: [{ type: "text" as const, text: toolErrorMessage(err) }], isError: true };
+        }
+      },
+    );
+  }
+  return server;
+}
+
+export const mcpApp = new Hono<{ Bindings: Env; Variables: AuthVariables }>();
+
+mcpApp.use("*", requireKey("read"));
+
+mcpApp.all("/", async (c) => {
+  const ctx: ToolContext = { env: c.env, projectId: c.var.projectId, nowMs: Date.now() };
+  const handler = createMcpHandler(() => buildMcpServer(ctx), {
+    legacy: "stateless",
+    maxRequestBodySize: MAX_MCP_BODY_BYTES,
+  });
+  const res = await handler.fetch(c.req.raw);
+  c.executionCtx.waitUntil(handler.close());
+  return res;
+});

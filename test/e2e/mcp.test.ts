@@ -1,0 +1,225 @@
+// /mcp end to end (SPEC §6): real MCP clients (SDK 1.x and 2.x, StreamableHTTPClientTransport)
+// against the real worker in Miniflare, with a week of traffic through the real ingest and rollup.
+// Every tool is called and its figures are compared with the read API's for the same project, range
+// and filters; keys of another project see nothing; bad keys get 401; bad arguments are tool errors.
+import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport as HttpV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { Client as ClientV2, StreamableHTTPClientTransport as HttpV2 } from "@modelcontextprotocol/client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { demoWorkload } from "./dashboard/demo-data.ts";
+import { createProject, startWorker, type RunningWorker } from "./dashboard/start-worker.ts";
+import { storedPayloadRows } from "./helpers/stored-rows.ts";
+
+let worker: RunningWorker;
+let project: Awaited<ReturnType<typeof createProject>>;
+let other: Awaited<ReturnType<typeof createProject>>;
+
+const TOOL_NAMES = ["list_tools_health", "get_tool", "get_insights", "compare_ranges", "get_clients", "get_sessions", "get_schema_regressions"];
+
+beforeAll(async () => {
+  worker = await startWorker();
+  project = await createProject(worker, "Orders MCP server");
+  other = await createProject(worker, "Someone else");
+  const { payloads } = demoWorkload(Date.now());
+  for (let i = 0; i < payloads.length; i += 500) {
+    const res = await fetch(`${worker.url}/v1/ingest`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${project.ingest_key}`, "content-type": "application/json" },
+      body: JSON.stringify({ batch: payloads.slice(i, i + 500) }),
+    });
+    expect(res.status).toBe(202);
+  }
+  const deadline = Date.now() + 20_000;
+  while ((await storedPayloadRows(worker.db, project.project_id)) < payloads.length) {
+    if (Date.now() > deadline) throw new Error("ingest did not land");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  await worker.runRollup();
+  await worker.runRollup();
+});
+
+afterAll(async () => {
+  await worker?.stop();
+});
+
+type Connected = { callTool(params: { name: string; arguments?: Record<string, unknown> }): Promise<unknown>; listTools(): Promise<{ tools: unknown[] }>; close(): Promise<void> };
+
+async function connect(version: "1.x" | "2.x", key: string): Promise<Connected> {
+  const url = new URL(`${worker.url}/mcp`);
+  const requestInit = { headers: { authorization: `Bearer ${key}` } };
+  if (version === "1.x") {
+    const client = new ClientV1({ name: "e2e-v1", version: "1.0.0" });
+    await client.connect(new HttpV1(url, { requestInit }));
+    return client as unknown as Connected;
+  }
+  const client = new ClientV2({ name: "e2e-v2", version: "2.0.0" });
+  await client.connect(new HttpV2(url, { requestInit }));
+  return client as unknown as Connected;
+}
+
+async function api<T>(path: string, key = project.read_key): Promise<T> {
+  const res = await fetch(`${worker.url}${path}`, { headers: { authorization: `Bearer ${key}` } });
+  expect(res.status, path).toBe(200);
+  return (await res.json()) as T;
+}
+
+type ToolResult = { isError?: boolean; structuredContent?: Record<string, unknown>; content: { type: string; text?: string }[] };
+
+async function call(client: Connected, name: string, args: Record<string, unknown> = {}): Promise<ToolResult> {
+  return (await client.callTool({ name, arguments: args })) as ToolResult;
+}
+
+function structured(result: ToolResult): Record<string, unknown> {
+  expect(result.isError, JSON.stringify(result.content)).toBeFalsy();
+  expect(result.structuredContent).toBeDefined();
+  // The text part carries the same JSON, for clients that do not read structuredContent.
+  expect(JSON.parse(result.content[0]!.text!)).toEqual(result.structuredContent);
+  return result.structuredContent!;
+}
+
+type ApiTool = { tool_name: string; calls: number; first_call_rate: number | null; error_rate: number | null; empty_rate: number | null; duration_ms: { p95: number | null } } & Record<string, unknown>;
+
+describe.each(["1.x", "2.x"] as const)("MCP client %s", (version) => {
+  it("initializes and lists every tool, read only, with input and output schemas", async () => {
+    const client = await connect(version, project.read_key);
+    const { tools } = (await client.listTools()) as { tools: { name: string; description: string; inputSchema: { type: string }; outputSchema?: { type: string }; annotations?: { readOnlyHint?: boolean } }[] };
+    expect(tools.map((t) => t.name).sort()).toEqual([...TOOL_NAMES].sort());
+    for (const t of tools) {
+      expect(t.inputSchema.type, t.name).toBe("object");
+      expect(t.outputSchema?.type, t.name).toBe("object");
+      expect(t.annotations?.readOnlyHint, t.name).toBe(true);
+      expect(t.description.length, t.name).toBeGreaterThan(80);
+    }
+    await client.close();
+  });
+
+  it("answers every tool with the read API's figures", async () => {
+    const client = await connect(version, project.read_key);
+    const apiTools = await api<{ from: string; to: string; as_of: string; tools: ApiTool[] }>("/v1/metrics/tools");
+    const { from, to } = apiTools;
+
+    const health = structured(await call(client, "list_tools_health", { limit: 100 }));
+    expect([health.from, health.to, health.as_of]).toEqual([from, to, apiTools.as_of]);
+    const healthTools = health.tools as ApiTool[];
+    expect([...healthTools].sort((a, b) => (a.tool_name < b.tool_name ? -1 : 1))).toEqual([...apiTools.tools].sort((a, b) => (a.tool_name < b.tool_name ? -1 : 1)));
+    // Worst first: failed first attempts never increase down the list.
+    const failed = healthTools.map((t) => (t.first_call_attempts as number) - (t.first_call_ok as number));
+    expect(failed).toEqual([...failed].sort((a, b) => b - a));
+    const limited = structured(await call(client, "list_tools_health", { limit: 2 }));
+    expect(limited.tools).toEqual(healthTools.slice(0, 2));
+    expect([limited.total, limited.truncated]).toEqual([healthTools.length, true]);
+
+    const byClient = structured(await call(client, "list_tools_health", { from, to, client: "cursor", limit: 100 }));
+    const apiByClient = await api<{ tools: ApiTool[] }>(`/v1/metrics/tools?from=${from}&to=${to}&client=cursor`);
+    expect((byClient.tools as ApiTool[]).length).toBe(apiByClient.tools.length);
+    for (const row of apiByClient.tools) expect((byClient.tools as ApiTool[]).find((t) => t.tool_name === row.tool_name)).toEqual(row);
+
+    const tool = structured(await call(client, "get_tool", { name: "search_orders" }));
+    const apiOne = await api<{ tools: ApiTool[] }>(`/v1/metrics/tools?tool=search_orders`);
+    expect(tool.tool).toEqual(apiOne.tools[0]);
+    expect(tool.clients).toEqual((await api<{ clients: unknown[] }>(`/v1/metrics/clients?tool=search_orders`)).clients.slice(0, 20));
+    expect(tool.pairs).toEqual((await api<{ pairs: unknown[] }>(`/v1/metrics/pairs?tool=search_orders`)).pairs.slice(0, 20));
+    const regressions = await api<{ regressions: { tool_name: string }[] }>(`/v1/metrics/schema-regressions?tool=search_orders`);
+    expect(tool.schema_change).toEqual(regressions.regressions[0] ?? null);
+    expect(tool.schema_change).not.toBeNull();
+    expect(structured(await call(client, "get_tool", { name: "no_such_tool" })).tool).toBeNull();
+
+    const insights = structured(await call(client, "get_insights", { limit: 100 }));
+    expect(insights.insights).toEqual((await api<{ insights: unknown[] }>("/v1/metrics/insights")).insights);
+    expect((insights.insights as unknown[]).length).toBeGreaterThan(0);
+
+    const clients = structured(await call(client, "get_clients", { from, to }));
+    expect(clients.clients).toEqual((await api<{ clients: unknown[] }>(`/v1/metrics/clients?from=${from}&to=${to}`)).clients);
+
+    const sessions = structured(await call(client, "get_sessions", { client: "cursor" }));
+    const { as_of: _asOf, ...apiSessions } = await api<Record<string, unknown>>("/v1/metrics/sessions?client=cursor");
+    expect(sessions).toMatchObject(apiSessions);
+
+    const schema = structured(await call(client, "get_schema_regressions", {}));
+    expect((schema.regressions as unknown[]).length).toBe((await api<{ regressions: unknown[] }>("/v1/metrics/schema-regressions")).regressions.length);
+
+    // compare_ranges: each side equals /tools for that range.
+    const aFrom = from;
+    const aTo = new Date(Date.parse(from) + 2 * 86_400_000).toISOString().slice(0, 10);
+    const bFrom = new Date(Date.parse(from) + 3 * 86_400_000).toISOString().slice(0, 10);
+    const compared = structured(await call(client, "compare_ranges", { a_from: aFrom, a_to: aTo, b_from: bFrom, b_to: to, limit: 100 }));
+    const [aApi, bApi] = await Promise.all([api<{ tools: ApiTool[] }>(`/v1/metrics/tools?from=${aFrom}&to=${aTo}`), api<{ tools: ApiTool[] }>(`/v1/metrics/tools?from=${bFrom}&to=${to}`)]);
+    type Compared = { tool_name: string; calls: { a: number; b: number; change: number }; first_call_rate: { a: number | null; b: number | null }; p95_ms: { a: number | null; b: number | null } };
+    for (const row of compared.tools as Compared[]) {
+      const a = aApi.tools.find((t) => t.tool_name === row.tool_name);
+      const b = bApi.tools.find((t) => t.tool_name === row.tool_name);
+      expect(row.calls, row.tool_name).toEqual({ a: a?.calls ?? 0, b: b?.calls ?? 0, change: (b?.calls ?? 0) - (a?.calls ?? 0) });
+      expect([row.first_call_rate.a, row.first_call_rate.b]).toEqual([a?.first_call_rate ?? null, b?.first_call_rate ?? null]);
+      expect([row.p95_ms.a, row.p95_ms.b]).toEqual([a?.duration_ms.p95 ?? null, b?.duration_ms.p95 ?? null]);
+    }
+    await client.close();
+  });
+
+  it("gives a read key of another project nothing of this one", async () => {
+    const client = await connect(version, other.read_key);
+    const health = structured(await call(client, "list_tools_health", { limit: 100 }));
+    expect(health.tools).toEqual([]);
+    expect(structured(await call(client, "get_tool", { name: "search_orders" })).tool).toBeNull();
+    expect(JSON.stringify(structured(await call(client, "get_insights")))).not.toContain("search_orders");
+    await client.close();
+  });
+
+  it("answers bad arguments with a tool error, never a 500 or a stack trace", async () => {
+    const client = await connect(version, project.read_key);
+    for (const [name, args] of [
+      ["list_tools_health", { from: "2026-13-45" }],
+      ["list_tools_health", { from: "2026-02-30" }],
+      ["list_tools_health", { from: "2026-12-01", to: "2026-11-01" }],
+      ["list_tools_health", { from: "2020-01-01", to: "2026-01-01" }],
+      ["list_tools_health", { limit: 0 }],
+      ["list_tools_health", { limit: 101 }],
+      ["get_tool", { name: "x".repeat(201) }],
+      ["get_tool", {}],
+      ["get_clients", { tool: "" }],
+      ["compare_ranges", { a_from: "2026-01-01" }],
+    ] as const) {
+      let result: ToolResult | undefined;
+      try {
+        result = await call(client, name, args as Record<string, unknown>);
+      } catch (err) {
+        // Some SDK versions answer invalid arguments with a JSON-RPC error (-32602) instead.
+        expect(String(err), `${name} ${JSON.stringify(args)}`).toMatch(/-32602|invalid/i);
+        continue;
+      }
+      expect(result.isError, `${name} ${JSON.stringify(args)}`).toBe(true);
+      const text = result.content.map((c) => c.text ?? "").join(" ");
+      expect(text).not.toMatch(/\bat .*\.(ts|js):\d+/);
+      expect(text).not.toContain("x".repeat(50));
+    }
+    // A name just at the cap (200 characters) is a valid argument.
+    expect(structured(await call(client, "get_tool", { name: "x".repeat(200) })).tool).toBeNull();
+    await client.close();
+  });
+});
+
+describe("/mcp authentication", () => {
+  const initialize = (authorization?: string) =>
+    fetch(`${worker.url}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...(authorization ? { authorization } : {}) },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } } }),
+    });
+
+  it("answers 401 with WWW-Authenticate: Bearer without a key, with an ingest key, or a revoked one", async () => {
+    for (const authorization of [undefined, `Bearer ${project.ingest_key}`, "Bearer mp_read_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "Basic abc"]) {
+      const res = await initialize(authorization);
+      expect(res.status, String(authorization)).toBe(401);
+      expect(res.headers.get("www-authenticate"), String(authorization)).toMatch(/^Bearer\b/);
+    }
+    expect((await initialize(`Bearer ${project.read_key}`)).status).toBe(200);
+  });
+
+  it("refuses a body over 64 KiB without parsing it", async () => {
+    const res = await fetch(`${worker.url}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${project.read_key}` },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_tool", arguments: { name: "x".repeat(70_000) } } }),
+    });
+    expect(res.status).toBe(413);
+  });
+});
