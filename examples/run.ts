@@ -1,6 +1,7 @@
 // `npm run example`: drives examples/server.ts (a stdio MCP server with watch()) with a real MCP
 // client against the local worker (`npm run dev`), runs the rollup, prints what
-// /v1/metrics/tools now says and the dashboard URL.
+// /v1/metrics/tools now says, asks the worker's own MCP server (/mcp, docs/mcp.md) the same question
+// as an agent would, and prints the dashboard URL.
 //   MCPULSE_URL        worker URL (default http://127.0.0.1:8787)
 //   MCPULSE_KEY / MCPULSE_READ_KEY   reuse an existing project's keys instead of creating one
 //   ADMIN_TOKEN        else read from .dev.vars (written by `npm run dev`)
@@ -8,6 +9,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 const url = (process.env.MCPULSE_URL ?? "http://127.0.0.1:8787").replace(/\/+$/, "");
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -94,5 +96,20 @@ for (const tool of metrics.tools ?? []) {
     `  ${tool.tool_name.padEnd(15)} ${String(tool.calls).padStart(5)} ${String(tool.ok).padStart(3)} ${String(tool.empty).padStart(6)} ${String(tool.bad_args).padStart(9)} ${String(tool.tool_error).padStart(11)} ${String(tool.crashed).padStart(8)}  ${String(tool.first_call_rate ?? "—").padStart(10)}  ${tool.dead}`,
   );
 }
+// The same figures through /mcp, as an agent in Claude Code, Cursor or VS Code gets them (docs/mcp.md).
+const agent = new Client({ name: "example-agent", version: "1.0.0" });
+await agent.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${read}` } } }));
+const { tools: mcpTools } = await agent.listTools();
+console.log(`\n/mcp offers ${mcpTools.length} tools: ${mcpTools.map((t) => t.name).join(", ")}`);
+const health = (await agent.callTool({ name: "list_tools_health", arguments: { limit: 10 } })) as {
+  structuredContent?: { tools: { tool_name: string; calls: number; first_call_rate: number | null }[] };
+};
+console.log("list_tools_health (worst first):");
+for (const tool of health.structuredContent?.tools ?? []) {
+  console.log(`  ${tool.tool_name.padEnd(15)} first-call success ${String(tool.first_call_rate ?? "—").padStart(6)} over ${tool.calls} calls`);
+}
+await agent.close();
+
 console.log(`\nDashboard: ${url}/?key=${read}`);
+console.log(`MCP server: claude mcp add --transport http mcpulse ${url}/mcp --header "Authorization: Bearer ${read}"`);
 console.log(`Your ingest key: ${ingest}  (watch(server, { key, endpoint: "${url}" }))`);
