@@ -2,7 +2,7 @@
 // grouped by tool, client or time. Nothing here divides: rates are made at read time by
 // metrics-report.ts from these sums.
 import type { DurationHistogram } from "../histogram.ts";
-import { DAY_MS, HOUR_MS } from "../rollup/time.ts";
+import { DAY_MS, HOUR_MS } from "../time.ts";
 import { FINAL_AFTER_MS, LruCache, finalBoundaryMs } from "./metrics-cache.ts";
 
 // The UTC hour and day the rollup keys its rows by, for the routes and the dashboard.

@@ -5,7 +5,7 @@ import { bearerAuth } from "hono/bearer-auth";
 import { HTTPException } from "hono/http-exception";
 import { timingSafeEqual } from "hono/utils/buffer";
 import { z } from "zod";
-import type { AppEnv } from "../app.ts";
+import type { AppEnv } from "../env.ts";
 import { generateKey, keyIdOf, randomBase62, sha256Hex, type KeyKind } from "../auth.ts";
 import { insertKeyStatement, revokeKey } from "../db/keys.ts";
 import { findProject, insertProjectStatement, setPayloadBudget } from "../db/projects.ts";

@@ -1,6 +1,6 @@
 // GET /v1/metrics/… (SPEC §3): the read API. A read key names the project; nothing else can.
 import { Hono } from "hono";
-import { requireKey, type AuthVariables } from "../auth.ts";
+import { requireKey } from "../auth.ts";
 import {
   agreementReport,
   clientsReport,
@@ -13,10 +13,10 @@ import {
   timeseriesReport,
   toolsReport,
 } from "../db/metrics-report.ts";
-import type { Env } from "../env.ts";
+import type { AppEnv } from "../env.ts";
 import { MAX_HOUR_GRAIN_DAYS, parseFilters, parseGrain, parseRange, singleParams } from "./metrics/params.ts";
 
-export const metricsApp = new Hono<{ Bindings: Env; Variables: AuthVariables }>();
+export const metricsApp = new Hono<AppEnv>();
 
 metricsApp.use("*", requireKey("read"));
 // Metrics are per project and change every rollup: never cache them in a shared cache.
