@@ -1,3 +1,4 @@
+/// <reference types="vite/client" />
 // The worker's import graph (docs/architecture.md): no cycles, type-only imports included, and every
 // layer imports only the layers below it. Sources are read by Vite at transform time (?raw).
 import { describe, expect, it } from "vitest";
