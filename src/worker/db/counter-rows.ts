@@ -17,19 +17,21 @@ export const CONCAT_BLOCK_MS = 32 * DAY_MS;
 
 /** D1 binds at most 100 parameters per statement. */
 const MAX_BOUND_PARAMETERS = 100;
+/** D1 refuses a compound SELECT of more than 5 terms ("too many terms in compound SELECT"). */
+const MAX_COMPOUND_TERMS = 5;
 
 /** One SELECT, its placeholders written `$1`, `$2`… for its own parameters. */
 export type CounterRowsBranch = { sql: string; params: unknown[] };
 
 /**
  * The rows of every branch, in order. Branches are joined with UNION ALL into as few statements as
- * D1's parameter limit allows (one for any page of the dashboard), each row tagged with its branch.
+ * D1's limits allow (5 terms, 100 parameters), each row tagged with its branch.
  */
 export async function readCounterRows(db: D1Database, branches: readonly CounterRowsBranch[]): Promise<Record<string, unknown>[][]> {
   const statements: { sql: string[]; params: unknown[] }[] = [];
   branches.forEach((branch, index) => {
     let current = statements.at(-1);
-    if (!current || current.params.length + branch.params.length > MAX_BOUND_PARAMETERS) {
+    if (!current || current.sql.length === MAX_COMPOUND_TERMS || current.params.length + branch.params.length > MAX_BOUND_PARAMETERS) {
       current = { sql: [], params: [] };
       statements.push(current);
     }
