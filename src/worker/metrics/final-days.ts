@@ -22,7 +22,10 @@ export function finalBoundaryMs(asOfMs: number | null): number | null {
  */
 export class LruCache<V> {
   readonly #entries = new Map<string, V>();
-  constructor(readonly maxEntries: number) {}
+  readonly maxEntries: number;
+  constructor(maxEntries: number) {
+    this.maxEntries = maxEntries;
+  }
 
   get(key: string): V | undefined {
     const value = this.#entries.get(key);

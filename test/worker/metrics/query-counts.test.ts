@@ -5,47 +5,9 @@ import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:
 import { describe, expect, it } from "vitest";
 import worker from "../../../src/worker/index.ts";
 import { clearFinalSumsCache } from "../../../src/worker/metrics/counter-sums.ts";
+import { countingDb } from "../helpers/counting-d1.ts";
 import { createProject } from "../helpers/projects.ts";
 import { DAY, HOUR, seedHour, seedPair, seedRegistered, seedSession, seedVersion, setAsOf } from "./seed.ts";
-
-type Counted = { db: D1Database; statements: string[] };
-
-/** env.DB with every executed statement recorded. */
-function countingDb(db: D1Database): Counted {
-  const statements: string[] = [];
-  const real = new WeakMap<object, D1PreparedStatement>();
-  const wrap = (statement: D1PreparedStatement, sql: string): D1PreparedStatement => {
-    const proxy = new Proxy(statement, {
-      get(target, prop) {
-        if (prop === "bind") return (...values: unknown[]) => wrap(target.bind(...values), sql);
-        if (prop === "all" || prop === "first" || prop === "run" || prop === "raw") {
-          return (...args: unknown[]) => {
-            statements.push(sql);
-            return (target[prop] as (...a: unknown[]) => unknown).apply(target, args);
-          };
-        }
-        const value = Reflect.get(target, prop, target) as unknown;
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
-    real.set(proxy, statement);
-    return proxy;
-  };
-  const counted = new Proxy(db, {
-    get(target, prop) {
-      if (prop === "prepare") return (sql: string) => wrap(target.prepare(sql), sql);
-      if (prop === "batch") {
-        return (list: D1PreparedStatement[]) => {
-          for (const _ of list) statements.push("(batch)");
-          return target.batch(list.map((s) => real.get(s) ?? s));
-        };
-      }
-      const value = Reflect.get(target, prop, target) as unknown;
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-  return { db: counted, statements };
-}
 
 async function countedGet(path: string, headers: Record<string, string>): Promise<{ status: number; text: string; statements: string[] }> {
   const counted = countingDb(env.DB);
