@@ -1,6 +1,5 @@
 // GET /v1/metrics/insights: what to fix first (issue 5), ranked, from the tool rows of reports.ts.
-import type { DurationHistogram } from "../histogram.ts";
-import { bucketLowerMs } from "../histogram.ts";
+import { bucketLowerMs, type DurationHistogram } from "../histogram.ts";
 import type { RegisteredToolRow } from "../db/metrics.ts";
 import { roundTo } from "./counters.ts";
 import type { DateRange, ReadFilters } from "./query.ts";
