@@ -5,7 +5,12 @@
 import { cpus } from "node:os";
 import { writeBenchmarkSection } from "./benchmarks-md.mjs";
 import { durationBucket } from "../src/worker/histogram.ts";
+import { authenticateKey } from "../src/worker/auth.ts";
+import { loadOverview, loadProjectName } from "../src/worker/metrics/page-data.ts";
+import { rangeFromDays, type DateRange } from "../src/worker/metrics/query.ts";
+import { openReadScope } from "../src/worker/metrics/scope.ts";
 import { mulberry32 } from "../test/e2e/dashboard/demo-data.ts";
+import { countingDb } from "../test/worker/helpers/counting-d1.ts";
 import { createProject, startWorker, type RunningWorker } from "../test/e2e/dashboard/start-worker.ts";
 
 const DAYS = 90;
@@ -146,6 +151,19 @@ async function time(urlOf: (i: number) => string, headers: Record<string, string
   return { median: at(0.5), p95: at(0.95), min: samples[0] ?? NaN, bytes };
 }
 
+/**
+ * D1 statements of one GET / (the steps of routes/dashboard.tsx: the key, then the page), counted
+ * in this process over the same database; its final-day cache starts empty, so the first call is cold.
+ */
+async function overviewStatements(db: D1Database, readKey: string, range: DateRange): Promise<number> {
+  const counted = countingDb(db);
+  const auth = await authenticateKey(counted.db, readKey, "read");
+  if (!auth) throw new Error("bench read key not accepted");
+  const scope = openReadScope(counted.db, auth.project_id);
+  await Promise.all([loadProjectName(scope), loadOverview(scope, range, undefined, 3)]);
+  return counted.statements.length;
+}
+
 function iso(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
 }
@@ -184,6 +202,13 @@ try {
     console.log(`${c.name.padEnd(30)} ${c.range.padEnd(14)} median ${timing.median.toFixed(1)} ms  p95 ${timing.p95.toFixed(1)} ms  (${timing.bytes} bytes)`);
   }
 
+  const statements = {
+    cold90: await overviewStatements(worker.db, project.read_key, rangeFromDays(todayMs - (DAYS - 1) * DAY_MS, todayMs)),
+    warm90: await overviewStatements(worker.db, project.read_key, rangeFromDays(todayMs - (DAYS - 1) * DAY_MS, todayMs)),
+    day1: await overviewStatements(worker.db, project.read_key, rangeFromDays(todayMs, todayMs)),
+  };
+  console.log(`GET / (dashboard) D1 statements: 90 days cold ${statements.cold90}, warm ${statements.warm90}; 1 day ${statements.day1} (at most 12)`);
+
   const stamp = new Date().toISOString().slice(0, 16).replace("T", " ");
   const rows = results.map((r) => {
     const verdict =
@@ -205,12 +230,13 @@ The one-day request of each kind is the baseline for its 90-day request, measure
 - **warm** (the target rows): the same request again. Rollup rows of days that can no longer change
   (before \`as_of\` − 8 days − 1 hour: payloads arrive at most 7 days late and a retry starts at most a day and 30 s
   after its call) are summed once per request shape and kept in the isolate's memory
-  (\`src/worker/db/metrics-cache.ts\`, 64 entries); only the last ~9 days are read from D1 each time.
+  (\`src/worker/metrics/final-days.ts\`, 64 entries); only the last ~9 days are read from D1 each time.
 - **cold**: every sample a different 90-day window, so each misses that cache and reads all 90 days:
   what the first visitor of a range waits after an isolate starts.
-- The dashboard page runs ~15 D1 queries in parallel (tools with their histograms, the previous period's totals,
-  sessions for both periods, the calls series, clients, pairs, descriptions, agreement, as_of, project name) and
-  renders the HTML on the server.
+- The dashboard page runs ${statements.cold90} D1 statements on a cold 90-day range (${statements.warm90} warm, ${statements.day1} for one day; at most 12):
+  the key, the project name, \`as_of\` (read once), the counter sums as UNION ALL statements of at most 5 terms (tools with
+  their histograms, the previous period's totals, the calls series, the clients), registered tools, sessions of both
+  periods in one statement, pairs, tool versions, agreement and its declarations — in parallel — and renders the HTML on the server.
 
 90 days against 1 day, warm: tools ${ratio("GET /v1/metrics/tools", "90 days")}×, dashboard ${ratio("GET / (dashboard)", "90 days")}×;
 cold: tools ${ratio("GET /v1/metrics/tools", "90 days, cold")}×, dashboard ${ratio("GET / (dashboard)", "90 days, cold")}×.

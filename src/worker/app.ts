@@ -1,15 +1,12 @@
 // The Hono app: one error model for the whole API, and the route groups mounted on it.
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
-import type { AuthVariables } from "./auth.ts";
-import type { Env } from "./env.ts";
+import type { AppEnv } from "./env.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { ingestRoutes } from "./routes/ingest.ts";
 import { mcpApp } from "./routes/mcp.ts";
 import { metricsApp } from "./routes/metrics.ts";
 import { dashboardApp } from "./routes/dashboard.tsx";
-
-export type AppEnv = { Bindings: Env; Variables: AuthVariables };
 
 export const app = new Hono<AppEnv>();
 

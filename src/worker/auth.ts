@@ -2,13 +2,10 @@
 // middleware that turns a bearer key into the one project it belongs to.
 import type { MiddlewareHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
-import type { Env } from "./env.ts";
-import { findKeyById } from "./db/keys.ts";
+import type { AppEnv } from "./env.ts";
+import { findKeyById, type KeyKind } from "./db/keys.ts";
 
-export type KeyKind = "ingest" | "read";
-
-/** What an authenticated request knows: its project (and nothing else — SPEC §3). */
-export type AuthVariables = { projectId: string; keyId: string; payloadBudgetPerMinute: number };
+export type { KeyKind };
 
 export type AuthenticatedKey = { project_id: string; key_id: string; payload_budget_per_minute: number };
 
@@ -92,7 +89,7 @@ export function bearerToken(header: string | undefined): string | null {
  * Middleware: requires a live key of `kind` in `Authorization: Bearer`, else 401
  * `{"error": …}`; sets `c.var.projectId` / `c.var.keyId` for the handlers after it.
  */
-export function requireKey(kind: KeyKind): MiddlewareHandler<{ Bindings: Env; Variables: AuthVariables }> {
+export function requireKey(kind: KeyKind): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const token = bearerToken(c.req.header("authorization"));
     const auth = token === null ? null : await authenticateKey(c.env.DB, token, kind);

@@ -1,4 +1,4 @@
-// The worker's bindings and variables (wrangler.toml), in one type.
+// The worker's bindings and variables (wrangler.toml), and the one Hono environment every route uses.
 import type { KeyBudget } from "./budget/key-budget.ts";
 
 export interface Env {
@@ -11,3 +11,9 @@ export interface Env {
   ROLLUP_MAX_QUERIES?: string;
   PRICE_PER_MILLION_TOKENS_USD?: string;
 }
+
+/** What an authenticated request knows: its project (and nothing else — SPEC §3). Set by requireKey. */
+export type AuthVariables = { projectId: string; keyId: string; payloadBudgetPerMinute: number };
+
+/** The Hono environment of the whole app: bindings plus what requireKey sets. */
+export type AppEnv = { Bindings: Env; Variables: AuthVariables };

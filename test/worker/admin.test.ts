@@ -3,7 +3,8 @@ import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { authenticateKey, constantTimeEqual, generateKey, randomBase62, requireKey, sha256Hex, type AuthVariables } from "../../src/worker/auth.ts";
+import { authenticateKey, constantTimeEqual, generateKey, randomBase62, requireKey, sha256Hex, } from "../../src/worker/auth.ts";
+import type { AuthVariables } from "../../src/worker/env.ts";
 import type { Env } from "../../src/worker/env.ts";
 import { adminHeaders, createKey, createProject, revokeKey } from "./helpers/projects.ts";
 

@@ -4,7 +4,7 @@
 // is a count or a sum, so SUM(_sample_interval * slot) is right for any mix of the two.
 // Names are stored in their well-formed UTF-16 form, as D1 stores them.
 // Append-only: a slot, once shipped, keeps its meaning forever (queries in the wild read it).
-import { wellFormed } from "../db/raw-writes.ts";
+import { wellFormed } from "../text.ts";
 
 /** Platform limit: writeDataPoint calls per Worker invocation. */
 export const MAX_DATA_POINTS_PER_INVOCATION = 250;

@@ -2,7 +2,7 @@
 // histogram and the outcome split. Every chart scales with its container through its viewBox.
 import type { FC } from "hono/jsx";
 import { bucketValueMs, type DurationHistogram } from "../histogram.ts";
-import type { Percentiles } from "../db/metrics-report.ts";
+import type { Percentiles } from "../metrics/counters.ts";
 import { formatCompact, formatInt, formatMs, formatRate } from "./format.ts";
 
 const W = 720;

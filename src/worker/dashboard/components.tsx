@@ -1,6 +1,7 @@
 // Small building blocks shared by the dashboard pages: metric cards, status pills, the tools table.
 import type { Child, FC } from "hono/jsx";
-import type { Insight, ToolRow } from "../db/metrics-report.ts";
+import type { Insight } from "../metrics/insights.ts";
+import type { ToolRow } from "../metrics/reports.ts";
 import { formatChars, formatInt, formatMs, formatRate, type Delta } from "./format.ts";
 import { toolHref, type PageQuery } from "./layout.tsx";
 

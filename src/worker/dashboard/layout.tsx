@@ -1,7 +1,7 @@
 // The dashboard's page frame: header, date range and client pickers, inline CSS and script.
 import type { Child, FC } from "hono/jsx";
-import { DAY_MS } from "../db/metrics.ts";
-import { isoDate, type DateRange } from "../db/metrics-report.ts";
+import { isoDate, type DateRange } from "../metrics/query.ts";
+import { DAY_MS } from "../time.ts";
 import { DASHBOARD_CSS, SORT_SCRIPT } from "./styles.ts";
 
 export type PageQuery = { from?: string | undefined; to?: string | undefined; client?: string | undefined };

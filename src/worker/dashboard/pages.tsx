@@ -1,10 +1,10 @@
 // The two dashboard pages: the project overview and one tool's page.
 import type { FC } from "hono/jsx";
-import { UTF16_UNITS_PER_TOKEN, type DateRange, type TimeseriesBucket } from "../db/metrics-report.ts";
-import type { Grain } from "../db/metrics.ts";
+import type { OverviewData, ToolPageData } from "../metrics/page-data.ts";
+import type { DateRange, Grain } from "../metrics/query.ts";
+import { UTF16_UNITS_PER_TOKEN, type TimeseriesBucket } from "../metrics/reports.ts";
 import { CallsChart, LatencyHistogram, OutcomeBar, RateChart, type TimePoint } from "./charts.tsx";
 import { Card, InsightList, ToolStatus, ToolsTable, badRateClass, firstCallClass } from "./components.tsx";
-import type { OverviewData, ToolPageData } from "./data.ts";
 import { formatChars, formatDelta, formatInt, formatMs, formatRate, formatTokens, formatUsd } from "./format.ts";
 import { Frame, pageHref, toolHref, type PageQuery } from "./layout.tsx";
 

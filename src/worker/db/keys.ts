@@ -1,5 +1,7 @@
 // Queries on `api_keys` (SPEC §3): keys live here only as SHA-256, named by their clear `key_id`.
-import type { KeyKind } from "../auth.ts";
+
+/** Ingest keys write only, read keys read only (SPEC §3): the `kind` column. */
+export type KeyKind = "ingest" | "read";
 
 export type ApiKeyRow = {
   key_id: string;

@@ -1,232 +1,18 @@
-// Read queries over the rollup tables (SPEC §2): sums of additive counters and latency buckets,
-// grouped by tool, client or time. Nothing here divides: rates are made at read time by
-// metrics-report.ts from these sums.
-import type { DurationHistogram } from "../histogram.ts";
-import { DAY_MS, HOUR_MS } from "../rollup/time.ts";
-import { FINAL_AFTER_MS, LruCache, finalBoundaryMs } from "./metrics-cache.ts";
-
-// The UTC hour and day the rollup keys its rows by, for the routes and the dashboard.
-export { DAY_MS, HOUR_MS };
-
-/** The additive counters of SPEC §2.1–2.2, as summed over any set of rollup rows. */
-export type Counters = {
-  calls: number;
-  ok: number;
-  empty: number;
-  bad_args: number;
-  tool_error: number;
-  crashed: number;
-  retries: number;
-  first_call_attempts: number;
-  first_call_ok: number;
-  response_bytes_sum: number;
-  duration_ms_sum: number;
-};
-
-export const COUNTER_COLUMNS = [
-  "calls",
-  "ok",
-  "empty",
-  "bad_args",
-  "tool_error",
-  "crashed",
-  "retries",
-  "first_call_attempts",
-  "first_call_ok",
-  "response_bytes_sum",
-  "duration_ms_sum",
-] as const satisfies readonly (keyof Counters)[];
-
-export function zeroCounters(): Counters {
-  return {
-    calls: 0,
-    ok: 0,
-    empty: 0,
-    bad_args: 0,
-    tool_error: 0,
-    crashed: 0,
-    retries: 0,
-    first_call_attempts: 0,
-    first_call_ok: 0,
-    response_bytes_sum: 0,
-    duration_ms_sum: 0,
-  };
-}
-
-export function addCounters(into: Counters, from: Counters): Counters {
-  for (const column of COUNTER_COLUMNS) into[column] += from[column];
-  return into;
-}
-
-/** Counters and the summed latency histogram of one group. */
-export type CounterGroup = { counters: Counters; histogram: DurationHistogram };
+// Read queries over the rollup tables other than the counter sums (those are built from the counter
+// definition in metrics/counter-sums.ts): registered tools, as_of, pairs, sessions, tool versions
+// and agreement. Each is one statement returning typed rows; nothing here divides or rounds.
 
 /**
- * Which rows to sum. `startMs`/`endMs` bound the row's hour or day start (`startMs` inclusive,
- * `endMs` exclusive); `client` and `tool` are exact matches and combine with AND.
+ * Which rows to read: the project, `startMs`/`endMs` bounding the row's day (or first-seen) time
+ * (`startMs` inclusive, `endMs` exclusive); `client` and `tool` are exact matches.
  */
-export type CounterFilter = {
+export type RowFilter = {
   projectId: string;
   startMs: number;
   endMs: number;
   client?: string | undefined;
   tool?: string | undefined;
 };
-
-/** `day` reads tool_day_metrics (what range reads use); `hour` reads tool_hour_metrics. */
-export type Grain = "hour" | "day";
-
-export type GroupBy = "tool" | "client" | "time" | "all";
-
-const TABLE = {
-  day: { table: "tool_day_metrics", time: "day_start_ms" },
-  hour: { table: "tool_hour_metrics", time: "hour_start_ms" },
-} as const satisfies Record<Grain, { table: string; time: string }>;
-
-function groupExpression(groupBy: GroupBy, grain: Grain): string {
-  switch (groupBy) {
-    case "tool":
-      return "m.tool_name";
-    case "client":
-      return "m.client_name";
-    case "time":
-      return `m.${TABLE[grain].time}`;
-    case "all":
-      return "''";
-  }
-}
-
-function whereClause(filter: CounterFilter, grain: Grain): { sql: string; params: unknown[] } {
-  const time = `m.${TABLE[grain].time}`;
-  const params: unknown[] = [filter.projectId, filter.startMs, filter.endMs];
-  let sql = `m.project_id = ?1 AND ${time} >= ?2 AND ${time} < ?3`;
-  if (filter.client !== undefined) {
-    params.push(filter.client);
-    sql += ` AND m.client_name = ?${params.length}`;
-  }
-  if (filter.tool !== undefined) {
-    params.push(filter.tool);
-    sql += ` AND m.tool_name = ?${params.length}`;
-  }
-  return { sql, params };
-}
-
-/**
- * Rows are concatenated per (group, client, block of this many days) so that no concatenated
- * string nears D1's 2,000,000-byte limit on a value: a block holds at most 32 rows per client.
- */
-const CONCAT_BLOCK_MS = 32 * DAY_MS;
-
-/**
- * Sums the counters and latency buckets of the matching rows, one group per tool, client, time
- * bucket (the row's hour or day start, as a decimal string) or one group `""` for everything.
- *
- * Histograms are summed in the worker, not in SQL: SQLite's json_each costs about a microsecond per
- * bucket (90 days × 50 tools × 5 clients × ~50 buckets took over a second), while one JSON.parse of
- * the concatenated histograms of a group and a loop over them costs a few tens of nanoseconds per
- * bucket. One query: counters summed and histograms concatenated per (group, client, 32-day block),
- * then folded per group here.
- */
-async function queryCounterGroups(
-  db: D1Database,
-  filter: CounterFilter,
-  grain: Grain,
-  groupBy: GroupBy,
-  options: { histograms?: boolean } = {},
-): Promise<Map<string, CounterGroup>> {
-  const { table, time } = TABLE[grain];
-  const key = groupExpression(groupBy, grain);
-  const where = whereClause(filter, grain);
-  const sums = COUNTER_COLUMNS.map((c) => `SUM(m.${c}) AS ${c}`).join(", ");
-  const withHistograms = options.histograms ?? true;
-  const histograms = withHistograms ? ", group_concat(m.duration_histogram_json, ',') AS histograms_json" : "";
-  const sql = withHistograms
-    ? `SELECT ${key} AS group_key, ${sums}${histograms} FROM ${table} AS m WHERE ${where.sql} ` +
-      `GROUP BY group_key, m.client_name, m.${time} / ${CONCAT_BLOCK_MS}`
-    : `SELECT ${key} AS group_key, ${sums} FROM ${table} AS m WHERE ${where.sql} GROUP BY group_key`;
-  const result = await db
-    .prepare(sql)
-    .bind(...where.params)
-    .all<Record<string, unknown>>();
-  const groups = new Map<string, CounterGroup>();
-  for (const row of result.results) {
-    const groupKey = String(row.group_key);
-    let group = groups.get(groupKey);
-    if (!group) {
-      group = { counters: zeroCounters(), histogram: {} };
-      groups.set(groupKey, group);
-    }
-    for (const column of COUNTER_COLUMNS) group.counters[column] += Number(row[column] ?? 0);
-    if (typeof row.histograms_json === "string" && row.histograms_json.length > 0) {
-      const parts = JSON.parse(`[${row.histograms_json}]`) as Record<string, number>[];
-      const into = group.histogram;
-      for (const part of parts) for (const bucket in part) into[bucket] = (into[bucket] ?? 0) + (part[bucket] ?? 0);
-    }
-  }
-  return groups;
-}
-
-/** Sums over final days (metrics-cache.ts), per project and request shape. */
-const finalSums = new LruCache<Map<string, CounterGroup>>(64);
-
-/** Test hook: forget every cached sum. */
-export function clearFinalSumsCache(): void {
-  finalSums.clear();
-}
-
-function cloneGroup(group: CounterGroup): CounterGroup {
-  return { counters: { ...group.counters }, histogram: { ...group.histogram } };
-}
-
-function mergeGroupMaps(a: Map<string, CounterGroup>, b: Map<string, CounterGroup>): Map<string, CounterGroup> {
-  const merged = new Map<string, CounterGroup>();
-  for (const [key, group] of a) merged.set(key, cloneGroup(group));
-  for (const [key, group] of b) {
-    const into = merged.get(key);
-    if (!into) {
-      merged.set(key, cloneGroup(group));
-      continue;
-    }
-    addCounters(into.counters, group.counters);
-    for (const bucket in group.histogram) into.histogram[bucket] = (into.histogram[bucket] ?? 0) + (group.histogram[bucket] ?? 0);
-  }
-  return merged;
-}
-
-/**
- * Sums the counters and latency buckets of the matching rows, one group per tool, client, time
- * bucket (the row's hour or day start, as a decimal string) or one group `""` for everything.
- * Day reads reaching further back than FINAL_AFTER_MS take the final days' sums from the isolate's
- * cache (filled on first use) and read only the days that may still change.
- */
-export async function sumCounterGroups(
-  db: D1Database,
-  filter: CounterFilter,
-  grain: Grain,
-  groupBy: GroupBy,
-  options: { histograms?: boolean } = {},
-): Promise<Map<string, CounterGroup>> {
-  if (grain !== "day" || filter.startMs >= Date.now() - FINAL_AFTER_MS) {
-    return queryCounterGroups(db, filter, grain, groupBy, options);
-  }
-  const boundary = finalBoundaryMs(await readAsOfMs(db));
-  const finalEndMs = boundary === null ? filter.startMs : Math.min(filter.endMs, boundary);
-  if (finalEndMs <= filter.startMs) return queryCounterGroups(db, filter, grain, groupBy, options);
-  const withHistograms = options.histograms ?? true;
-  const key = JSON.stringify([filter.projectId, groupBy, withHistograms, filter.client ?? null, filter.tool ?? null, filter.startMs, finalEndMs]);
-  let final = finalSums.get(key);
-  const [fromDb, live] = await Promise.all([
-    final ? undefined : queryCounterGroups(db, { ...filter, endMs: finalEndMs }, grain, groupBy, options),
-    finalEndMs < filter.endMs
-      ? queryCounterGroups(db, { ...filter, startMs: finalEndMs }, grain, groupBy, options)
-      : new Map<string, CounterGroup>(),
-  ]);
-  if (fromDb) {
-    final = fromDb;
-    finalSums.set(key, fromDb);
-  }
-  return mergeGroupMaps(final ?? new Map(), live);
-}
 
 export type RegisteredToolRow = {
   tool_name: string;
@@ -263,7 +49,7 @@ export type PairRow = { from_tool: string; to_tool: string; count: number };
  * Tool pairs summed over the days in range (SPEC §2.4). A `tool` filter keeps pairs where the tool
  * is on either side; a `client` filter keeps pairs whose first call came from that client.
  */
-export async function sumPairs(db: D1Database, filter: CounterFilter): Promise<PairRow[]> {
+export async function sumPairs(db: D1Database, filter: RowFilter): Promise<PairRow[]> {
   const params: unknown[] = [filter.projectId, filter.startMs, filter.endMs];
   let sql =
     "SELECT from_tool, to_tool, SUM(pair_count) AS count FROM tool_pair_days " +
@@ -293,32 +79,44 @@ export type SessionSums = {
 };
 
 /**
- * Sessions whose first seen falls in [startMs, endMs), with all their calls (SPEC §2.4: never sums of
- * daily counts, so a session crossing midnight counts once); `client` matches the latest client.
+ * Per period, the sessions whose first seen falls in [startMs, endMs), with all their calls (SPEC
+ * §2.4: never sums of daily counts, so a session crossing midnight counts once); `client` matches
+ * the latest client. One statement for every period (the dashboard compares two).
  */
 export async function sumSessions(
   db: D1Database,
-  filter: Omit<CounterFilter, "tool">,
-): Promise<SessionSums> {
-  const params: unknown[] = [filter.projectId, filter.startMs, filter.endMs];
-  let sql =
-    "SELECT COUNT(*) AS sessions, COALESCE(SUM(calls), 0) AS calls, " +
-    "COALESCE(SUM(response_bytes_sum), 0) AS response_bytes_sum, COALESCE(SUM(schema_bytes_sum), 0) AS schema_bytes_sum " +
-    "FROM sessions WHERE project_id = ?1 AND first_seen_ms >= ?2 AND first_seen_ms < ?3";
-  if (filter.client !== undefined) {
-    params.push(filter.client);
-    sql += ` AND client_name = ?${params.length}`;
+  projectId: string,
+  periods: readonly { startMs: number; endMs: number }[],
+  client: string | undefined,
+): Promise<SessionSums[]> {
+  if (periods.length === 0) return [];
+  const params: unknown[] = [projectId];
+  let clientSql = "";
+  if (client !== undefined) {
+    params.push(client);
+    clientSql = " AND client_name = ?2";
   }
-  const row = await db
-    .prepare(sql)
+  const selects = periods.map((period, index) => {
+    params.push(period.startMs, period.endMs);
+    return (
+      `SELECT ${index} AS period, COUNT(*) AS sessions, COALESCE(SUM(calls), 0) AS calls, ` +
+      "COALESCE(SUM(response_bytes_sum), 0) AS response_bytes_sum, COALESCE(SUM(schema_bytes_sum), 0) AS schema_bytes_sum " +
+      `FROM sessions WHERE project_id = ?1 AND first_seen_ms >= ?${params.length - 1} AND first_seen_ms < ?${params.length}${clientSql}`
+    );
+  });
+  const result = await db
+    .prepare(selects.join(" UNION ALL "))
     .bind(...params)
-    .first<SessionSums>();
-  return {
-    sessions: Number(row?.sessions ?? 0),
-    calls: Number(row?.calls ?? 0),
-    response_bytes_sum: Number(row?.response_bytes_sum ?? 0),
-    schema_bytes_sum: Number(row?.schema_bytes_sum ?? 0),
-  };
+    .all<SessionSums & { period: number }>();
+  return periods.map((_, index) => {
+    const row = result.results.find((r) => Number(r.period) === index);
+    return {
+      sessions: Number(row?.sessions ?? 0),
+      calls: Number(row?.calls ?? 0),
+      response_bytes_sum: Number(row?.response_bytes_sum ?? 0),
+      schema_bytes_sum: Number(row?.schema_bytes_sum ?? 0),
+    };
+  });
 }
 
 export type ToolVersionRow = {
@@ -356,7 +154,7 @@ export async function listToolVersions(
 export type AgreementRow = { field: string; tool_a: string; tool_b: string; checks: number; disagreements: number };
 
 /** Agreement verdicts summed over the days in range (SPEC §2.5). */
-export async function sumAgreement(db: D1Database, filter: Omit<CounterFilter, "client">): Promise<AgreementRow[]> {
+export async function sumAgreement(db: D1Database, filter: Omit<RowFilter, "client">): Promise<AgreementRow[]> {
   const params: unknown[] = [filter.projectId, filter.startMs, filter.endMs];
   let sql =
     "SELECT field, tool_a, tool_b, SUM(checks) AS checks, SUM(disagreements) AS disagreements FROM agreement_days " +
@@ -385,16 +183,4 @@ export async function listAgreementDeclarations(db: D1Database, projectId: strin
     .bind(projectId)
     .all<DeclarationRow>();
   return result.results;
-}
-
-/** Distinct client names with calls in range (for the dashboard's client picker). */
-export async function listClients(db: D1Database, filter: Omit<CounterFilter, "client" | "tool">): Promise<string[]> {
-  const result = await db
-    .prepare(
-      "SELECT DISTINCT client_name FROM tool_day_metrics WHERE project_id = ?1 AND day_start_ms >= ?2 " +
-        "AND day_start_ms < ?3 ORDER BY client_name",
-    )
-    .bind(filter.projectId, filter.startMs, filter.endMs)
-    .all<{ client_name: string }>();
-  return result.results.map((r) => r.client_name);
 }

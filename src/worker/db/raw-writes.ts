@@ -8,6 +8,7 @@
 // Only named fields are copied into the tuples: nothing outside the schema can reach a row.
 import type { Payload } from "../../shared/index.ts";
 import { durationBucket } from "../histogram.ts";
+import { wellFormed } from "../text.ts";
 
 type CallPayload = Extract<Payload, { type: "call" }>;
 type StartupPayload = Extract<Payload, { type: "startup" }>;
@@ -20,15 +21,6 @@ type AgreementPayload = Extract<Payload, { type: "agreement" }>;
  * bounded by the body limit.
  */
 const MAX_BOUND_JSON_CHARS = 1_000_000;
-
-/**
- * The text as D1 can store it: a lone UTF-16 surrogate (JSON allows "\ud800"; UTF-8 cannot encode
- * it) becomes U+FFFD, as TextEncoder would write it, instead of being mangled into three
- * replacement characters by SQLite's JSON functions. Two names that differ only there become one.
- */
-export function wellFormed(text: string): string {
-  return /[\ud800-\udfff]/.test(text) ? text.replace(/\p{Cs}/gu, "\ufffd") : text;
-}
 
 /** Like wellFormed, for the nullable optional fields. */
 function wellFormedOrNull(text: string | null): string | null {

@@ -3,7 +3,7 @@
 // transaction that moves the `agreements_seq` watermark past the chunk, so each verdict counts
 // exactly once and the sums survive raw retention.
 import { AGREEMENTS_WATERMARK, stateValueSql } from "./state.ts";
-import { dayStartSql } from "./time.ts";
+import { dayStartSql } from "../time.ts";
 
 const watermark = stateValueSql(AGREEMENTS_WATERMARK);
 /** The chunk: the next ?1 verdicts above the watermark (the same rows in each statement of the batch). */

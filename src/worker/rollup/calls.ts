@@ -20,7 +20,7 @@
 //
 // The chunk bounds come from `rollup_state` read inside the batch, so two overlapping cron runs
 // simply take consecutive chunks.
-import { DAY_MS, dayStartSql, hourStartSql, retryGapSql } from "./time.ts";
+import { DAY_MS, dayStartSql, hourStartSql, retryGapSql } from "../time.ts";
 import { CALLS_WATERMARK, RAW_KEPT_FROM, stateValueSql } from "./state.ts";
 
 const watermark = stateValueSql(CALLS_WATERMARK);

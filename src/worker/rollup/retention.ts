@@ -20,7 +20,7 @@ import {
   STARTUPS_WATERMARK,
   stateValueSql,
 } from "./state.ts";
-import { DAY_MS, HOUR_MS, hourStartMs } from "./time.ts";
+import { DAY_MS, HOUR_MS, hourStartMs } from "../time.ts";
 
 export const DEFAULT_RAW_RETENTION_DAYS = 30;
 /** SPEC §2.6: late payloads up to 7 days old are accepted, so raw rows stay at least 8 days. */

@@ -6,7 +6,7 @@ import { bearerAuth } from "hono/bearer-auth";
 import { HTTPException } from "hono/http-exception";
 import { timingSafeEqual } from "hono/utils/buffer";
 import { z } from "zod";
-import type { AppEnv } from "../app.ts";
+import type { AppEnv } from "../env.ts";
 import { generateKey, keyIdOf, randomBase62, sha256Hex, type KeyKind } from "../auth.ts";
 import { insertKeyStatement, listKeys, revokeKey } from "../db/keys.ts";
 import { deleteProject, findProject, insertProjectStatement, listProjects, setPayloadBudget } from "../db/projects.ts";

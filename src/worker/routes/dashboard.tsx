@@ -6,25 +6,24 @@ import { Hono, type Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
 import type { JSX } from "hono/jsx/jsx-runtime";
+import { MAX_TOOL_NAME_CHARS } from "../../shared/limits.ts";
 import { authenticateKey } from "../auth.ts";
-import { findProject } from "../db/projects.ts";
-import { pricePerMillionTokens } from "../db/metrics-report.ts";
-import { DAY_MS } from "../db/metrics.ts";
-import { loadOverview, loadToolPage } from "../dashboard/data.ts";
 import { ErrorPage, SignInPage } from "../dashboard/layout.tsx";
 import { OverviewPage, ToolPage } from "../dashboard/pages.tsx";
-import type { Env } from "../env.ts";
-import { MAX_TOOL_CHARS, parseFilters, parseRange, singleParams } from "./metrics/params.ts";
+import type { AppEnv } from "../env.ts";
+import { loadOverview, loadProjectName, loadToolPage } from "../metrics/page-data.ts";
+import { pageQuery, parseQuery } from "../metrics/query.ts";
+import { pricePerMillionTokens } from "../metrics/reports.ts";
+import { openReadScope } from "../metrics/scope.ts";
+import { DAY_MS } from "../time.ts";
 
-type DashboardEnv = { Bindings: Env };
-type Ctx = Context<DashboardEnv>;
+type Ctx = Context<AppEnv>;
 
-export const dashboardApp = new Hono<DashboardEnv>();
+export const dashboardApp = new Hono<AppEnv>();
 
 export const SESSION_COOKIE = "mcpulse_read_key";
 /** The sign-in cookie lasts 30 days; revoking the key ends it at once (it is checked on every page). */
 const COOKIE_MAX_AGE_S = 30 * 24 * 3600;
-const PAGE_PARAMS = ["from", "to", "client", "key"] as const;
 
 /** `Secure` cookies are refused over plain http, which local development uses. */
 export function isLocalHost(hostname: string): boolean {
@@ -89,12 +88,9 @@ async function authenticatePage(c: Ctx): Promise<PageAuth> {
   return { projectId: auth.project_id };
 }
 
-/** Range and client of a page; the form's "All clients" sends `client=` which means no filter. */
-function pageQuery(c: Ctx) {
-  const url = new URL(c.req.url);
-  if (url.searchParams.get("client") === "") url.searchParams.delete("client");
-  const params = singleParams(url, PAGE_PARAMS);
-  return { range: parseRange(params, Date.now()), client: parseFilters(params).client };
+/** Range and client of a page, by the API's own schema (metrics/query.ts). */
+function pageParams(c: Ctx) {
+  return parseQuery(pageQuery, new URL(c.req.url));
 }
 
 async function withBadParameters(c: Ctx, page: () => Promise<Response>): Promise<Response> {
@@ -106,7 +102,7 @@ async function withBadParameters(c: Ctx, page: () => Promise<Response>): Promise
   }
 }
 
-function common(c: Ctx, projectName: string, q: ReturnType<typeof pageQuery>) {
+function common(c: Ctx, projectName: string, q: ReturnType<typeof pageParams>) {
   return {
     projectName,
     range: q.range,
@@ -120,13 +116,14 @@ dashboardApp.get("/", async (c) => {
   const auth = await authenticatePage(c);
   if ("response" in auth) return auth.response;
   return withBadParameters(c, async () => {
-    const q = pageQuery(c);
+    const q = pageParams(c);
     const props = common(c, "", q);
-    const [project, data] = await Promise.all([
-      findProject(c.env.DB, auth.projectId),
-      loadOverview(c.env.DB, auth.projectId, q.range, q.client, props.pricePerMillion),
+    const scope = openReadScope(c.env.DB, auth.projectId);
+    const [projectName, data] = await Promise.all([
+      loadProjectName(scope),
+      loadOverview(scope, q.range, q.client, props.pricePerMillion),
     ]);
-    return render(c, <OverviewPage {...props} projectName={project?.name ?? ""} data={data} />);
+    return render(c, <OverviewPage {...props} projectName={projectName} data={data} />);
   });
 });
 
@@ -135,14 +132,15 @@ dashboardApp.get("/tools/:name", async (c) => {
   if ("response" in auth) return auth.response;
   return withBadParameters(c, async () => {
     const tool = c.req.param("name");
-    if (tool.length === 0 || tool.length > MAX_TOOL_CHARS) throw new HTTPException(400, { message: "not a tool name" });
-    const q = pageQuery(c);
+    if (tool.length === 0 || tool.length > MAX_TOOL_NAME_CHARS) throw new HTTPException(400, { message: "not a tool name" });
+    const q = pageParams(c);
     const props = common(c, "", q);
-    const [project, data] = await Promise.all([
-      findProject(c.env.DB, auth.projectId),
-      loadToolPage(c.env.DB, auth.projectId, tool, q.range, q.client, props.pricePerMillion),
+    const scope = openReadScope(c.env.DB, auth.projectId);
+    const [projectName, data] = await Promise.all([
+      loadProjectName(scope),
+      loadToolPage(scope, tool, q.range, q.client, props.pricePerMillion),
     ]);
-    return render(c, <ToolPage {...props} projectName={project?.name ?? ""} tool={tool} data={data} />);
+    return render(c, <ToolPage {...props} projectName={projectName} tool={tool} data={data} />);
   });
 });
 

@@ -5,7 +5,7 @@ import { Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { MAX_BODY_BYTES, parseBatch, type Payload } from "../../shared/index.ts";
-import type { AppEnv } from "../app.ts";
+import type { AppEnv } from "../env.ts";
 import { writeCallDataPoints, callDataPoints } from "../analytics/calls-dataset.ts";
 import { requireKey } from "../auth.ts";
 import type { BudgetDecision } from "../budget/key-budget.ts";

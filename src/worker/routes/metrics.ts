@@ -1,22 +1,35 @@
-// GET /v1/metrics/… (SPEC §3): the read API. A read key names the project; nothing else can.
+// GET /v1/metrics/… (SPEC §3): the read API. A read key names the project; nothing else can. Each
+// route validates its query with its schema (metrics/query.ts) and answers what metrics/ reports.
 import { Hono } from "hono";
-import { requireKey, type AuthVariables } from "../auth.ts";
+import { requireKey } from "../auth.ts";
+import type { AppEnv } from "../env.ts";
+import { insightsReport } from "../metrics/insights.ts";
+import {
+  agreementQuery,
+  clientsQuery,
+  descriptionsQuery,
+  insightsQuery,
+  pairsQuery,
+  schemaRegressionsQuery,
+  sessionsQuery,
+  timeseriesQuery,
+  toolsQuery,
+  validQuery,
+} from "../metrics/query.ts";
 import {
   agreementReport,
   clientsReport,
   descriptionsReport,
-  insightsReport,
   pairsReport,
   pricePerMillionTokens,
-  schemaRegressionsReport,
   sessionsReport,
   timeseriesReport,
   toolsReport,
-} from "../db/metrics-report.ts";
-import type { Env } from "../env.ts";
-import { MAX_HOUR_GRAIN_DAYS, parseFilters, parseGrain, parseRange, singleParams } from "./metrics/params.ts";
+} from "../metrics/reports.ts";
+import { schemaRegressionsReport } from "../metrics/schema-regressions.ts";
+import { openReadScope } from "../metrics/scope.ts";
 
-export const metricsApp = new Hono<{ Bindings: Env; Variables: AuthVariables }>();
+export const metricsApp = new Hono<AppEnv>();
 
 metricsApp.use("*", requireKey("read"));
 // Metrics are per project and change every rollup: never cache them in a shared cache.
@@ -25,60 +38,48 @@ metricsApp.use("*", async (c, next) => {
   c.header("Cache-Control", "private, no-store");
 });
 
-function query(url: string, allowed: readonly string[]): Map<string, string> {
-  return singleParams(new URL(url), allowed);
-}
-
-metricsApp.get("/tools", async (c) => {
-  const params = query(c.req.url, ["from", "to", "client", "tool"]);
-  const range = parseRange(params, Date.now());
-  return c.json(await toolsReport(c.env.DB, c.var.projectId, range, parseFilters(params)));
+metricsApp.get("/tools", validQuery(toolsQuery), async (c) => {
+  const { range, filters } = c.req.valid("query");
+  return c.json(await toolsReport(openReadScope(c.env.DB, c.var.projectId), range, filters));
 });
 
-metricsApp.get("/clients", async (c) => {
-  const params = query(c.req.url, ["from", "to", "client", "tool"]);
-  const range = parseRange(params, Date.now());
-  return c.json(await clientsReport(c.env.DB, c.var.projectId, range, parseFilters(params)));
+metricsApp.get("/clients", validQuery(clientsQuery), async (c) => {
+  const { range, filters } = c.req.valid("query");
+  return c.json(await clientsReport(openReadScope(c.env.DB, c.var.projectId), range, filters));
 });
 
-metricsApp.get("/pairs", async (c) => {
-  const params = query(c.req.url, ["from", "to", "client", "tool"]);
-  const range = parseRange(params, Date.now());
-  return c.json(await pairsReport(c.env.DB, c.var.projectId, range, parseFilters(params)));
+metricsApp.get("/pairs", validQuery(pairsQuery), async (c) => {
+  const { range, filters } = c.req.valid("query");
+  return c.json(await pairsReport(openReadScope(c.env.DB, c.var.projectId), range, filters));
 });
 
-metricsApp.get("/sessions", async (c) => {
-  const params = query(c.req.url, ["from", "to", "client"]);
-  const range = parseRange(params, Date.now());
+metricsApp.get("/sessions", validQuery(sessionsQuery), async (c) => {
+  const { range, filters } = c.req.valid("query");
   const price = pricePerMillionTokens(c.env.PRICE_PER_MILLION_TOKENS_USD);
-  return c.json(await sessionsReport(c.env.DB, c.var.projectId, range, parseFilters(params), price));
+  return c.json(await sessionsReport(openReadScope(c.env.DB, c.var.projectId), range, filters, price));
 });
 
-metricsApp.get("/timeseries", async (c) => {
-  const params = query(c.req.url, ["from", "to", "grain", "client", "tool"]);
-  const grain = parseGrain(params);
-  const range = parseRange(params, Date.now(), grain === "hour" ? MAX_HOUR_GRAIN_DAYS : undefined);
-  return c.json(await timeseriesReport(c.env.DB, c.var.projectId, range, grain, parseFilters(params)));
+metricsApp.get("/timeseries", validQuery(timeseriesQuery), async (c) => {
+  const { range, grain, filters } = c.req.valid("query");
+  return c.json(await timeseriesReport(openReadScope(c.env.DB, c.var.projectId), range, grain, filters));
 });
 
-metricsApp.get("/descriptions", async (c) => {
-  const params = query(c.req.url, ["tool"]);
-  return c.json(await descriptionsReport(c.env.DB, c.var.projectId, parseFilters(params)));
+metricsApp.get("/descriptions", validQuery(descriptionsQuery), async (c) => {
+  const { filters } = c.req.valid("query");
+  return c.json(await descriptionsReport(openReadScope(c.env.DB, c.var.projectId), filters));
 });
 
-metricsApp.get("/agreement", async (c) => {
-  const params = query(c.req.url, ["from", "to", "tool"]);
-  const range = parseRange(params, Date.now());
-  return c.json(await agreementReport(c.env.DB, c.var.projectId, range, parseFilters(params)));
+metricsApp.get("/agreement", validQuery(agreementQuery), async (c) => {
+  const { range, filters } = c.req.valid("query");
+  return c.json(await agreementReport(openReadScope(c.env.DB, c.var.projectId), range, filters));
 });
 
-metricsApp.get("/insights", async (c) => {
-  const params = query(c.req.url, ["from", "to", "client", "tool"]);
-  const range = parseRange(params, Date.now());
-  return c.json(await insightsReport(c.env.DB, c.var.projectId, range, parseFilters(params)));
+metricsApp.get("/insights", validQuery(insightsQuery), async (c) => {
+  const { range, filters } = c.req.valid("query");
+  return c.json(await insightsReport(openReadScope(c.env.DB, c.var.projectId), range, filters));
 });
 
-metricsApp.get("/schema-regressions", async (c) => {
-  const params = query(c.req.url, ["client", "tool"]);
-  return c.json(await schemaRegressionsReport(c.env.DB, c.var.projectId, parseFilters(params)));
+metricsApp.get("/schema-regressions", validQuery(schemaRegressionsQuery), async (c) => {
+  const { filters } = c.req.valid("query");
+  return c.json(await schemaRegressionsReport(openReadScope(c.env.DB, c.var.projectId), filters));
 });

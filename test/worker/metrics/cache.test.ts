@@ -1,8 +1,8 @@
-// The isolate cache of final days (src/worker/db/metrics-cache.ts): sums of days older than as_of −
+// The isolate cache of final days (src/worker/metrics/final-days.ts): sums of days older than as_of −
 // (8 days + 1 hour) are read once; the days after that boundary are read on every request.
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { FINAL_AFTER_MS, LruCache, finalBoundaryMs } from "../../../src/worker/db/metrics-cache.ts";
+import { FINAL_AFTER_MS, LruCache, finalBoundaryMs } from "../../../src/worker/metrics/final-days.ts";
 import { createProject } from "../helpers/projects.ts";
 import { DAY, getJson, seedHour, setAsOf } from "./seed.ts";
 

@@ -1,7 +1,7 @@
 // The other read routes of SPEC §3: clients, pairs, sessions, timeseries, descriptions, agreement,
 // schema regressions — sums, filters, null rules and as_of on every answer.
 import { describe, expect, it } from "vitest";
-import { pricePerMillionTokens } from "../../../src/worker/db/metrics-report.ts";
+import { pricePerMillionTokens } from "../../../src/worker/metrics/reports.ts";
 import { createProject } from "../helpers/projects.ts";
 import {
   DAY, HOUR, dayMs, getJson, histogramOf, seedAgreement, seedDeclaration, seedHour, seedPair, seedRegistered,

@@ -2,7 +2,7 @@
 // dead tools with tokens per session; converged descriptions; the documented ranking.
 import { describe, expect, it } from "vitest";
 import { bucketLowerMs, durationBucket } from "../../../src/worker/histogram.ts";
-import { slowCallCount } from "../../../src/worker/db/metrics-report.ts";
+import { slowCallCount } from "../../../src/worker/metrics/insights.ts";
 import { createProject } from "../helpers/projects.ts";
 import { dayMs, getJson, histogramOf, seedHour, seedRegistered } from "./seed.ts";
 

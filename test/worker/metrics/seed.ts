@@ -3,7 +3,7 @@
 import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { durationBucket, type DurationHistogram } from "../../../src/worker/histogram.ts";
-import type { Counters } from "../../../src/worker/db/metrics.ts";
+import type { Counters } from "../../../src/worker/metrics/counters.ts";
 
 export const DAY = 86_400_000;
 export const HOUR = 3_600_000;

@@ -6,7 +6,7 @@
 // most duration_ms (≤ 1 day) + 30 s after it. So once the rollup is complete (`as_of`) past a day's
 // end + 8 days, nothing can reach that day's rows any more; an hour of margin is added.
 
-import { DAY_MS, HOUR_MS } from "../rollup/time.ts";
+import { DAY_MS, HOUR_MS } from "../time.ts";
 
 export const FINAL_AFTER_MS = 8 * DAY_MS + HOUR_MS;
 
@@ -22,7 +22,10 @@ export function finalBoundaryMs(asOfMs: number | null): number | null {
  */
 export class LruCache<V> {
   readonly #entries = new Map<string, V>();
-  constructor(readonly maxEntries: number) {}
+  readonly maxEntries: number;
+  constructor(maxEntries: number) {
+    this.maxEntries = maxEntries;
+  }
 
   get(key: string): V | undefined {
     const value = this.#entries.get(key);

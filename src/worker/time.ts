@@ -1,4 +1,4 @@
-// Time units and UTC bucketing shared by the rollup's SQL and its callers.
+// Time units and UTC bucketing: one DAY_MS/HOUR_MS for the whole worker, and the rollup's SQL for them.
 
 export const HOUR_MS = 3_600_000;
 export const DAY_MS = 86_400_000;

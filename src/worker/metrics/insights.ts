@@ -1,0 +1,186 @@
+// GET /v1/metrics/insights: what to fix first (issue 5), ranked, from the tool rows of reports.ts.
+import { bucketLowerMs, type DurationHistogram } from "../histogram.ts";
+import type { RegisteredToolRow } from "../db/metrics.ts";
+import { roundTo } from "./counters.ts";
+import type { DateRange, ReadFilters } from "./query.ts";
+import { EMPTY_DESCRIPTION_NORM, UTF16_UNITS_PER_TOKEN, findConvergence, loadTools, type ToolRow } from "./reports.ts";
+import { asOfIso, type ReadScope } from "./scope.ts";
+
+/** Rate-based insights need at least this many calls in the range (issue 5: none on fewer than 20). */
+export const INSIGHT_MIN_CALLS = 20;
+export const INSIGHT_THRESHOLDS = {
+  /** First-call success under 70 %. */
+  firstCallRateBelow: 0.7,
+  /** Empty results over 5 % of calls. */
+  emptyRateAbove: 0.05,
+  /** Average response over 10,000 UTF-16 units (≈ 2,500 tokens every call). */
+  avgResponseBytesAbove: 10_000,
+  /** More than 10 % of calls slower than 2 s. */
+  slowShareAbove: 0.1,
+  slowMs: 2_000,
+} as const;
+
+/** Severity levels, most urgent first; see docs/read-api.md "Insights" for when each applies. */
+export const SEVERITIES = ["high", "medium", "low"] as const;
+export type Severity = (typeof SEVERITIES)[number];
+
+export const INSIGHT_KINDS = [
+  "low_first_call_success",
+  "slow_calls",
+  "empty_results",
+  "large_responses",
+  "dead_tool",
+  "converged_descriptions",
+] as const;
+export type InsightKind = (typeof INSIGHT_KINDS)[number];
+
+export type Insight = {
+  kind: InsightKind;
+  severity: Severity;
+  tool_name: string | null;
+  tools: string[];
+  /** The measured figure the threshold applies to (a rate, bytes, or tokens per session). */
+  value: number;
+  threshold: number;
+  /** Calls the problem touched in the range (failed first calls, empties, slow or large calls); 0 for dead and converged. */
+  affected_calls: number;
+  calls: number;
+  message: string;
+};
+
+/**
+ * Share of calls slower than `slowMs`, from the histogram: counts the buckets whose every value is
+ * above `slowMs` (lower edge > slowMs). The one bucket straddling 2,000 ms (1,971–2,049 ms with
+ * 4 % buckets) is left out, so the share can be slightly under the exact one — never over it.
+ */
+export function slowCallCount(histogram: DurationHistogram, slowMs: number): number {
+  let slow = 0;
+  for (const [bucket, count] of Object.entries(histogram)) {
+    if (bucketLowerMs(Number(bucket)) > slowMs) slow += count;
+  }
+  return slow;
+}
+
+function percent(value: number): string {
+  return `${roundTo(value * 100, 1)} %`;
+}
+
+/**
+ * What to fix first, SPEC-independent (issue 5). Severity:
+ * - high: first-call success < 50 %, empties > 20 %, > 25 % of calls slower than 2 s,
+ *   average response > 50,000; a dead tool costing ≥ 1,000 tokens per session
+ * - medium: the other threshold crossings of calls-based insights; dead tools costing ≥ 250 tokens
+ * - low: cheaper dead tools, converged descriptions
+ * Ranking: severity, then affected calls (descending), then the kind order of INSIGHT_KINDS,
+ * then tool name.
+ */
+export function buildInsights(rows: ToolRow[], histograms: Map<string, DurationHistogram>, registered: RegisteredToolRow[]): Insight[] {
+  const t = INSIGHT_THRESHOLDS;
+  const insights: Insight[] = [];
+  for (const row of rows) {
+    if (row.dead) {
+      const tokens = (row.schema_bytes ?? 0) / UTF16_UNITS_PER_TOKEN;
+      insights.push({
+        kind: "dead_tool",
+        severity: tokens >= 1_000 ? "high" : tokens >= 250 ? "medium" : "low",
+        tool_name: row.tool_name,
+        tools: [row.tool_name],
+        value: roundTo(tokens, 1),
+        threshold: 0,
+        affected_calls: 0,
+        calls: 0,
+        message: `${row.tool_name} was never called but costs ${roundTo(tokens, 1)} tokens of schema in every session`,
+      });
+      continue;
+    }
+    if (row.calls < INSIGHT_MIN_CALLS) continue;
+    const base = { tool_name: row.tool_name, tools: [row.tool_name], calls: row.calls };
+    if (row.first_call_rate !== null && row.first_call_rate < t.firstCallRateBelow) {
+      insights.push({
+        ...base,
+        kind: "low_first_call_success",
+        severity: row.first_call_rate < 0.5 ? "high" : "medium",
+        value: row.first_call_rate,
+        threshold: t.firstCallRateBelow,
+        affected_calls: row.first_call_attempts - row.first_call_ok,
+        message: `Only ${percent(row.first_call_rate)} of first calls to ${row.tool_name} succeed (target ≥ 70 %)`,
+      });
+    }
+    const slow = slowCallCount(histograms.get(row.tool_name) ?? {}, t.slowMs);
+    const slowShare = slow / row.calls;
+    if (slowShare > t.slowShareAbove) {
+      insights.push({
+        ...base,
+        kind: "slow_calls",
+        severity: slowShare > 0.25 ? "high" : "medium",
+        value: roundTo(slowShare, 4),
+        threshold: t.slowShareAbove,
+        affected_calls: slow,
+        message: `${percent(slowShare)} of calls to ${row.tool_name} take longer than 2 s`,
+      });
+    }
+    if (row.empty_rate !== null && row.empty_rate > t.emptyRateAbove) {
+      insights.push({
+        ...base,
+        kind: "empty_results",
+        severity: row.empty_rate > 0.2 ? "high" : "medium",
+        value: row.empty_rate,
+        threshold: t.emptyRateAbove,
+        affected_calls: row.empty,
+        message: `${percent(row.empty_rate)} of calls to ${row.tool_name} return an empty result`,
+      });
+    }
+    const avg = row.response_bytes.avg;
+    if (avg !== null && avg > t.avgResponseBytesAbove) {
+      insights.push({
+        ...base,
+        kind: "large_responses",
+        severity: avg > 50_000 ? "high" : "medium",
+        value: avg,
+        threshold: t.avgResponseBytesAbove,
+        affected_calls: row.calls,
+        message: `${row.tool_name} answers ${Math.round(avg).toLocaleString("en-US")} characters on average (≈ ${Math.round(avg / UTF16_UNITS_PER_TOKEN).toLocaleString("en-US")} tokens per call)`,
+      });
+    }
+  }
+  const visible = new Set(rows.map((r) => r.tool_name));
+  for (const c of findConvergence(registered)) {
+    if (!c.tools.some((name) => visible.has(name))) continue;
+    insights.push({
+      kind: "converged_descriptions",
+      severity: "low",
+      tool_name: null,
+      tools: c.tools,
+      value: c.tools.length,
+      threshold: 2,
+      affected_calls: 0,
+      calls: 0,
+      message:
+        c.description_norm === EMPTY_DESCRIPTION_NORM
+          ? `${c.tools.join(", ")} have no description (or only stopwords): a model cannot tell them apart`
+          : `${c.tools.join(", ")} have the same normalised description: a model cannot tell them apart`,
+    });
+  }
+  return insights.sort(
+    (a, b) =>
+      SEVERITIES.indexOf(a.severity) - SEVERITIES.indexOf(b.severity) ||
+      b.affected_calls - a.affected_calls ||
+      INSIGHT_KINDS.indexOf(a.kind) - INSIGHT_KINDS.indexOf(b.kind) ||
+      b.value - a.value ||
+      ((a.tool_name ?? "") < (b.tool_name ?? "") ? -1 : (a.tool_name ?? "") > (b.tool_name ?? "") ? 1 : 0),
+  );
+}
+
+export async function insightsReport(
+  scope: ReadScope,
+  range: DateRange,
+  filters: ReadFilters,
+): Promise<{ from: string; to: string; as_of: string | null; insights: Insight[] }> {
+  const [data, asOf] = await Promise.all([loadTools(scope, range, filters), asOfIso(scope)]);
+  return {
+    from: range.from,
+    to: range.to,
+    as_of: asOf,
+    insights: buildInsights(data.rows, data.histograms, data.registered),
+  };
+}

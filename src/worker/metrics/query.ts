@@ -1,0 +1,213 @@
+// Query parameters of the read API and the dashboard (SPEC §3), as Zod schemas: inclusive UTC date
+// ranges, the client/tool filters and the timeseries grain. The API validates them with
+// `validQuery(schema)` and the dashboard with `parseQuery(schema, url)`; both answer a bad parameter
+// with a 400 whose message names the parameter but never quotes its value.
+import { zValidator } from "@hono/zod-validator";
+import { HTTPException } from "hono/http-exception";
+import { z } from "zod";
+import { MAX_CLIENT_NAME_CHARS, MAX_TOOL_NAME_CHARS } from "../../shared/limits.ts";
+import { DAY_MS } from "../time.ts";
+
+/** Without `from`/`to`: the last 7 days, today (UTC, by the request time) included (SPEC §3). */
+export const DEFAULT_RANGE_DAYS = 7;
+/** Longest range accepted: a year and a day, so a leap year fits (larger ranges answer 400). */
+export const MAX_RANGE_DAYS = 366;
+/** `grain=hour` is limited to 31 days (744 buckets): a month of hours is the most a chart can use. */
+export const MAX_HOUR_GRAIN_DAYS = 31;
+
+/** `day` reads tool_day_metrics (what range reads use); `hour` reads tool_hour_metrics. */
+export const GRAINS = ["hour", "day"] as const;
+export type Grain = (typeof GRAINS)[number];
+
+/** Inclusive UTC dates `from`..`to` (SPEC §3), with their epoch bounds (`endMs` exclusive). */
+export type DateRange = { from: string; to: string; startMs: number; endMs: number; days: number };
+
+export type ReadFilters = { client?: string | undefined; tool?: string | undefined };
+
+export function isoDate(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+export function rangeFromDays(fromDayMs: number, toDayMs: number): DateRange {
+  return {
+    from: isoDate(fromDayMs),
+    to: isoDate(toDayMs),
+    startMs: fromDayMs,
+    endMs: toDayMs + DAY_MS,
+    days: Math.round((toDayMs - fromDayMs) / DAY_MS) + 1,
+  };
+}
+
+/** The equal-length period just before `range` (the dashboard's deltas). */
+export function previousRange(range: DateRange): DateRange {
+  return rangeFromDays(range.startMs - range.days * DAY_MS, range.startMs - DAY_MS);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parameters
+// ---------------------------------------------------------------------------------------------
+
+const DATE_PATTERN = /^\d{4}-\d{2}-\d{2}$/;
+
+/**
+ * One value of parameter `name`. Hono's validator hands a repeated name over as an array: which of
+ * two `client`s would be meant? Refuse it.
+ */
+function single<T extends z.ZodType<unknown, string>>(name: string, schema: T) {
+  return z
+    .string({ error: (issue) => (Array.isArray(issue.input) ? `parameter '${name}' is given more than once` : `'${name}' must be text`) })
+    .pipe(schema);
+}
+
+/** Epoch ms of a `YYYY-MM-DD` UTC date, or null when no such day exists (2026-02-30, 2026-13-01). */
+function calendarDayMs(value: string): number | null {
+  if (!DATE_PATTERN.test(value)) return null;
+  const ms = Date.UTC(Number(value.slice(0, 4)), Number(value.slice(5, 7)) - 1, Number(value.slice(8, 10)));
+  // Date.UTC rolls 2026-02-30 over into March: a date that does not round-trip does not exist.
+  return new Date(ms).toISOString().slice(0, 10) === value ? ms : null;
+}
+
+/** A `YYYY-MM-DD` UTC date, as the epoch ms of its start. */
+function dateParam(name: "from" | "to") {
+  return single(
+    name,
+    z
+      .string()
+      .regex(DATE_PATTERN, { error: `'${name}' must be a date YYYY-MM-DD`, abort: true })
+      .refine((value) => calendarDayMs(value) !== null, { error: `'${name}' is not a calendar date` })
+      .transform((value) => calendarDayMs(value) as number),
+  ).optional();
+}
+
+/** A client or tool filter: an exact name, never longer than the wire allows (SPEC §1.2), so it can match. */
+function nameParam(name: "client" | "tool", maxChars: number) {
+  return single(
+    name,
+    z
+      .string()
+      .min(1, { error: `'${name}' must not be empty` })
+      .max(maxChars, { error: `'${name}' is longer than ${maxChars} characters` }),
+  ).optional();
+}
+
+const PARAMS = {
+  from: dateParam("from"),
+  to: dateParam("to"),
+  client: nameParam("client", MAX_CLIENT_NAME_CHARS),
+  tool: nameParam("tool", MAX_TOOL_NAME_CHARS),
+  grain: single("grain", z.enum(GRAINS, { error: "'grain' must be 'hour' or 'day'" })).optional(),
+};
+
+type RangeInput = { from?: number | undefined; to?: number | undefined };
+
+/**
+ * `from`/`to`, inclusive UTC dates. Defaults: neither → the last DEFAULT_RANGE_DAYS days ending today;
+ * only `from` → up to today; only `to` → the DEFAULT_RANGE_DAYS days ending on `to`.
+ */
+function toRange(q: RangeInput, maxDays: number, ctx: z.RefinementCtx): DateRange | undefined {
+  const todayMs = Math.floor(Date.now() / DAY_MS) * DAY_MS;
+  const toMs = q.to ?? todayMs;
+  const fromMs = q.from ?? toMs - (DEFAULT_RANGE_DAYS - 1) * DAY_MS;
+  if (fromMs > toMs) {
+    ctx.addIssue({ code: "custom", message: "'from' is after 'to'" });
+    return undefined;
+  }
+  const days = (toMs - fromMs) / DAY_MS + 1;
+  if (days > maxDays) {
+    ctx.addIssue({ code: "custom", message: `the range is ${days} days; at most ${maxDays} are allowed` });
+    return undefined;
+  }
+  return rangeFromDays(fromMs, toMs);
+}
+
+function filtersOf(q: ReadFilters): ReadFilters {
+  return { client: q.client, tool: q.tool };
+}
+
+/** A ranged endpoint: `from`, `to` and the given filters; anything else is an unknown parameter. */
+function rangedQuery<S extends Partial<Pick<typeof PARAMS, "client" | "tool">>>(filters: S) {
+  return z.strictObject({ from: PARAMS.from, to: PARAMS.to, ...filters }).transform((q, ctx) => {
+    const range = toRange(q as RangeInput, MAX_RANGE_DAYS, ctx);
+    return { range: range as DateRange, filters: filtersOf(q as ReadFilters) };
+  });
+}
+
+export const toolsQuery = rangedQuery({ client: PARAMS.client, tool: PARAMS.tool });
+export const clientsQuery = toolsQuery;
+export const pairsQuery = toolsQuery;
+export const insightsQuery = toolsQuery;
+export const sessionsQuery = rangedQuery({ client: PARAMS.client });
+export const agreementQuery = rangedQuery({ tool: PARAMS.tool });
+
+export const timeseriesQuery = z
+  .strictObject({ from: PARAMS.from, to: PARAMS.to, grain: PARAMS.grain, client: PARAMS.client, tool: PARAMS.tool })
+  .transform((q, ctx) => {
+    const grain: Grain = q.grain ?? "day";
+    const range = toRange(q, grain === "hour" ? MAX_HOUR_GRAIN_DAYS : MAX_RANGE_DAYS, ctx);
+    return { range: range as DateRange, grain, filters: filtersOf(q) };
+  });
+
+export const descriptionsQuery = z.strictObject({ tool: PARAMS.tool }).transform((q) => ({ filters: { tool: q.tool } }));
+export const schemaRegressionsQuery = z
+  .strictObject({ client: PARAMS.client, tool: PARAMS.tool })
+  .transform((q) => ({ filters: filtersOf(q) }));
+
+/**
+ * A dashboard page: the overview's range and client filter. The form's "All clients" sends
+ * `client=`, which means no filter; `key` is the sign-in link's, handled before the page.
+ */
+export const pageQuery = z
+  .strictObject({
+    from: PARAMS.from,
+    to: PARAMS.to,
+    client: z.preprocess((value) => (value === "" ? undefined : value), PARAMS.client),
+    key: z.unknown().optional(),
+  })
+  .transform((q, ctx) => ({ range: toRange(q, MAX_RANGE_DAYS, ctx) as DateRange, client: q.client }));
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+export function badParameter(message: string): HTTPException {
+  return new HTTPException(400, { message });
+}
+
+/** A parameter name is quoted back only when it looks like one (lower-case letters and `_`). */
+const QUOTABLE_NAME = /^[a-z_]{1,32}$/;
+
+/** The first problem, as a message that names parameters but never repeats a value. */
+export function messageOf(error: z.core.$ZodError, allowed: readonly string[]): string {
+  const unknown = error.issues.find((issue) => issue.code === "unrecognized_keys");
+  if (unknown && unknown.code === "unrecognized_keys") {
+    const name = unknown.keys[0] ?? "";
+    const quoted = QUOTABLE_NAME.test(name) ? ` '${name}'` : "";
+    return `unknown parameter${quoted} (allowed: ${allowed.join(", ") || "none"})`;
+  }
+  return error.issues[0]?.message ?? "bad parameter";
+}
+
+function allowedOf(schema: z.ZodType): string[] {
+  const inner = schema instanceof z.ZodPipe ? schema.in : schema;
+  return inner instanceof z.ZodObject ? Object.keys(inner.shape).filter((k) => k !== "key") : [];
+}
+
+/** The API's validator: `c.req.valid("query")` in the handler, or a 400 `{"error"}` before it. */
+export function validQuery<T extends z.ZodType>(schema: T) {
+  const allowed = allowedOf(schema);
+  return zValidator("query", schema, (result) => {
+    if (!result.success) throw badParameter(messageOf(result.error, allowed));
+  });
+}
+
+/** The same schemas for a dashboard page: its URL's query, as Hono's validator would pass it. */
+export function parseQuery<T extends z.ZodType>(schema: T, url: URL): z.output<T> {
+  const query: Record<string, string | string[]> = {};
+  for (const name of new Set(url.searchParams.keys())) {
+    const values = url.searchParams.getAll(name);
+    query[name] = values.length === 1 ? (values[0] as string) : values;
+  }
+  const result = schema.safeParse(query);
+  if (!result.success) throw badParameter(messageOf(result.error, allowedOf(schema)));
+  return result.data;
+}

@@ -1,0 +1,109 @@
+/// <reference types="vite/client" />
+// The worker's import graph (docs/architecture.md): no cycles, type-only imports included, and every
+// layer imports only the layers below it. Sources are read by Vite at transform time (?raw).
+import { describe, expect, it } from "vitest";
+
+const SOURCES = import.meta.glob("../../src/worker/**/*.{ts,tsx}", { query: "?raw", import: "default", eager: true }) as Record<string, string>;
+const ROOT = "../../src/worker/";
+
+/** Worker-relative path (`db/keys.ts`) → the worker-relative paths it imports. */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const [file, source] of Object.entries(SOURCES)) {
+    const from = file.slice(ROOT.length);
+    const targets: string[] = [];
+    for (const match of source.matchAll(/^\s*(?:import|export)\s(?:[^"';]*?\sfrom\s)?\s*["'](\.{1,2}\/[^"']+)["']/gm)) {
+      const resolved = new URL(match[1] as string, `file:///src/worker/${from}`).pathname;
+      if (resolved.startsWith("/src/worker/")) targets.push(resolved.slice("/src/worker/".length));
+    }
+    graph.set(from, [...new Set(targets)]);
+  }
+  return graph;
+}
+
+/** Every cycle found by a depth-first walk, each as the list of files around it. */
+export function findCycles(graph: Map<string, string[]>): string[][] {
+  const cycles: string[][] = [];
+  const state = new Map<string, "open" | "done">();
+  const stack: string[] = [];
+  const visit = (node: string): void => {
+    state.set(node, "open");
+    stack.push(node);
+    for (const next of graph.get(node) ?? []) {
+      if (state.get(next) === "open") cycles.push([...stack.slice(stack.indexOf(next)), next]);
+      else if (!state.has(next)) visit(next);
+    }
+    stack.pop();
+    state.set(node, "done");
+  };
+  for (const node of [...graph.keys()].sort()) if (!state.has(node)) visit(node);
+  return cycles;
+}
+
+/** The layer of a worker file: its folder, or the file itself at the top. */
+function layerOf(path: string): string {
+  const slash = path.indexOf("/");
+  return slash === -1 ? path : path.slice(0, slash + 1);
+}
+
+/** Leaves every layer may import: units, histogram buckets, text, the Env types, the wire contract. */
+const LEAVES = ["time.ts", "histogram.ts", "text.ts", "env.ts"];
+/** What each layer may import besides itself and LEAVES (src/shared is outside the worker and always allowed). */
+const MAY_IMPORT: Record<string, string[]> = {
+  "db/": [],
+  "analytics/": [],
+  "budget/": [],
+  "rollup/": ["db/"],
+  "metrics/": ["db/"],
+  "dashboard/": ["metrics/"],
+  "auth.ts": ["db/"],
+  "routes/": ["metrics/", "dashboard/", "db/", "auth.ts", "analytics/", "budget/"],
+  "app.ts": ["routes/"],
+  "index.ts": ["app.ts", "rollup/", "budget/"],
+  "time.ts": [],
+  "histogram.ts": [],
+  "text.ts": [],
+  "env.ts": ["budget/"],
+};
+/** The read side's routes and pages ask metrics/ and never run SQL of their own. */
+const READ_ROUTES = ["routes/metrics.ts", "routes/dashboard.tsx"];
+
+describe("worker imports", () => {
+  const graph = importGraph();
+
+  it("sees the worker's files", () => {
+    expect(graph.has("index.ts")).toBe(true);
+    expect(graph.get("index.ts")).toContain("app.ts");
+    expect(graph.size).toBeGreaterThan(20);
+  });
+
+  it("has no import cycle", () => {
+    expect(findCycles(graph)).toEqual([]);
+  });
+
+  it("finds a cycle when there is one (the check can fail)", () => {
+    const cyclic = new Map([["app.ts", ["routes/a.ts"]], ["routes/a.ts", ["env.ts", "app.ts"]], ["env.ts", []]]);
+    expect(findCycles(cyclic)).toEqual([["app.ts", "routes/a.ts", "app.ts"]]);
+  });
+
+  it("imports only downwards", () => {
+    const wrong: string[] = [];
+    for (const [from, targets] of graph) {
+      const layer = layerOf(from);
+      const allowed = MAY_IMPORT[layer];
+      if (allowed === undefined) {
+        wrong.push(`${from}: layer ${layer} has no rule in MAY_IMPORT`);
+        continue;
+      }
+      for (const to of targets) {
+        const target = layerOf(to);
+        if (target === layer || LEAVES.includes(to) || allowed.includes(target)) continue;
+        wrong.push(`${from} → ${to}`);
+      }
+      if (READ_ROUTES.includes(from) || layer === "dashboard/") {
+        for (const to of targets) if (layerOf(to) === "db/") wrong.push(`${from} → ${to} (read side: ask metrics/)`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+});
