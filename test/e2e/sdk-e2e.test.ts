@@ -16,7 +16,7 @@ let worker: RunningWorker;
 let project: { project_id: string; ingest_key: string; read_key: string };
 
 beforeAll(async () => {
-  // The real worker in Miniflare: wrangler's bundle, wrangler.toml's bindings, schema.sql applied,
+  // The real worker in Miniflare: wrangler's bundle, wrangler.toml's bindings, the migrations applied,
   // an ADMIN_TOKEN; the project is created through the admin route.
   worker = await startWorker();
   project = await createProject(worker, "sdk e2e");

@@ -1,5 +1,5 @@
 // POST /v1/ingest through the real worker: every row of the SPEC §1.1 table, the check order,
-// the caps at and over their limits, and what reaches D1 (SPEC §1.2, schema.sql).
+// the caps at and over their limits, and what reaches D1 (SPEC §1.2, migrations/).
 import { env, runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";

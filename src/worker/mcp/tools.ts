@@ -2,18 +2,12 @@
 // the same functions /v1/metrics/* calls, with the same parameter rules — so a figure an agent reads
 // here is the figure the API and the dashboard show. Outputs are bounded (top-N with `limit`).
 import { z } from "zod";
-import {
-  clientsReport,
-  insightsReport,
-  pairsReport,
-  pricePerMillionTokens,
-  schemaRegressionsReport,
-  sessionsReport,
-  toolsReport,
-  type ToolRow as ToolRowData,
-} from "../db/metrics-report.ts";
 import type { Env } from "../env.ts";
-import { parseFilters, parseRange } from "../routes/metrics/params.ts";
+import { insightsReport } from "../metrics/insights.ts";
+import { clientsQuery, insightsQuery, parseQuery, schemaRegressionsQuery, sessionsQuery, toolsQuery } from "../metrics/query.ts";
+import { clientsReport, pairsReport, pricePerMillionTokens, sessionsReport, toolsReport, type ToolRow as ToolRowData } from "../metrics/reports.ts";
+import { schemaRegressionsReport } from "../metrics/schema-regressions.ts";
+import { openReadScope, type ReadScope } from "../metrics/scope.ts";
 import { MAX_CLIENT_NAME_CHARS, MAX_TOOL_NAME_CHARS } from "../../shared/limits.ts";
 import { ClientRow, Insight, PairRow, RangeFields, SchemaRegression, Sessions, ToolRow } from "./schemas.ts";
 
@@ -37,20 +31,19 @@ const truncation = {
   truncated: z.boolean().describe("true when rows were left out by `limit`"),
 };
 
-/** The read API's range and filter rules (routes/metrics/params.ts), fed from tool arguments. */
-function rangeOf(args: { from?: string | undefined; to?: string | undefined }, nowMs: number) {
-  const params = new Map<string, string>();
-  if (args.from !== undefined) params.set("from", args.from);
-  if (args.to !== undefined) params.set("to", args.to);
-  return parseRange(params, nowMs);
+/**
+ * Tool arguments through the read API's own query schema (metrics/query.ts), as if they had come
+ * in a URL: the same defaults, caps and messages as /v1/metrics/* (a bad one is a 400 HTTPException,
+ * which the server turns into a tool error).
+ */
+function asQuery<T extends z.ZodType>(schema: T, args: Record<string, string | undefined>): z.output<T> {
+  const url = new URL("http://mcp/");
+  for (const [name, value] of Object.entries(args)) if (value !== undefined) url.searchParams.set(name, value);
+  return parseQuery(schema, url);
 }
 
-function filtersOf(args: { client?: string | undefined; tool?: string | undefined }) {
-  const params = new Map<string, string>();
-  if (args.client !== undefined) params.set("client", args.client);
-  if (args.tool !== undefined) params.set("tool", args.tool);
-  return parseFilters(params);
-}
+/** One read scope per tool call: its project, its clock, `as_of` read once. */
+const scopeOf = (ctx: ToolContext): ReadScope => openReadScope(ctx.env.DB, ctx.projectId, ctx.nowMs);
 
 function top<T>(rows: T[], n: number | undefined): { rows: T[]; total: number; truncated: boolean } {
   const size = n ?? DEFAULT_LIMIT;
@@ -113,7 +106,8 @@ export const MCP_TOOLS: McpToolDefinition[] = [
     inputSchema: z.object({ from, to, client, limit }),
     outputSchema: z.object({ ...RangeFields, ...truncation, tools: z.array(ToolRow) }),
     async run(ctx, args) {
-      const report = await toolsReport(ctx.env.DB, ctx.projectId, rangeOf(args, ctx.nowMs), filtersOf({ client: args.client }));
+      const { range, filters } = asQuery(toolsQuery, { from: args.from, to: args.to, client: args.client });
+      const report = await toolsReport(scopeOf(ctx), range, filters);
       const { rows, total, truncated } = top([...report.tools].sort(worstFirst), args.limit);
       return { from: report.from, to: report.to, as_of: report.as_of, total, truncated, tools: rows };
     },
@@ -134,13 +128,13 @@ export const MCP_TOOLS: McpToolDefinition[] = [
       schema_change: SchemaRegression.nullable().describe("null when the tool has only ever had one schema"),
     }),
     async run(ctx, args) {
-      const range = rangeOf(args, ctx.nowMs);
-      const filters = filtersOf({ tool: args.name });
+      const { range, filters } = asQuery(toolsQuery, { from: args.from, to: args.to, tool: args.name });
+      const scope = scopeOf(ctx);
       const [tools, clients, pairs, regressions] = await Promise.all([
-        toolsReport(ctx.env.DB, ctx.projectId, range, filters),
-        clientsReport(ctx.env.DB, ctx.projectId, range, filters),
-        pairsReport(ctx.env.DB, ctx.projectId, range, filters),
-        schemaRegressionsReport(ctx.env.DB, ctx.projectId, filters),
+        toolsReport(scope, range, filters),
+        clientsReport(scope, range, filters),
+        pairsReport(scope, range, filters),
+        schemaRegressionsReport(scope, filters),
       ]);
       return {
         from: tools.from,
@@ -164,7 +158,8 @@ export const MCP_TOOLS: McpToolDefinition[] = [
     inputSchema: z.object({ from, to, client, tool: toolName.optional().describe("only findings about this tool"), limit }),
     outputSchema: z.object({ ...RangeFields, ...truncation, insights: z.array(Insight) }),
     async run(ctx, args) {
-      const report = await insightsReport(ctx.env.DB, ctx.projectId, rangeOf(args, ctx.nowMs), filtersOf(args));
+      const { range, filters } = asQuery(insightsQuery, { from: args.from, to: args.to, client: args.client, tool: args.tool });
+      const report = await insightsReport(scopeOf(ctx), range, filters);
       const { rows, total, truncated } = top(report.insights, args.limit);
       return { from: report.from, to: report.to, as_of: report.as_of, total, truncated, insights: rows };
     },
@@ -201,11 +196,10 @@ export const MCP_TOOLS: McpToolDefinition[] = [
       ),
     }),
     async run(ctx, args) {
-      const filters = filtersOf({ client: args.client });
-      const [a, b] = await Promise.all([
-        toolsReport(ctx.env.DB, ctx.projectId, rangeOf({ from: args.a_from, to: args.a_to }, ctx.nowMs), filters),
-        toolsReport(ctx.env.DB, ctx.projectId, rangeOf({ from: args.b_from, to: args.b_to }, ctx.nowMs), filters),
-      ]);
+      const first = asQuery(toolsQuery, { from: args.a_from, to: args.a_to, client: args.client });
+      const second = asQuery(toolsQuery, { from: args.b_from, to: args.b_to, client: args.client });
+      const scope = scopeOf(ctx);
+      const [a, b] = await Promise.all([toolsReport(scope, first.range, first.filters), toolsReport(scope, second.range, second.filters)]);
       const byName = (rows: ToolRowData[]) => new Map(rows.map((r) => [r.tool_name, r]));
       const aRows = byName(a.tools);
       const bRows = byName(b.tools);
@@ -240,7 +234,8 @@ export const MCP_TOOLS: McpToolDefinition[] = [
     inputSchema: z.object({ from, to, tool: toolName.optional().describe("only calls of this tool"), limit }),
     outputSchema: z.object({ ...RangeFields, ...truncation, clients: z.array(ClientRow) }),
     async run(ctx, args) {
-      const report = await clientsReport(ctx.env.DB, ctx.projectId, rangeOf(args, ctx.nowMs), filtersOf({ tool: args.tool }));
+      const { range, filters } = asQuery(clientsQuery, { from: args.from, to: args.to, tool: args.tool });
+      const report = await clientsReport(scopeOf(ctx), range, filters);
       const { rows, total, truncated } = top(report.clients, args.limit);
       return { from: report.from, to: report.to, as_of: report.as_of, total, truncated, clients: rows };
     },
@@ -255,9 +250,9 @@ export const MCP_TOOLS: McpToolDefinition[] = [
     inputSchema: z.object({ from, to, client }),
     outputSchema: z.object({ ...RangeFields, ...Sessions.shape }),
     async run(ctx, args) {
-      const range = rangeOf(args, ctx.nowMs);
+      const { range, filters } = asQuery(sessionsQuery, { from: args.from, to: args.to, client: args.client });
       const price = pricePerMillionTokens(ctx.env.PRICE_PER_MILLION_TOKENS_USD);
-      const report = await sessionsReport(ctx.env.DB, ctx.projectId, range, filtersOf({ client: args.client }), price);
+      const report = await sessionsReport(scopeOf(ctx), range, filters, price);
       return { from: range.from, to: range.to, ...report };
     },
   }),
@@ -271,7 +266,8 @@ export const MCP_TOOLS: McpToolDefinition[] = [
     inputSchema: z.object({ client, tool: toolName.optional().describe("only this tool"), limit }),
     outputSchema: z.object({ as_of: RangeFields.as_of, window_days: z.number().int(), ...truncation, regressions: z.array(SchemaRegression) }),
     async run(ctx, args) {
-      const report = await schemaRegressionsReport(ctx.env.DB, ctx.projectId, filtersOf(args));
+      const { filters } = asQuery(schemaRegressionsQuery, { client: args.client, tool: args.tool });
+      const report = await schemaRegressionsReport(scopeOf(ctx), filters);
       const sorted = [...report.regressions].sort((a, b) => Number(b.regressed) - Number(a.regressed));
       const { rows, total, truncated } = top(sorted, args.limit);
       return { as_of: report.as_of, window_days: report.window_days, total, truncated, regressions: rows };

@@ -6,8 +6,8 @@
 import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { requireKey, type AuthVariables } from "../auth.ts";
-import type { Env } from "../env.ts";
+import { requireKey } from "../auth.ts";
+import type { AppEnv } from "../env.ts";
 import { MCP_TOOLS, type ToolContext } from "../mcp/tools.ts";
 
 export const MCP_SERVER_NAME = "mcpulse-edge";
@@ -52,7 +52,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
   return server;
 }
 
-export const mcpApp = new Hono<{ Bindings: Env; Variables: AuthVariables }>();
+export const mcpApp = new Hono<AppEnv>();
 
 mcpApp.use("*", requireKey("read"));
 
