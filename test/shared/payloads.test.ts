@@ -476,6 +476,46 @@ describe("agreement", () => {
   });
 });
 
+describe("every text cap counts code points (SPEC §1.2)", () => {
+  // Each capped text field, as a way to put a value there and the reason its overflow gives.
+  const TEXT_FIELDS: [string, number, (value: string) => Record<string, unknown>, string][] = [
+    ["call session_id", MAX_SESSION_ID_CHARS, (v) => call({ session_id: v }), "session_id"],
+    ["call client_name", MAX_CLIENT_NAME_CHARS, (v) => call({ client_name: v }), "client_name"],
+    ["call tool_name", MAX_TOOL_NAME_CHARS, (v) => call({ tool_name: v }), "tool_name"],
+    ["startup session_id", MAX_SESSION_ID_CHARS, (v) => startup({ session_id: v }), "session_id"],
+    ["startup client_name", MAX_CLIENT_NAME_CHARS, (v) => startup({ client_name: v }), "client_name"],
+    ["startup tools[].name", MAX_TOOL_NAME_CHARS, (v) => startup({ tools: [tool({ name: v })] }), "tools.0.name"],
+    ["startup sdk", MAX_SDK_CHARS, (v) => startup({ sdk: v }), "sdk"],
+    ["startup mcp_sdk_version", MAX_MCP_SDK_VERSION_CHARS, (v) => startup({ mcp_sdk_version: v }), "mcp_sdk_version"],
+    ["startup protocol_version", MAX_PROTOCOL_VERSION_CHARS, (v) => startup({ protocol_version: v }), "protocol_version"],
+    ["startup agree_declared[].field", MAX_AGREEMENT_FIELD_CHARS, (v) => startup({ agree_declared: [{ field: v, tools: [] }] }), "agree_declared.0.field"],
+    ["startup agree_declared[].tools[]", MAX_TOOL_NAME_CHARS, (v) => startup({ agree_declared: [{ field: "f", tools: [v] }] }), "agree_declared.0.tools.0"],
+    ["agreement session_id", MAX_SESSION_ID_CHARS, (v) => agreement({ session_id: v }), "session_id"],
+    ["agreement field", MAX_AGREEMENT_FIELD_CHARS, (v) => agreement({ field: v }), "field"],
+    ["agreement tool_a", MAX_TOOL_NAME_CHARS, (v) => agreement({ tool_a: v }), "tool_a"],
+    ["agreement tool_b", MAX_TOOL_NAME_CHARS, (v) => agreement({ tool_b: v }), "tool_b"],
+  ];
+
+  it.each(TEXT_FIELDS)("%s: %i astral characters are kept, one more is dropped", (_name, max, item, path) => {
+    // 🚀 is U+1F680: two UTF-16 units, one code point.
+    expect(kept(item(repeat(max - 1, "🚀")))).toBeTruthy();
+    expect(kept(item(repeat(max, "🚀")))).toBeTruthy();
+    expect(droppedReason(item(repeat(max + 1, "🚀")))).toBe(`${path}: too long`);
+    // Mixed with ASCII and a character from U+E000–U+FFFF (one unit, one code point).
+    expect(kept(item(`a${repeat(max - 2, "🚀")}\uffff`))).toBeTruthy();
+    expect(droppedReason(item(`a${repeat(max - 1, "🚀")}\uffff`))).toBe(`${path}: too long`);
+    // A lone surrogate (valid JSON, stored as U+FFFD) is one code point.
+    expect(kept(item(repeat(max, "\ud800")))).toBeTruthy();
+    expect(droppedReason(item(repeat(max + 1, "\ud800")))).toBe(`${path}: too long`);
+  });
+
+  it.each(TEXT_FIELDS)("%s: payloadSchema (no fast path) counts the same way", (_name, max, item) => {
+    expect(payloadSchema.safeParse(item(repeat(max, "🚀"))).success).toBe(true);
+    expect(payloadSchema.safeParse(item(repeat(max + 1, "🚀"))).success).toBe(false);
+    expect(payloadSchema.safeParse(item(repeat(max + 1, "x"))).success).toBe(false);
+  });
+});
+
 describe("payloadSchema (what the SDK validates before sending)", () => {
   it("accepts every payload type without a clock and rejects invalid ones", () => {
     expect(payloadSchema.safeParse(call()).success).toBe(true);

@@ -1,6 +1,7 @@
 // Query parameters of the read API and the dashboard (SPEC §3): inclusive UTC date ranges, the
 // client/tool filters and the timeseries grain. Every bad parameter is a 400 {"error"} naming it.
 import { HTTPException } from "hono/http-exception";
+import { clientNameSchema, MAX_CLIENT_NAME_CHARS, MAX_TOOL_NAME_CHARS, toolNameSchema } from "../../../shared/index.ts";
 import { DAY_MS, type Grain } from "../../db/metrics.ts";
 import { rangeFromDays, type DateRange, type ReadFilters } from "../../db/metrics-report.ts";
 
@@ -10,9 +11,16 @@ export const DEFAULT_RANGE_DAYS = 7;
 export const MAX_RANGE_DAYS = 366;
 /** `grain=hour` is limited to 31 days (744 buckets): a month of hours is the most a chart can use. */
 export const MAX_HOUR_GRAIN_DAYS = 31;
-/** Filters longer than the wire caps cannot match anything stored (SPEC §1.2): refuse them. */
-export const MAX_CLIENT_CHARS = 128;
-export const MAX_TOOL_CHARS = 200;
+/**
+ * Filters longer than the wire caps cannot match anything stored (SPEC §1.2): refuse them. Counted
+ * in code points by the wire's own schemas, so every name ingest accepts can be filtered on.
+ */
+export const MAX_CLIENT_CHARS = MAX_CLIENT_NAME_CHARS;
+export const MAX_TOOL_CHARS = MAX_TOOL_NAME_CHARS;
+const FILTER_SCHEMAS = {
+  client: { schema: clientNameSchema, maxChars: MAX_CLIENT_CHARS },
+  tool: { schema: toolNameSchema, maxChars: MAX_TOOL_CHARS },
+} as const;
 
 const DATE_PATTERN = /^(\d{4})-(\d{2})-(\d{2})$/;
 
@@ -64,16 +72,17 @@ export function parseRange(params: Map<string, string>, nowMs: number, maxDays =
   return rangeFromDays(fromMs, toMs);
 }
 
-function parseName(params: Map<string, string>, name: "client" | "tool", maxChars: number): string | undefined {
+function parseName(params: Map<string, string>, name: keyof typeof FILTER_SCHEMAS): string | undefined {
   const value = params.get(name);
   if (value === undefined) return undefined;
   if (value.length === 0) throw badParameter(`'${name}' must not be empty`);
-  if (value.length > maxChars) throw badParameter(`'${name}' is longer than ${maxChars} characters`);
+  const { schema, maxChars } = FILTER_SCHEMAS[name];
+  if (!schema.safeParse(value).success) throw badParameter(`'${name}' is longer than ${maxChars} characters`);
   return value;
 }
 
 export function parseFilters(params: Map<string, string>): ReadFilters {
-  return { client: parseName(params, "client", MAX_CLIENT_CHARS), tool: parseName(params, "tool", MAX_TOOL_CHARS) };
+  return { client: parseName(params, "client"), tool: parseName(params, "tool") };
 }
 
 /** `grain=hour|day`, default `day`. */
