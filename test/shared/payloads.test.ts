@@ -259,7 +259,7 @@ describe("v and type", () => {
       call({ type: secret }),
       call({ v: secret }),
       startup({ tools: [tool({ name: secret.repeat(20) })] }),
-      startup({ transport: secret }),
+      startup({ sdk: secret.repeat(20) }),
       agreement({ agreed: secret }),
     ]) {
       expect(droppedReason(item)).not.toContain("SECRET");
@@ -396,9 +396,20 @@ describe("startup", () => {
     expect(kept(startup({ transport }))).toMatchObject({ transport });
   });
 
-  it("drops other transports", () => {
-    expect(droppedReason(startup({ transport: "websocket" }))).toBe("transport: not an allowed value");
-    expect(droppedReason(startup({ transport: "HTTP" }))).toBe("transport: not an allowed value");
+  it("keeps a startup with any other transport string, stored as unknown (SPEC §1.2)", () => {
+    for (const transport of ["streamable-http", "websocket", "HTTP", "", "x".repeat(10_000), "🚀"]) {
+      const parsed = kept(startup({ transport })) as StartupPayload;
+      expect(parsed.transport, transport).toBe("unknown");
+      expect(parsed.tools.map((t) => t.name)).toEqual(["search_orders"]);
+    }
+    expect(payloadSchema.safeParse(startup({ transport: "streamable-http" })).data).toMatchObject({ transport: "unknown" });
+    expect(kept(startup({ transport: null }))).toMatchObject({ transport: null });
+    expect(kept(startup({ transport: undefined }))).toMatchObject({ transport: null });
+  });
+
+  it("still drops a transport that is not a string (a wrong type, SPEC §1.2)", () => {
+    expect(droppedReason(startup({ transport: 1 }))).toBe("transport: wrong type");
+    expect(droppedReason(startup({ transport: ["stdio"] }))).toBe("transport: wrong type");
   });
 
   it("caps agree_declared at 500 fields of at most 500 tools, field names at 128", () => {

@@ -1,9 +1,10 @@
 // POST /v1/ingest through the real worker: every row of the SPEC §1.1 table, the check order,
 // the caps at and over their limits, and what reaches D1 (SPEC §1.2, schema.sql).
-import { env, runInDurableObject } from "cloudflare:test";
+import { createScheduledController, env, runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { MAX_BODY_BYTES } from "../../src/shared/index.ts";
+import worker from "../../src/worker/index.ts";
 import { agreementPayload, callPayload, isoAgo, postIngest, startupPayload, storedRows, streamOf } from "./helpers/ingest.ts";
 import { createProject, createKey, revokeKey, setPayloadBudget } from "./helpers/projects.ts";
 
@@ -308,6 +309,22 @@ describe("what is stored", () => {
     expect(JSON.parse(startup.agree_declared_json as string)).toEqual([{ field: "order_total", tools: ["search_orders", "delete_order"] }]);
     expect(startup).toMatchObject({ sdk: "mcpulse-edge-ts/0.1.0", mcp_sdk_version: "1.32.0", transport: "stdio", protocol_version: "2025-06-18" });
     expect(rows.agreements[0]).toMatchObject({ field: "order_total", tool_a: "search_orders", tool_b: "get_order", agreed: 0, window_ms: 300_000 });
+  });
+
+  it("keeps a startup whose transport is unexpected (the PHP SDK's streamable-http), stored as unknown (SPEC §1.2)", async () => {
+    const p = await createProject();
+    const batch = [
+      startupPayload({ session_id: "php", transport: "streamable-http" }),
+      startupPayload({ session_id: "other", transport: "websocket", tools: [{ name: "other_tool", schema_bytes: 1 }] }),
+    ];
+    expect((await postIngest({ batch }, { key: p.ingest_key })).status).toBe(202);
+    const rows = await storedRows(p.project_id);
+    expect(rows.startups.map((r) => [r.session_id, r.transport])).toEqual([["php", "unknown"], ["other", "unknown"]]);
+    // The tool list, what the startup is for, survives: registered tools, dead tools, policies.
+    await worker.scheduled!(createScheduledController({ scheduledTime: Date.now(), cron: "*/5 * * * *" }), env);
+    const res = await exports.default.fetch("http://worker/v1/metrics/tools", { headers: { authorization: `Bearer ${p.read_key}` } });
+    const { tools } = await res.json<{ tools: { tool_name: string; registered: boolean }[] }>();
+    expect(tools.filter((t) => t.registered).map((t) => t.tool_name)).toEqual(["other_tool"]);
   });
 
   it("stores a lone surrogate as U+FFFD, so one session id never names two rows", async () => {
