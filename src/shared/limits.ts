@@ -20,10 +20,13 @@ export const MAX_DURATION_MS = 86_400_000;
 /** A startup lists at most 500 tools (SPEC §1.2). */
 export const MAX_STARTUP_TOOLS = 500;
 /**
- * At most 500 `agree_declared` entries, each naming at most 500 tools. SPEC §1.2 gives no bound;
- * a declaration compares tools of the same server, which has at most 500.
+ * `agree_declared` holds at most 64 fields, each naming at most 64 tools; more drops the startup
+ * (SPEC §1.2). The rollup expands a startup into one row per (field, tool), so these caps keep that
+ * cost bounded by the body size: at most 4,096 rows per startup.
  */
-export const MAX_AGREE_DECLARED_FIELDS = 500;
+export const MAX_AGREE_DECLARED_FIELDS = 64;
+/** Tools one `agree_declared` field may name (SPEC §1.2). */
+export const MAX_AGREE_DECLARED_TOOLS = 64;
 /** `sdk` ≤ 64 characters (SPEC §1.2). */
 export const MAX_SDK_CHARS = 64;
 /** `mcp_sdk_version` ≤ 64 characters (SPEC §1.2). */

@@ -11,6 +11,7 @@ import {
 } from "./fields.ts";
 import {
   MAX_AGREE_DECLARED_FIELDS,
+  MAX_AGREE_DECLARED_TOOLS,
   MAX_MCP_SDK_VERSION_CHARS,
   MAX_PROTOCOL_VERSION_CHARS,
   MAX_SDK_CHARS,
@@ -55,7 +56,7 @@ export const startupToolSchema = z.object({
 
 export const agreeDeclaredSchema = z.object({
   field: agreementFieldSchema,
-  tools: z.array(toolNameSchema).max(MAX_STARTUP_TOOLS),
+  tools: z.array(toolNameSchema).max(MAX_AGREE_DECLARED_TOOLS),
 });
 
 /**

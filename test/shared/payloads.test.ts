@@ -6,6 +6,7 @@ import {
   type CallPayload,
   type CallPayloadInput,
   MAX_AGREE_DECLARED_FIELDS,
+  MAX_AGREE_DECLARED_TOOLS,
   MAX_AGREEMENT_FIELD_CHARS,
   MAX_AGREEMENT_WINDOW_MS,
   MAX_BYTE_COUNT,
@@ -412,15 +413,21 @@ describe("startup", () => {
     expect(droppedReason(startup({ transport: ["stdio"] }))).toBe("transport: wrong type");
   });
 
-  it("caps agree_declared at 500 fields of at most 500 tools, field names at 128", () => {
-    const declared = (n: number) => Array.from({ length: n }, (_, i) => ({ field: `f${i}`, tools: ["a", "b"] }));
-    expect(kept(startup({ agree_declared: declared(MAX_AGREE_DECLARED_FIELDS - 1) }))).toBeTruthy();
-    expect(kept(startup({ agree_declared: declared(MAX_AGREE_DECLARED_FIELDS) }))).toBeTruthy();
+  it("caps agree_declared at 64 fields of at most 64 tools each, field names at 128 (SPEC §1.2)", () => {
+    expect([MAX_AGREE_DECLARED_FIELDS, MAX_AGREE_DECLARED_TOOLS]).toEqual([64, 64]);
+    const declared = (n: number, tools = ["a", "b"]) => Array.from({ length: n }, (_, i) => ({ field: `f${i}`, tools }));
+    expect((kept(startup({ agree_declared: declared(MAX_AGREE_DECLARED_FIELDS - 1) })) as StartupPayload).agree_declared).toHaveLength(63);
+    expect((kept(startup({ agree_declared: declared(MAX_AGREE_DECLARED_FIELDS) })) as StartupPayload).agree_declared).toHaveLength(64);
     expect(droppedReason(startup({ agree_declared: declared(MAX_AGREE_DECLARED_FIELDS + 1) }))).toBe("agree_declared: too many entries");
     const names = (n: number) => Array.from({ length: n }, (_, i) => `t${i}`);
-    expect(kept(startup({ agree_declared: [{ field: "f", tools: names(MAX_STARTUP_TOOLS - 1) }] }))).toBeTruthy();
-    expect(kept(startup({ agree_declared: [{ field: "f", tools: names(MAX_STARTUP_TOOLS) }] }))).toBeTruthy();
-    expect(droppedReason(startup({ agree_declared: [{ field: "f", tools: names(MAX_STARTUP_TOOLS + 1) }] }))).toBe("agree_declared.0.tools: too many entries");
+    expect(kept(startup({ agree_declared: [{ field: "f", tools: names(MAX_AGREE_DECLARED_TOOLS - 1) }] }))).toBeTruthy();
+    expect(kept(startup({ agree_declared: [{ field: "f", tools: names(MAX_AGREE_DECLARED_TOOLS) }] }))).toBeTruthy();
+    expect(droppedReason(startup({ agree_declared: [{ field: "f", tools: names(MAX_AGREE_DECLARED_TOOLS + 1) }] }))).toBe("agree_declared.0.tools: too many entries");
+    // Both caps at once: 64 × 64 is the largest declaration, kept; one more tool in the last field drops it.
+    const full = declared(MAX_AGREE_DECLARED_FIELDS, names(MAX_AGREE_DECLARED_TOOLS));
+    expect((kept(startup({ agree_declared: full })) as StartupPayload).agree_declared.flatMap((d) => d.tools)).toHaveLength(4096);
+    const overLast = [...full.slice(0, -1), { field: "last", tools: names(MAX_AGREE_DECLARED_TOOLS + 1) }];
+    expect(droppedReason(startup({ agree_declared: overLast }))).toBe("agree_declared.63.tools: too many entries");
     expect(kept(startup({ agree_declared: [{ field: repeat(MAX_AGREEMENT_FIELD_CHARS - 1), tools: [] }] }))).toBeTruthy();
     expect(kept(startup({ agree_declared: [{ field: repeat(MAX_AGREEMENT_FIELD_CHARS), tools: [] }] }))).toBeTruthy();
     expect(kept(startup({ agree_declared: [{ field: "f", tools: [repeat(MAX_TOOL_NAME_CHARS)] }] }))).toBeTruthy();

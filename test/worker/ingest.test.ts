@@ -274,14 +274,25 @@ describe("what is stored", () => {
     ]);
     const tools = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `tool_${i}`, schema_bytes: 1 }));
     batch.push(startupPayload({ session_id: "kept tools", tools: tools(500) }), startupPayload({ session_id: "dropped tools", tools: tools(501) }));
+    // agree_declared: at most 64 fields of at most 64 tools each (SPEC §1.2).
+    const names = (n: number) => Array.from({ length: n }, (_, i) => `tool_${i}`);
+    const declared = (fields: number, toolsEach: number) => Array.from({ length: fields }, (_, i) => ({ field: `f${i}`, tools: names(toolsEach) }));
+    batch.push(
+      startupPayload({ session_id: "kept declared 63x63", agree_declared: declared(63, 63) }),
+      startupPayload({ session_id: "kept declared 64x64", agree_declared: declared(64, 64) }),
+      startupPayload({ session_id: "dropped declared 65 fields", agree_declared: declared(65, 1) }),
+      startupPayload({ session_id: "dropped declared 65 tools", agree_declared: declared(1, 65) }),
+    );
     expect((await postIngest({ batch }, { key: p.ingest_key })).status).toBe(202);
     const rows = await storedRows(p.project_id);
     expect(rows.calls).toHaveLength(cases.length);
     expect(rows.calls.some((r) => String(r.session_id).startsWith("dropped"))).toBe(false);
     expect(rows.calls.find((r) => r.duration_ms === 86_400_000)).toBeDefined();
     expect(rows.calls.find((r) => r.response_bytes === 2_147_483_647)).toBeDefined();
-    expect(rows.startups.map((r) => r.session_id)).toEqual(["kept tools"]);
+    expect(rows.startups.map((r) => r.session_id)).toEqual(["kept tools", "kept declared 63x63", "kept declared 64x64"]);
     expect(JSON.parse(String(rows.startups[0]!.tools_json))).toHaveLength(500);
+    const declaredOf = (i: number) => JSON.parse(String(rows.startups[i]!.agree_declared_json)) as { tools: string[] }[];
+    expect(declaredOf(2).map((d) => d.tools.length)).toEqual(new Array(64).fill(64));
   });
 
   it("stores each field in its column, with the duration bucket, and nothing else", async () => {
