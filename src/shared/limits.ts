@@ -1,8 +1,12 @@
 // Every cap of the wire contract (SPEC §1.1–1.2), in one module without dependencies: the Zod
 // schemas enforce them and the SDK cuts what it sends to them without loading Zod.
 
-/** At most 500 payloads per request; more → 413 (SPEC §1.1). The SDK splits larger flushes (§4). */
-export const MAX_BATCH_ITEMS = 500;
+/**
+ * The ingest accepts at most 1,000 payloads per request; more → 413 (SPEC §1.1). The real MCPulse
+ * SDKs send everything pending, up to their 1,000-payload buffer, and drop a batch on any non-2xx.
+ * Our SDK keeps its own, smaller number per request (SPEC §4); this one is the ingest's.
+ */
+export const MAX_BATCH_ITEMS = 1_000;
 /** At most 1 MiB of body, counted on the bytes actually read; more → 413 (SPEC §1.1). The worker enforces it. */
 export const MAX_BODY_BYTES = 1_048_576;
 

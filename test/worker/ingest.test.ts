@@ -26,7 +26,7 @@ async function expectError(res: Response, status: number) {
   return body.error as string;
 }
 
-describe("202: a valid envelope of 0–500 items", () => {
+describe("202: a valid envelope of 0–1,000 items", () => {
   it("answers 202 with an empty body and stores the batch", async () => {
     const p = await createProject();
     const res = await postIngest({ batch: [callPayload(), startupPayload(), agreementPayload()] }, { key: p.ingest_key });
@@ -59,13 +59,14 @@ describe("202: a valid envelope of 0–500 items", () => {
     expect((await storedRows(p.project_id)).calls).toHaveLength(0);
   });
 
-  it("accepts exactly 500 items and stores all 500 in receive order", async () => {
+  it.each([999, 1000])("accepts %i items (SPEC §1.1: up to 1,000) and stores them all in receive order", async (n) => {
     const p = await createProject();
-    const res = await postIngest({ batch: calls(500, (i) => ({ args_hash: i.toString(16).padStart(12, "0") })) }, { key: p.ingest_key });
+    const hashes = Array.from({ length: n }, (_, i) => i.toString(16).padStart(12, "0"));
+    const res = await postIngest({ batch: calls(n, (i) => ({ args_hash: hashes[i] })) }, { key: p.ingest_key });
     expect(res.status).toBe(202);
     const rows = (await storedRows(p.project_id)).calls;
-    expect(rows).toHaveLength(500);
-    expect(rows.map((r) => r.args_hash)).toEqual(Array.from({ length: 500 }, (_, i) => i.toString(16).padStart(12, "0")));
+    expect(rows).toHaveLength(n);
+    expect(rows.map((r) => r.args_hash)).toEqual(hashes);
   });
 
   it("accepts application/json with parameters and in any case", async () => {
@@ -159,18 +160,21 @@ describe("400: not JSON, not an object, or batch not an array", () => {
   });
 });
 
-describe("413: more than 500 items", () => {
-  it("refuses 501 items and stores nothing", async () => {
+describe("413: more than 1,000 items", () => {
+  it("refuses 1,001 items and stores nothing", async () => {
     const p = await createProject();
-    await expectError(await postIngest({ batch: calls(501) }, { key: p.ingest_key }), 413);
+    const error = await expectError(await postIngest({ batch: calls(1001) }, { key: p.ingest_key }), 413);
+    expect(error).toBe("more than 1000 items in batch");
     expect((await storedRows(p.project_id)).calls).toHaveLength(0);
+    // Invalid items count too: 1,001 of them are still too many.
+    await expectError(await postIngest({ batch: new Array(1001).fill({ v: 2 }) }, { key: p.ingest_key }), 413);
   });
 
   it("checks the item count before the budget", async () => {
     const p = await createProject();
     await setPayloadBudget(p.project_id, 1);
     expect((await postIngest({ batch: calls(1) }, { key: p.ingest_key })).status).toBe(202);
-    await expectError(await postIngest({ batch: calls(501) }, { key: p.ingest_key }), 413);
+    await expectError(await postIngest({ batch: calls(1001) }, { key: p.ingest_key }), 413);
     expect((await postIngest({ batch: calls(1) }, { key: p.ingest_key })).status).toBe(429);
   });
 });
