@@ -323,7 +323,8 @@ describe("what is stored", () => {
     ]);
     expect(JSON.parse(startup.agree_declared_json as string)).toEqual([{ field: "order_total", tools: ["search_orders", "delete_order"] }]);
     expect(startup).toMatchObject({ sdk: "mcpulse-edge-ts/0.1.0", mcp_sdk_version: "1.32.0", transport: "stdio", protocol_version: "2025-06-18" });
-    expect(rows.agreements[0]).toMatchObject({ field: "order_total", tool_a: "search_orders", tool_b: "get_order", agreed: 0, window_ms: 300_000 });
+    // Sent as (search_orders, get_order); stored in code-point order (SPEC §2.5).
+    expect(rows.agreements[0]).toMatchObject({ field: "order_total", tool_a: "get_order", tool_b: "search_orders", agreed: 0, window_ms: 300_000 });
   });
 
   it("keeps a startup whose transport is unexpected (the PHP SDK's streamable-http), stored as unknown (SPEC §1.2)", async () => {
