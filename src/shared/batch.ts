@@ -18,7 +18,7 @@ export type ParsedBatch =
 /**
  * The one validation entry point of ingest. `body` is the parsed JSON; `nowMs` is the worker's
  * clock for the 7-day/5-minute window. A body that is not an object or whose `batch` is not an
- * array → 400; more than 500 items → 413; otherwise every valid item (in order) and, for each
+ * array → 400; more than MAX_BATCH_ITEMS (1,000) items → 413; otherwise every valid item (in order) and, for each
  * dropped one, its index and a short reason that never echoes the value sent.
  */
 export function parseBatch(body: unknown, nowMs: number): ParsedBatch {

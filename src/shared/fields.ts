@@ -1,6 +1,5 @@
 // Field schemas shared by the payload types (SPEC §1.2), each beside the cap it enforces.
 import { z } from "zod";
-import { codePointLength } from "./hash.ts";
 import { MAX_BYTE_COUNT, MAX_CLIENT_NAME_CHARS, MAX_SESSION_ID_CHARS, MAX_TOOL_NAME_CHARS } from "./limits.ts";
 import { MAX_TIMESTAMP_CHARS, parseTimestampMs } from "./timestamp.ts";
 
@@ -9,15 +8,15 @@ export const HASH_PATTERN = /^[0-9a-f]{4,64}$/;
 
 /**
  * A string of at most `maxChars` code points — not UTF-16 units, so a producer in any language that
- * cuts a name to N of its own characters (code points, UTF-16 units or UTF-8 bytes) is accepted.
+ * cuts a name to N of its own characters (code points, UTF-16 units or UTF-8 bytes) is accepted, and
+ * every name ingest accepts fits the read API's filters, which use these same schemas (SPEC §1.2:
+ * "chars" are code points everywhere). Zod 4.6's built-in `.max()` counts code points (a lone
+ * surrogate as one, like codePointLength) and only walks strings longer than `maxChars` units.
  * The empty string is within every cap: SPEC §1.2 drops an item only for a wrong type or a field
  * over its cap, so an empty name is kept (one bad-looking field must not cost the call).
  */
 export function boundedText(maxChars: number) {
-  // UTF-16 length ≥ code points, so the cheap test settles almost every string.
-  return z.string().refine((s) => s.length <= maxChars || codePointLength(s) <= maxChars, {
-    message: "too long",
-  });
+  return z.string().max(maxChars);
 }
 
 export const sessionIdSchema = boundedText(MAX_SESSION_ID_CHARS);

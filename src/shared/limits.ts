@@ -1,8 +1,12 @@
 // Every cap of the wire contract (SPEC §1.1–1.2), in one module without dependencies: the Zod
 // schemas enforce them and the SDK cuts what it sends to them without loading Zod.
 
-/** At most 500 payloads per request; more → 413 (SPEC §1.1). The SDK splits larger flushes (§4). */
-export const MAX_BATCH_ITEMS = 500;
+/**
+ * The ingest accepts at most 1,000 payloads per request; more → 413 (SPEC §1.1). The real MCPulse
+ * SDKs send everything pending, up to their 1,000-payload buffer, and drop a batch on any non-2xx.
+ * Our SDK keeps its own, smaller number per request (SPEC §4); this one is the ingest's.
+ */
+export const MAX_BATCH_ITEMS = 1_000;
 /** At most 1 MiB of body, counted on the bytes actually read; more → 413 (SPEC §1.1). The worker enforces it. */
 export const MAX_BODY_BYTES = 1_048_576;
 
@@ -20,10 +24,13 @@ export const MAX_DURATION_MS = 86_400_000;
 /** A startup lists at most 500 tools (SPEC §1.2). */
 export const MAX_STARTUP_TOOLS = 500;
 /**
- * At most 500 `agree_declared` entries, each naming at most 500 tools. SPEC §1.2 gives no bound;
- * a declaration compares tools of the same server, which has at most 500.
+ * `agree_declared` holds at most 64 fields, each naming at most 64 tools; more drops the startup
+ * (SPEC §1.2). The rollup expands a startup into one row per (field, tool), so these caps keep that
+ * cost bounded by the body size: at most 4,096 rows per startup.
  */
-export const MAX_AGREE_DECLARED_FIELDS = 500;
+export const MAX_AGREE_DECLARED_FIELDS = 64;
+/** Tools one `agree_declared` field may name (SPEC §1.2). */
+export const MAX_AGREE_DECLARED_TOOLS = 64;
 /** `sdk` ≤ 64 characters (SPEC §1.2). */
 export const MAX_SDK_CHARS = 64;
 /** `mcp_sdk_version` ≤ 64 characters (SPEC §1.2). */

@@ -11,6 +11,7 @@ import {
 } from "./fields.ts";
 import {
   MAX_AGREE_DECLARED_FIELDS,
+  MAX_AGREE_DECLARED_TOOLS,
   MAX_MCP_SDK_VERSION_CHARS,
   MAX_PROTOCOL_VERSION_CHARS,
   MAX_SDK_CHARS,
@@ -20,6 +21,15 @@ import {
 /** How the client is connected (SPEC §4: stdio, streamable HTTP → `http`, SSE, else `unknown`). */
 export const TRANSPORTS = ["stdio", "http", "sse", "unknown"] as const;
 export const transportSchema = z.enum(TRANSPORTS);
+/**
+ * `transport` as it arrives: any string, one outside TRANSPORTS (the PHP SDK's `streamable-http`,
+ * `HTTP`, a future transport) stored as `unknown`. It only describes the connection, and SPEC §1.2
+ * says a descriptive field never costs the startup — its tool list is what every metric needs.
+ * A value that is not a string at all is still a wrong type and drops the startup (SPEC §1.2).
+ */
+export const wireTransportSchema = z
+  .string()
+  .transform((transport): Transport => transportSchema.safeParse(transport).data ?? "unknown");
 
 /**
  * An optional field: absent and `null` mean the same thing and are stored as `null`. (A producer
@@ -46,7 +56,7 @@ export const startupToolSchema = z.object({
 
 export const agreeDeclaredSchema = z.object({
   field: agreementFieldSchema,
-  tools: z.array(toolNameSchema).max(MAX_STARTUP_TOOLS),
+  tools: z.array(toolNameSchema).max(MAX_AGREE_DECLARED_TOOLS),
 });
 
 /**
@@ -68,7 +78,7 @@ export const startupPayloadSchema = z.object({
     .default(() => []),
   sdk: optional(boundedText(MAX_SDK_CHARS)),
   mcp_sdk_version: optional(boundedText(MAX_MCP_SDK_VERSION_CHARS)),
-  transport: optional(transportSchema),
+  transport: optional(wireTransportSchema),
   protocol_version: optional(boundedText(MAX_PROTOCOL_VERSION_CHARS)),
   agree_declared: z
     .array(agreeDeclaredSchema)

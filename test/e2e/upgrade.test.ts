@@ -2,7 +2,8 @@
 // schema.sql, filled by its own ingest and rollup (test/fixtures/first-release) — is migrated to head
 // with the migrations a deploy applies, and then every /v1/metrics/* answer equals the one a fresh
 // head database gives for the same payloads, sent in the same batches with the rollup at the same
-// points. Each migration that changes the layout or a definition extends what this test checks.
+// points. Each migration that changes the layout or a definition extends what this test checks:
+// 0002 (agreement pairs in code-point order) with verdicts naming pairs in both orders.
 import fc from "fast-check";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -81,6 +82,22 @@ function alignReceiveTimes(migrated: unknown, head: unknown): unknown {
   return head;
 }
 
+/**
+ * Pairs each sent as (a, b) and as (b, a): (field, a, b) with a first by code point. "🚀launch"
+ * (U+1F680) is first by UTF-16 unit, last by code point, against "ﬁnd" (U+FB01).
+ */
+const PAIRS_IN_BOTH_ORDERS = [
+  ["pair order astral", "\ufb01nd", "🚀launch"],
+  ["pair order ascii", "get_order", "search_orders"],
+] as const;
+
+function pairVerdict(field: string, toolA: string, toolB: string, agreed: boolean, checkedMs: number) {
+  return {
+    v: 1, type: "agreement", session_id: "s_pairorder01", field, tool_a: toolA, tool_b: toolB, agreed,
+    checked_at: new Date(checkedMs).toISOString(), window_ms: 300_000,
+  };
+}
+
 const cleanup: (() => Promise<void>)[] = [];
 afterAll(async () => {
   for (const fn of cleanup.reverse()) await fn();
@@ -138,6 +155,32 @@ test("a first-release database migrated to head answers every metric as a fresh 
   }
   for (let run = 0; run < 5; run++) await rollBoth();
 
+  // Migration 0002 (agreement pairs in code-point order, SPEC §2.5): verdicts naming each pair in both
+  // orders, among them the astral/U+E000–U+FFFF pair where code-point and UTF-16 order disagree. The
+  // first batch is rolled up by the first release (its day rows hold both orders, merged by the
+  // migration); the second is still raw at the upgrade (its rows are swapped and rolled up by head).
+  const sendBoth = async (payloads: unknown[]) => {
+    kept += payloads.length;
+    for (const t of targets) {
+      const res = await fetch(`${t.worker.url}/v1/ingest`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${t.project.ingest_key}`, "content-type": "application/json" },
+        body: JSON.stringify({ batch: payloads }),
+      });
+      expect(res.status).toBe(202);
+      await waitForRows(t, kept);
+    }
+  };
+  const verdicts = (checkedMs: number) =>
+    PAIRS_IN_BOTH_ORDERS.flatMap(([field, a, b], i) => [
+      pairVerdict(field, a, b, i % 2 === 0, checkedMs),
+      pairVerdict(field, b, a, false, checkedMs + 1),
+      pairVerdict(field, b, a, true, checkedMs + 2),
+    ]);
+  await sendBoth([...verdicts(nowMs - 3_600_000), ...verdicts(nowMs - DAY_MS - 60_000)]);
+  await rollBoth();
+  await sendBoth(verdicts(nowMs - 120_000));
+
   // The upgrade, as `npm run deploy` does it: the first release's worker stops, the pending
   // migrations are applied (0001 recognises the existing tables), the head worker starts on the
   // same database, and its next cron runs.
@@ -162,6 +205,10 @@ test("a first-release database migrated to head answers every metric as a fresh 
       for (const route of ["tools", "clients", "pairs", "insights"]) paths.push(`/v1/metrics/${route}?${q}`);
     }
     paths.push(`/v1/metrics/sessions?${range}`, `/v1/metrics/agreement?${range}`);
+    for (const [, a, b] of PAIRS_IN_BOTH_ORDERS) {
+      paths.push(`/v1/metrics/agreement?${[range, `tool=${encodeURIComponent(a)}`].filter(Boolean).join("&")}`);
+      paths.push(`/v1/metrics/agreement?${[range, `tool=${encodeURIComponent(b)}`].filter(Boolean).join("&")}`);
+    }
   }
   paths.push(
     `/v1/metrics/timeseries?grain=day`,
@@ -179,6 +226,15 @@ test("a first-release database migrated to head answers every metric as a fresh 
   }
   // The comparison is only worth something if the answers hold data.
   expect(nonEmpty).toBeGreaterThan(paths.length / 2);
+  // One row per pair, whichever order each verdict named it in, in code-point order.
+  for (const t of targets) {
+    const { agreement } = (await get(t, "/v1/metrics/agreement")) as { agreement: { field: string; tool_a: string; tool_b: string; checks: number }[] };
+    const pairRows = agreement.filter((r) => PAIRS_IN_BOTH_ORDERS.some(([field]) => field === r.field));
+    expect(pairRows.map((r) => [r.field, r.tool_a, r.tool_b, r.checks])).toEqual([
+      ["pair order astral", "\ufb01nd", "🚀launch", 9],
+      ["pair order ascii", "get_order", "search_orders", 9],
+    ].sort((x, y) => (x[0]! < y[0]! ? -1 : 1)));
+  }
   const tools = (await get(targets[1]!, "/v1/metrics/tools")) as { as_of: string; tools: { calls: number }[] };
   expect(tools.as_of).toBe(new Date(cronMs).toISOString());
   expect(tools.tools.reduce((n, t) => n + t.calls, 0)).toBeGreaterThan(50);

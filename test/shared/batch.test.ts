@@ -42,16 +42,18 @@ describe("parseBatch envelope", () => {
     expect(parseBatch(body, NOW)).toEqual({ ok: false, status: 400, error: "batch must be an array" });
   });
 
-  it("accepts 0, 499 and 500 items and answers 413 for 501", () => {
+  it("accepts 0, 999 and 1,000 items and answers 413 for 1,001 (SPEC §1.1)", () => {
     const batch = (n: number) => ({ batch: Array.from({ length: n }, (_, i) => call(i)) });
     expect(parseBatch(batch(0), NOW)).toEqual({ ok: true, payloads: [], dropped: [] });
-    const at499 = parseBatch(batch(MAX_BATCH_ITEMS - 1), NOW);
-    expect(at499.ok && at499.payloads.length).toBe(499);
-    const at500 = parseBatch(batch(MAX_BATCH_ITEMS), NOW);
-    expect(at500.ok && at500.payloads.length).toBe(500);
-    expect(parseBatch(batch(MAX_BATCH_ITEMS + 1), NOW)).toEqual({ ok: false, status: 413, error: "batch has more than 500 items" });
-    // Invalid items still count towards the 500.
-    expect(parseBatch({ batch: Array.from({ length: 501 }, () => null) }, NOW)).toMatchObject({ ok: false, status: 413 });
+    const at999 = parseBatch(batch(MAX_BATCH_ITEMS - 1), NOW);
+    expect(at999.ok && at999.payloads.length).toBe(999);
+    const at1000 = parseBatch(batch(MAX_BATCH_ITEMS), NOW);
+    expect(at1000.ok && at1000.payloads.length).toBe(1000);
+    expect(parseBatch(batch(MAX_BATCH_ITEMS + 1), NOW)).toEqual({ ok: false, status: 413, error: "batch has more than 1000 items" });
+    // Invalid items still count towards the 1,000.
+    expect(parseBatch({ batch: Array.from({ length: 1001 }, () => null) }, NOW)).toMatchObject({ ok: false, status: 413 });
+    const invalid1000 = parseBatch({ batch: Array.from({ length: 1000 }, () => null) }, NOW);
+    expect(invalid1000.ok && invalid1000.dropped.length).toBe(1000);
   });
 
   it("ignores other envelope keys", () => {
@@ -59,10 +61,10 @@ describe("parseBatch envelope", () => {
   });
 
   it("exports the envelope limits and schema", () => {
-    expect(MAX_BATCH_ITEMS).toBe(500);
+    expect(MAX_BATCH_ITEMS).toBe(1_000);
     expect(MAX_BODY_BYTES).toBe(1_048_576);
-    expect(ingestEnvelopeSchema.safeParse({ batch: new Array(500).fill(null) }).success).toBe(true);
-    expect(ingestEnvelopeSchema.safeParse({ batch: new Array(501).fill(null) }).success).toBe(false);
+    expect(ingestEnvelopeSchema.safeParse({ batch: new Array(1000).fill(null) }).success).toBe(true);
+    expect(ingestEnvelopeSchema.safeParse({ batch: new Array(1001).fill(null) }).success).toBe(false);
   });
 });
 

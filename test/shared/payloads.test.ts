@@ -6,6 +6,7 @@ import {
   type CallPayload,
   type CallPayloadInput,
   MAX_AGREE_DECLARED_FIELDS,
+  MAX_AGREE_DECLARED_TOOLS,
   MAX_AGREEMENT_FIELD_CHARS,
   MAX_AGREEMENT_WINDOW_MS,
   MAX_BYTE_COUNT,
@@ -259,7 +260,7 @@ describe("v and type", () => {
       call({ type: secret }),
       call({ v: secret }),
       startup({ tools: [tool({ name: secret.repeat(20) })] }),
-      startup({ transport: secret }),
+      startup({ sdk: secret.repeat(20) }),
       agreement({ agreed: secret }),
     ]) {
       expect(droppedReason(item)).not.toContain("SECRET");
@@ -396,20 +397,37 @@ describe("startup", () => {
     expect(kept(startup({ transport }))).toMatchObject({ transport });
   });
 
-  it("drops other transports", () => {
-    expect(droppedReason(startup({ transport: "websocket" }))).toBe("transport: not an allowed value");
-    expect(droppedReason(startup({ transport: "HTTP" }))).toBe("transport: not an allowed value");
+  it("keeps a startup with any other transport string, stored as unknown (SPEC §1.2)", () => {
+    for (const transport of ["streamable-http", "websocket", "HTTP", "", "x".repeat(10_000), "🚀"]) {
+      const parsed = kept(startup({ transport })) as StartupPayload;
+      expect(parsed.transport, transport).toBe("unknown");
+      expect(parsed.tools.map((t) => t.name)).toEqual(["search_orders"]);
+    }
+    expect(payloadSchema.safeParse(startup({ transport: "streamable-http" })).data).toMatchObject({ transport: "unknown" });
+    expect(kept(startup({ transport: null }))).toMatchObject({ transport: null });
+    expect(kept(startup({ transport: undefined }))).toMatchObject({ transport: null });
   });
 
-  it("caps agree_declared at 500 fields of at most 500 tools, field names at 128", () => {
-    const declared = (n: number) => Array.from({ length: n }, (_, i) => ({ field: `f${i}`, tools: ["a", "b"] }));
-    expect(kept(startup({ agree_declared: declared(MAX_AGREE_DECLARED_FIELDS - 1) }))).toBeTruthy();
-    expect(kept(startup({ agree_declared: declared(MAX_AGREE_DECLARED_FIELDS) }))).toBeTruthy();
+  it("still drops a transport that is not a string (a wrong type, SPEC §1.2)", () => {
+    expect(droppedReason(startup({ transport: 1 }))).toBe("transport: wrong type");
+    expect(droppedReason(startup({ transport: ["stdio"] }))).toBe("transport: wrong type");
+  });
+
+  it("caps agree_declared at 64 fields of at most 64 tools each, field names at 128 (SPEC §1.2)", () => {
+    expect([MAX_AGREE_DECLARED_FIELDS, MAX_AGREE_DECLARED_TOOLS]).toEqual([64, 64]);
+    const declared = (n: number, tools = ["a", "b"]) => Array.from({ length: n }, (_, i) => ({ field: `f${i}`, tools }));
+    expect((kept(startup({ agree_declared: declared(MAX_AGREE_DECLARED_FIELDS - 1) })) as StartupPayload).agree_declared).toHaveLength(63);
+    expect((kept(startup({ agree_declared: declared(MAX_AGREE_DECLARED_FIELDS) })) as StartupPayload).agree_declared).toHaveLength(64);
     expect(droppedReason(startup({ agree_declared: declared(MAX_AGREE_DECLARED_FIELDS + 1) }))).toBe("agree_declared: too many entries");
     const names = (n: number) => Array.from({ length: n }, (_, i) => `t${i}`);
-    expect(kept(startup({ agree_declared: [{ field: "f", tools: names(MAX_STARTUP_TOOLS - 1) }] }))).toBeTruthy();
-    expect(kept(startup({ agree_declared: [{ field: "f", tools: names(MAX_STARTUP_TOOLS) }] }))).toBeTruthy();
-    expect(droppedReason(startup({ agree_declared: [{ field: "f", tools: names(MAX_STARTUP_TOOLS + 1) }] }))).toBe("agree_declared.0.tools: too many entries");
+    expect(kept(startup({ agree_declared: [{ field: "f", tools: names(MAX_AGREE_DECLARED_TOOLS - 1) }] }))).toBeTruthy();
+    expect(kept(startup({ agree_declared: [{ field: "f", tools: names(MAX_AGREE_DECLARED_TOOLS) }] }))).toBeTruthy();
+    expect(droppedReason(startup({ agree_declared: [{ field: "f", tools: names(MAX_AGREE_DECLARED_TOOLS + 1) }] }))).toBe("agree_declared.0.tools: too many entries");
+    // Both caps at once: 64 × 64 is the largest declaration, kept; one more tool in the last field drops it.
+    const full = declared(MAX_AGREE_DECLARED_FIELDS, names(MAX_AGREE_DECLARED_TOOLS));
+    expect((kept(startup({ agree_declared: full })) as StartupPayload).agree_declared.flatMap((d) => d.tools)).toHaveLength(4096);
+    const overLast = [...full.slice(0, -1), { field: "last", tools: names(MAX_AGREE_DECLARED_TOOLS + 1) }];
+    expect(droppedReason(startup({ agree_declared: overLast }))).toBe("agree_declared.63.tools: too many entries");
     expect(kept(startup({ agree_declared: [{ field: repeat(MAX_AGREEMENT_FIELD_CHARS - 1), tools: [] }] }))).toBeTruthy();
     expect(kept(startup({ agree_declared: [{ field: repeat(MAX_AGREEMENT_FIELD_CHARS), tools: [] }] }))).toBeTruthy();
     expect(kept(startup({ agree_declared: [{ field: "f", tools: [repeat(MAX_TOOL_NAME_CHARS)] }] }))).toBeTruthy();
@@ -473,6 +491,46 @@ describe("agreement", () => {
     expect(droppedReason(agreement({ checked_at: "2026-11-22T11:59:59.999Z" }))).toBe("checked_at: more than 7 days old");
     expect(kept(agreement({ checked_at: "2026-11-29T12:05:00Z" }))).toBeTruthy();
     expect(droppedReason(agreement({ checked_at: "2026-11-29T12:05:00.001Z" }))).toBe("checked_at: more than 5 minutes in the future");
+  });
+});
+
+describe("every text cap counts code points (SPEC §1.2)", () => {
+  // Each capped text field, as a way to put a value there and the reason its overflow gives.
+  const TEXT_FIELDS: [string, number, (value: string) => Record<string, unknown>, string][] = [
+    ["call session_id", MAX_SESSION_ID_CHARS, (v) => call({ session_id: v }), "session_id"],
+    ["call client_name", MAX_CLIENT_NAME_CHARS, (v) => call({ client_name: v }), "client_name"],
+    ["call tool_name", MAX_TOOL_NAME_CHARS, (v) => call({ tool_name: v }), "tool_name"],
+    ["startup session_id", MAX_SESSION_ID_CHARS, (v) => startup({ session_id: v }), "session_id"],
+    ["startup client_name", MAX_CLIENT_NAME_CHARS, (v) => startup({ client_name: v }), "client_name"],
+    ["startup tools[].name", MAX_TOOL_NAME_CHARS, (v) => startup({ tools: [tool({ name: v })] }), "tools.0.name"],
+    ["startup sdk", MAX_SDK_CHARS, (v) => startup({ sdk: v }), "sdk"],
+    ["startup mcp_sdk_version", MAX_MCP_SDK_VERSION_CHARS, (v) => startup({ mcp_sdk_version: v }), "mcp_sdk_version"],
+    ["startup protocol_version", MAX_PROTOCOL_VERSION_CHARS, (v) => startup({ protocol_version: v }), "protocol_version"],
+    ["startup agree_declared[].field", MAX_AGREEMENT_FIELD_CHARS, (v) => startup({ agree_declared: [{ field: v, tools: [] }] }), "agree_declared.0.field"],
+    ["startup agree_declared[].tools[]", MAX_TOOL_NAME_CHARS, (v) => startup({ agree_declared: [{ field: "f", tools: [v] }] }), "agree_declared.0.tools.0"],
+    ["agreement session_id", MAX_SESSION_ID_CHARS, (v) => agreement({ session_id: v }), "session_id"],
+    ["agreement field", MAX_AGREEMENT_FIELD_CHARS, (v) => agreement({ field: v }), "field"],
+    ["agreement tool_a", MAX_TOOL_NAME_CHARS, (v) => agreement({ tool_a: v }), "tool_a"],
+    ["agreement tool_b", MAX_TOOL_NAME_CHARS, (v) => agreement({ tool_b: v }), "tool_b"],
+  ];
+
+  it.each(TEXT_FIELDS)("%s: %i astral characters are kept, one more is dropped", (_name, max, item, path) => {
+    // 🚀 is U+1F680: two UTF-16 units, one code point.
+    expect(kept(item(repeat(max - 1, "🚀")))).toBeTruthy();
+    expect(kept(item(repeat(max, "🚀")))).toBeTruthy();
+    expect(droppedReason(item(repeat(max + 1, "🚀")))).toBe(`${path}: too long`);
+    // Mixed with ASCII and a character from U+E000–U+FFFF (one unit, one code point).
+    expect(kept(item(`a${repeat(max - 2, "🚀")}\uffff`))).toBeTruthy();
+    expect(droppedReason(item(`a${repeat(max - 1, "🚀")}\uffff`))).toBe(`${path}: too long`);
+    // A lone surrogate (valid JSON, stored as U+FFFD) is one code point.
+    expect(kept(item(repeat(max, "\ud800")))).toBeTruthy();
+    expect(droppedReason(item(repeat(max + 1, "\ud800")))).toBe(`${path}: too long`);
+  });
+
+  it.each(TEXT_FIELDS)("%s: payloadSchema (no fast path) counts the same way", (_name, max, item) => {
+    expect(payloadSchema.safeParse(item(repeat(max, "🚀"))).success).toBe(true);
+    expect(payloadSchema.safeParse(item(repeat(max + 1, "🚀"))).success).toBe(false);
+    expect(payloadSchema.safeParse(item(repeat(max + 1, "x"))).success).toBe(false);
   });
 });
 

@@ -1,9 +1,10 @@
 // POST /v1/ingest through the real worker: every row of the SPEC §1.1 table, the check order,
 // the caps at and over their limits, and what reaches D1 (SPEC §1.2, migrations/).
-import { env, runInDurableObject } from "cloudflare:test";
+import { createScheduledController, env, runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { MAX_BODY_BYTES } from "../../src/shared/index.ts";
+import worker from "../../src/worker/index.ts";
 import { agreementPayload, callPayload, isoAgo, postIngest, startupPayload, storedRows, streamOf } from "./helpers/ingest.ts";
 import { createProject, createKey, revokeKey, setPayloadBudget } from "./helpers/projects.ts";
 
@@ -25,7 +26,7 @@ async function expectError(res: Response, status: number) {
   return body.error as string;
 }
 
-describe("202: a valid envelope of 0–500 items", () => {
+describe("202: a valid envelope of 0–1,000 items", () => {
   it("answers 202 with an empty body and stores the batch", async () => {
     const p = await createProject();
     const res = await postIngest({ batch: [callPayload(), startupPayload(), agreementPayload()] }, { key: p.ingest_key });
@@ -58,13 +59,14 @@ describe("202: a valid envelope of 0–500 items", () => {
     expect((await storedRows(p.project_id)).calls).toHaveLength(0);
   });
 
-  it("accepts exactly 500 items and stores all 500 in receive order", async () => {
+  it.each([999, 1000])("accepts %i items (SPEC §1.1: up to 1,000) and stores them all in receive order", async (n) => {
     const p = await createProject();
-    const res = await postIngest({ batch: calls(500, (i) => ({ args_hash: i.toString(16).padStart(12, "0") })) }, { key: p.ingest_key });
+    const hashes = Array.from({ length: n }, (_, i) => i.toString(16).padStart(12, "0"));
+    const res = await postIngest({ batch: calls(n, (i) => ({ args_hash: hashes[i] })) }, { key: p.ingest_key });
     expect(res.status).toBe(202);
     const rows = (await storedRows(p.project_id)).calls;
-    expect(rows).toHaveLength(500);
-    expect(rows.map((r) => r.args_hash)).toEqual(Array.from({ length: 500 }, (_, i) => i.toString(16).padStart(12, "0")));
+    expect(rows).toHaveLength(n);
+    expect(rows.map((r) => r.args_hash)).toEqual(hashes);
   });
 
   it("accepts application/json with parameters and in any case", async () => {
@@ -158,18 +160,21 @@ describe("400: not JSON, not an object, or batch not an array", () => {
   });
 });
 
-describe("413: more than 500 items", () => {
-  it("refuses 501 items and stores nothing", async () => {
+describe("413: more than 1,000 items", () => {
+  it("refuses 1,001 items and stores nothing", async () => {
     const p = await createProject();
-    await expectError(await postIngest({ batch: calls(501) }, { key: p.ingest_key }), 413);
+    const error = await expectError(await postIngest({ batch: calls(1001) }, { key: p.ingest_key }), 413);
+    expect(error).toBe("more than 1000 items in batch");
     expect((await storedRows(p.project_id)).calls).toHaveLength(0);
+    // Invalid items count too: 1,001 of them are still too many.
+    await expectError(await postIngest({ batch: new Array(1001).fill({ v: 2 }) }, { key: p.ingest_key }), 413);
   });
 
   it("checks the item count before the budget", async () => {
     const p = await createProject();
     await setPayloadBudget(p.project_id, 1);
     expect((await postIngest({ batch: calls(1) }, { key: p.ingest_key })).status).toBe(202);
-    await expectError(await postIngest({ batch: calls(501) }, { key: p.ingest_key }), 413);
+    await expectError(await postIngest({ batch: calls(1001) }, { key: p.ingest_key }), 413);
     expect((await postIngest({ batch: calls(1) }, { key: p.ingest_key })).status).toBe(429);
   });
 });
@@ -273,14 +278,25 @@ describe("what is stored", () => {
     ]);
     const tools = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `tool_${i}`, schema_bytes: 1 }));
     batch.push(startupPayload({ session_id: "kept tools", tools: tools(500) }), startupPayload({ session_id: "dropped tools", tools: tools(501) }));
+    // agree_declared: at most 64 fields of at most 64 tools each (SPEC §1.2).
+    const names = (n: number) => Array.from({ length: n }, (_, i) => `tool_${i}`);
+    const declared = (fields: number, toolsEach: number) => Array.from({ length: fields }, (_, i) => ({ field: `f${i}`, tools: names(toolsEach) }));
+    batch.push(
+      startupPayload({ session_id: "kept declared 63x63", agree_declared: declared(63, 63) }),
+      startupPayload({ session_id: "kept declared 64x64", agree_declared: declared(64, 64) }),
+      startupPayload({ session_id: "dropped declared 65 fields", agree_declared: declared(65, 1) }),
+      startupPayload({ session_id: "dropped declared 65 tools", agree_declared: declared(1, 65) }),
+    );
     expect((await postIngest({ batch }, { key: p.ingest_key })).status).toBe(202);
     const rows = await storedRows(p.project_id);
     expect(rows.calls).toHaveLength(cases.length);
     expect(rows.calls.some((r) => String(r.session_id).startsWith("dropped"))).toBe(false);
     expect(rows.calls.find((r) => r.duration_ms === 86_400_000)).toBeDefined();
     expect(rows.calls.find((r) => r.response_bytes === 2_147_483_647)).toBeDefined();
-    expect(rows.startups.map((r) => r.session_id)).toEqual(["kept tools"]);
+    expect(rows.startups.map((r) => r.session_id)).toEqual(["kept tools", "kept declared 63x63", "kept declared 64x64"]);
     expect(JSON.parse(String(rows.startups[0]!.tools_json))).toHaveLength(500);
+    const declaredOf = (i: number) => JSON.parse(String(rows.startups[i]!.agree_declared_json)) as { tools: string[] }[];
+    expect(declaredOf(2).map((d) => d.tools.length)).toEqual(new Array(64).fill(64));
   });
 
   it("stores each field in its column, with the duration bucket, and nothing else", async () => {
@@ -307,7 +323,24 @@ describe("what is stored", () => {
     ]);
     expect(JSON.parse(startup.agree_declared_json as string)).toEqual([{ field: "order_total", tools: ["search_orders", "delete_order"] }]);
     expect(startup).toMatchObject({ sdk: "mcpulse-edge-ts/0.1.0", mcp_sdk_version: "1.32.0", transport: "stdio", protocol_version: "2025-06-18" });
-    expect(rows.agreements[0]).toMatchObject({ field: "order_total", tool_a: "search_orders", tool_b: "get_order", agreed: 0, window_ms: 300_000 });
+    // Sent as (search_orders, get_order); stored in code-point order (SPEC §2.5).
+    expect(rows.agreements[0]).toMatchObject({ field: "order_total", tool_a: "get_order", tool_b: "search_orders", agreed: 0, window_ms: 300_000 });
+  });
+
+  it("keeps a startup whose transport is unexpected (the PHP SDK's streamable-http), stored as unknown (SPEC §1.2)", async () => {
+    const p = await createProject();
+    const batch = [
+      startupPayload({ session_id: "php", transport: "streamable-http" }),
+      startupPayload({ session_id: "other", transport: "websocket", tools: [{ name: "other_tool", schema_bytes: 1 }] }),
+    ];
+    expect((await postIngest({ batch }, { key: p.ingest_key })).status).toBe(202);
+    const rows = await storedRows(p.project_id);
+    expect(rows.startups.map((r) => [r.session_id, r.transport])).toEqual([["php", "unknown"], ["other", "unknown"]]);
+    // The tool list, what the startup is for, survives: registered tools, dead tools, policies.
+    await worker.scheduled!(createScheduledController({ scheduledTime: Date.now(), cron: "*/5 * * * *" }), env);
+    const res = await exports.default.fetch("http://worker/v1/metrics/tools", { headers: { authorization: `Bearer ${p.read_key}` } });
+    const { tools } = await res.json<{ tools: { tool_name: string; registered: boolean }[] }>();
+    expect(tools.filter((t) => t.registered).map((t) => t.tool_name)).toEqual(["other_tool"]);
   });
 
   it("stores a lone surrogate as U+FFFD, so one session id never names two rows", async () => {

@@ -6,7 +6,7 @@
 // JSON array of row tuples. `json_each` walks the array in order and `ORDER BY key` keeps it, so the
 // AUTOINCREMENT `*_seq` columns follow receive order (ties in started_at resolve by it, SPEC §2.2).
 // Only named fields are copied into the tuples: nothing outside the schema can reach a row.
-import type { Payload } from "../../shared/index.ts";
+import { compareByCodePoint, type Payload } from "../../shared/index.ts";
 import { durationBucket } from "../histogram.ts";
 import { wellFormed } from "../text.ts";
 
@@ -75,6 +75,17 @@ const INSERT_STARTUPS_SQL = `INSERT INTO raw_startups (project_id, session_id, c
 SELECT ?2, value ->> 0, value ->> 1, ?3, value ->> 2, value ->> 3, value ->> 4, value ->> 5,
   value -> 6, value -> 7
 FROM json_each(?1) ORDER BY key`;
+
+/**
+ * An agreement pair as it is stored: the two names in code-point order (SPEC §2.5), so a pair sent
+ * in either order is one row. Code points, not JavaScript's UTF-16 `<`, which puts 🚀 (U+1F680)
+ * before U+FB01: code-point order is SQLite's BINARY order on UTF-8, the order
+ * migrations/0002_agreement_pair_order.sql gave the rows stored before. Compared after wellFormed,
+ * on the names as they are stored.
+ */
+export function agreementPairOrder(toolA: string, toolB: string): [string, string] {
+  return compareByCodePoint(toolA, toolB) <= 0 ? [toolA, toolB] : [toolB, toolA];
+}
 
 const INSERT_AGREEMENTS_SQL = `INSERT INTO raw_agreements (project_id, session_id, field, tool_a, tool_b, agreed,
   checked_at_ms, window_ms, received_at_ms)
@@ -180,8 +191,7 @@ export function batchStatements(
     rows.agreements.map((a) => [
       wellFormed(a.session_id),
       wellFormed(a.field),
-      wellFormed(a.tool_a),
-      wellFormed(a.tool_b),
+      ...agreementPairOrder(wellFormed(a.tool_a), wellFormed(a.tool_b)),
       a.agreed ? 1 : 0,
       a.checked_at_ms,
       a.window_ms,

@@ -4,7 +4,7 @@
 import { Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
-import { MAX_BODY_BYTES, parseBatch, type Payload } from "../../shared/index.ts";
+import { MAX_BATCH_ITEMS, MAX_BODY_BYTES, parseBatch, type Payload } from "../../shared/index.ts";
 import type { AppEnv } from "../env.ts";
 import { writeCallDataPoints, callDataPoints } from "../analytics/calls-dataset.ts";
 import { requireKey } from "../auth.ts";
@@ -28,7 +28,7 @@ const tooLarge = (): never => {
 // Errors never quote the input (SPEC §1.1), so parseBatch's own messages are not passed through.
 const ENVELOPE_ERRORS = {
   400: "body must be a JSON object with a batch array",
-  413: "more than 500 items in batch",
+  413: `more than ${MAX_BATCH_ITEMS} items in batch`,
 } as const;
 
 ingestRoutes.post(

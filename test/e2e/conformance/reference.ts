@@ -348,15 +348,19 @@ export class Reference {
     return { churn, convergence };
   }
 
-  /** §2.5 agreement per (field, tool_a, tool_b) as sent, by UTC day of checked_at; silent declared fields. */
+  /**
+   * §2.5 agreement per (field, tool_a, tool_b) with the two names in code-point order whichever order
+   * they were sent in, by UTC day of checked_at; silent declared fields.
+   */
   agreement(from: string, to: string, tool?: string) {
     const rows = new Map<string, { field: string; tool_a: string; tool_b: string; checks: number; disagreements: number }>();
     for (const v of this.verdicts) {
       const day = dayOf(v.checkedMs);
       if (day < from || day > to) continue;
       if (tool !== undefined && v.tool_a !== tool && v.tool_b !== tool) continue;
-      const key = `${v.field}\u0000${v.tool_a}\u0000${v.tool_b}`;
-      const row = rows.get(key) ?? { field: v.field, tool_a: v.tool_a, tool_b: v.tool_b, checks: 0, disagreements: 0 };
+      const [toolA, toolB] = codePointCompare(v.tool_a, v.tool_b) <= 0 ? [v.tool_a, v.tool_b] : [v.tool_b, v.tool_a];
+      const key = `${v.field}\u0000${toolA}\u0000${toolB}`;
+      const row = rows.get(key) ?? { field: v.field, tool_a: toolA, tool_b: toolB, checks: 0, disagreements: 0 };
       row.checks++;
       if (!v.agreed) row.disagreements++;
       rows.set(key, row);
@@ -377,4 +381,12 @@ export class Reference {
       .sort((a, b) => `${a.field} ${a.tool_a} ${a.tool_b}`.localeCompare(`${b.field} ${b.tool_a} ${b.tool_b}`));
     return { agreement, silent };
   }
+}
+
+/** Unicode code-point order, spelled out: the arrays of code points compared element by element. */
+function codePointCompare(a: string, b: string): number {
+  const x = Array.from(a, (c) => c.codePointAt(0)!);
+  const y = Array.from(b, (c) => c.codePointAt(0)!);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+  return x.length - y.length;
 }

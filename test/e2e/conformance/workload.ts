@@ -275,7 +275,8 @@ function junkItems(g: Gen, nowMs: number): Junk[] {
     { type: "junk", why: "missing args_hash", payload: { ...call, args_hash: undefined } },
     { type: "junk", why: "tool name over 200", payload: { ...call, tool_name: "t".repeat(201) } },
     { type: "junk", why: "startup with one bad entry", payload: { ...startup, tools: [{ name: "ok_tool", schema_bytes: 1 }, { name: "bad", schema_bytes: -1 }] } },
-    { type: "junk", why: "startup with bad transport", payload: { ...startup, transport: "carrier-pigeon" } },
+    // An unexpected transport *string* is kept as `unknown` (SPEC §1.2); a transport that is not a string is a wrong type.
+    { type: "junk", why: "startup with a transport that is not a string", payload: { ...startup, transport: 7 } },
     { type: "junk", why: "verdict without field", payload: { ...verdict, field: undefined } },
     { type: "junk", why: "verdict agreed as string", payload: { ...verdict, agreed: "no" } },
   ];

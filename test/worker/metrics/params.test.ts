@@ -1,5 +1,8 @@
 // Every bad parameter of the read API answers 400 {"error"}; limits are tested at, under and over.
+import { createScheduledController, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import worker from "../../../src/worker/index.ts";
+import { callPayload, postIngest } from "../helpers/ingest.ts";
 import { createKey, createProject, revokeKey } from "../helpers/projects.ts";
 import { getJson } from "./seed.ts";
 
@@ -117,5 +120,34 @@ describe("read API parameters", () => {
     expect((await getJson(`/v1/metrics/tools?tool=${"t".repeat(199)}`, p.read_key)).status).toBe(200);
     expect((await getJson(`/v1/metrics/tools?tool=${"t".repeat(200)}`, p.read_key)).status).toBe(200);
     await expect400(`/v1/metrics/tools?tool=${"t".repeat(201)}`, p.read_key, /longer than 200/);
+  });
+
+  it("counts the filter caps in code points, as ingest does (SPEC §1.2)", async () => {
+    const p = await createProject();
+    // 🚀 (U+1F680) is one code point, two UTF-16 units.
+    const rockets = (n: number) => encodeURIComponent("🚀".repeat(n));
+    for (const endpoint of ["tools", "clients", "timeseries", "agreement"]) {
+      expect((await getJson(`/v1/metrics/${endpoint}?tool=${rockets(199)}`, p.read_key)).status, endpoint).toBe(200);
+      expect((await getJson(`/v1/metrics/${endpoint}?tool=${rockets(200)}`, p.read_key)).status, endpoint).toBe(200);
+      await expect400(`/v1/metrics/${endpoint}?tool=${rockets(201)}`, p.read_key, /'tool' is longer than 200/);
+    }
+    for (const endpoint of ["tools", "clients", "sessions"]) {
+      expect((await getJson(`/v1/metrics/${endpoint}?client=${rockets(127)}`, p.read_key)).status, endpoint).toBe(200);
+      expect((await getJson(`/v1/metrics/${endpoint}?client=${rockets(128)}`, p.read_key)).status, endpoint).toBe(200);
+      await expect400(`/v1/metrics/${endpoint}?client=${rockets(129)}`, p.read_key, /'client' is longer than 128/);
+    }
+  });
+
+  it("filters on a 150-emoji tool name and client name that ingest accepted", async () => {
+    const p = await createProject();
+    const tool = "🚀".repeat(150);
+    const client = "🦊".repeat(128);
+    const batch = [callPayload({ tool_name: tool, client_name: client }), callPayload({ tool_name: "other" })];
+    expect((await postIngest({ batch }, { key: p.ingest_key })).status).toBe(202);
+    await worker.scheduled!(createScheduledController({ scheduledTime: Date.now(), cron: "*/5 * * * *" }), env);
+    const query = `tool=${encodeURIComponent(tool)}&client=${encodeURIComponent(client)}`;
+    const { status, body } = await getJson<{ tools: { tool_name: string; calls: number }[] }>(`/v1/metrics/tools?${query}`, p.read_key);
+    expect(status).toBe(200);
+    expect(body.tools.map((t) => [t.tool_name, t.calls])).toEqual([[tool, 1]]);
   });
 });
