@@ -275,6 +275,8 @@ describe("options", () => {
     ["a key that is not a string", { key: 42 }],
     ["enabled: false", { key: "mp_live_conformance_off", enabled: false }],
     ["an endpoint that is not an http(s) URL", { key: "mp_live_conformance_bad_endpoint", endpoint: "ftp://127.0.0.1" }],
+    ["no endpoint (there is no default host)", { key: "mp_live_conformance_no_endpoint", endpoint: undefined }],
+    ["an endpoint without a scheme", { key: "mp_live_conformance_bare_endpoint", endpoint: "127.0.0.1:8787" }],
     ["options that are not an object", "mp_live_conformance_string"],
     ["null options", null],
   ])("%s: the server is returned untouched and nothing is sent", async (_label, options) => {
@@ -302,13 +304,31 @@ describe("options", () => {
     const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
     const stdout = vi.spyOn(process.stdout, "write");
     try {
-      watch(buildLowLevelServer(1), { key: "   ", debug: true });
+      watch(buildLowLevelServer(1), { key: "   ", endpoint: ingest.url, debug: true });
       expect(stderr).toHaveBeenCalledTimes(1);
       expect(stdout).not.toHaveBeenCalled();
     } finally {
       stderr.mockRestore();
       stdout.mockRestore();
     }
+  });
+
+  test("no endpoint with debug on: disabled with one debug line naming the endpoint, nothing sent anywhere", async () => {
+    const stderrLines: string[] = [];
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation((chunk: unknown) => {
+      stderrLines.push(String(chunk));
+      return true;
+    });
+    const server = buildMcpServer(1) as { server: { _requestHandlers: Map<string, unknown> } };
+    const handlerBefore = server.server._requestHandlers.get("tools/call");
+    try {
+      expect(watch(server, { key: "mp_live_conformance_no_endpoint_debug", endpoint: undefined, debug: true })).toBe(server);
+    } finally {
+      stderr.mockRestore();
+    }
+    expect(stderrLines).toHaveLength(1);
+    expect(stderrLines[0]).toMatch(/endpoint/);
+    expect(instrumented(server.server, handlerBefore)).toBe(false);
   });
 
   test("a trailing slash is ignored, also in the destination's identity", async () => {
