@@ -24,12 +24,12 @@ import {
   UNKNOWN_CLIENT,
 } from "./constants.ts";
 import { debugLog, type DebugLog } from "./debug.ts";
+import { knownMcpSdkVersion, learnMcpSdkVersion } from "./mcp-sdk-version.ts";
 import { isEmptyResult } from "./empty.ts";
 import { resolveOptions, type ResolvedOptions, type WatchOptions } from "./options.ts";
 import { outcomeOfHandler, outcomeOfToolCallback, type CallbackRecord } from "./outcome.ts";
 import { destinationFor, type Destination } from "./session.ts";
 import {
-  mcpSdkVersion,
   recogniseServer,
   transportKind,
   type LowLevelServer,
@@ -61,6 +61,27 @@ interface WatchState {
   log: DebugLog;
   /** The client named in this server object's own initialize. */
   connectionClient: string | undefined;
+  /** The version of the MCP SDK this server object comes from, once read from its calls (null: not yet, or unknowable). */
+  mcpSdkVersion: string | null;
+  /** Stack readings left before giving up (code that is not the MCP SDK on disk: bundled, workerd). */
+  versionReadingsLeft: number;
+}
+
+const MAX_VERSION_READINGS = 4;
+
+/**
+ * Reads `mcp_sdk_version` from the current call stack: called only inside hooks that the MCP SDK
+ * itself calls (its setRequestHandler, its dispatch of initialize or of a first per-request
+ * client), a few times at most, never once it is known.
+ */
+function learnVersion(state: WatchState): void {
+  if (state.mcpSdkVersion !== null || state.versionReadingsLeft <= 0) return;
+  state.versionReadingsLeft--;
+  try {
+    state.mcpSdkVersion = learnMcpSdkVersion(state.shape.low, learnVersion);
+  } catch {
+    state.mcpSdkVersion = null;
+  }
 }
 
 interface CallInProgress {
@@ -119,7 +140,15 @@ function instrument(server: unknown, rawOptions: unknown): void {
   watched.add(shape.low);
   const destination = destinationFor(options.endpoint, options.key);
   if (options.debug) destination.debug = true;
-  const state: WatchState = { shape, options, destination, log, connectionClient: undefined };
+  const state: WatchState = {
+    shape,
+    options,
+    destination,
+    log,
+    connectionClient: undefined,
+    mcpSdkVersion: knownMcpSdkVersion(shape.low),
+    versionReadingsLeft: MAX_VERSION_READINGS,
+  };
   hookRequestHandlers(state);
   startupIfAlreadyInitialized(state);
   log(`watching ${shape.kind === "mcp" ? "McpServer" : "Server"} (MCP SDK ${shape.major}.x), sending to ${destination.ingestUrl}`);
@@ -156,6 +185,7 @@ function hookRequestHandlers(state: WatchState): void {
   handlers.set = function setInstrumented(this: Map<string, RequestHandler>, method: string, handler: RequestHandler) {
     let installed = handler;
     try {
+      learnVersion(state); // the MCP SDK's own setRequestHandler is the caller
       installed = instrumentHandler(state, method, handler);
     } catch {
       installed = handler;
@@ -252,6 +282,7 @@ function notePerRequestClient(state: WatchState, request: unknown, extra: unknow
   const name = perRequestClient(request, extra);
   if (!name) return;
   state.destination.perRequestStartupSent = true;
+  learnVersion(state); // inside the MCP SDK's dispatch of this request
   const protocolVersion =
     versionText(perRequestMeta(request, extra, PROTOCOL_VERSION_META_KEY)) ??
     versionText(state.shape.low._negotiatedProtocolVersion);
@@ -276,6 +307,7 @@ function initializeHandler(state: WatchState, handler: RequestHandler): RequestH
     let name: string = UNKNOWN_CLIENT;
     let requestedVersion: string | null = null;
     try {
+      learnVersion(state); // inside the MCP SDK's dispatch of initialize
       const params = isRecord(request) ? request.params : undefined;
       // Read from the initialize request itself: getClientVersion() is set only once it settles.
       name = (isRecord(params) && isRecord(params.clientInfo) ? clientName(params.clientInfo.name) : undefined) ?? UNKNOWN_CLIENT;
@@ -434,7 +466,7 @@ async function sendStartup(state: WatchState, client: string, protocolVersion: s
       client_name: client,
       tools,
       sdk: SDK_ID,
-      mcp_sdk_version: mcpSdkVersion(state.shape.major),
+      mcp_sdk_version: state.mcpSdkVersion ?? knownMcpSdkVersion(state.shape.low),
       transport: transportKind(transport),
       protocol_version: protocolVersion,
       // Field and tool names only: paths would describe the shape of the results (SPEC §4).

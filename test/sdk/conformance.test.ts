@@ -1,5 +1,5 @@
 // An independent conformance review of the producer SDK against SPEC §1.2, §1.3 and §4: real MCP
-// clients (@modelcontextprotocol/sdk 1.32, @modelcontextprotocol/client 2.4) call watched servers,
+// clients (@modelcontextprotocol/sdk 1.17 and 1.32, @modelcontextprotocol/client 2.4) call watched servers,
 // every JSON-RPC message is recorded as it crossed the transport, a node:http recorder stands in
 // for the ingest, and each payload is compared field by field with what the SPEC's words give
 // for that wire traffic. Hashes are recomputed from the SPEC's algorithm with node:crypto
@@ -21,7 +21,13 @@ const SESSION_ID = /^s_[0-9a-f]{12}$/;
 const ISO_UTC_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)$/;
 const installedVersion = (name: string) =>
   (JSON.parse(readFileSync(new URL(`../../node_modules/${name}/package.json`, import.meta.url), "utf8")) as { version: string }).version;
-const MCP_SDK_VERSION = { 1: installedVersion("@modelcontextprotocol/sdk"), 2: installedVersion("@modelcontextprotocol/server") } as const;
+// The version of the package each server is built from, read here from its own package.json: the
+// 1.17 server runs beside 1.32 (an npm alias), so it must report 1.17.x, not this repo's 1.32.
+const MCP_SDK_VERSION = {
+  1: installedVersion("@modelcontextprotocol/sdk"),
+  "1.17": installedVersion("@modelcontextprotocol/sdk-1-17"),
+  2: installedVersion("@modelcontextprotocol/server"),
+} as const;
 
 let ingest: IngestRecorder;
 let keyCounter = 0;
@@ -97,8 +103,10 @@ function expectedCall(wire: Wire, request: JsonRpc, expected: Case, clientName: 
 }
 
 const flavours = [
+  { label: "1.17 McpServer", major: "1.17", build: () => buildMcpServer("1.17"), cases: mcpServerCases },
   { label: "1.32 McpServer", major: 1, build: () => buildMcpServer(1), cases: mcpServerCases },
   { label: "2.4 McpServer", major: 2, build: () => buildMcpServer(2), cases: mcpServerCases },
+  { label: "1.17 Server", major: "1.17", build: () => buildLowLevelServer("1.17"), cases: lowLevelServerCases },
   { label: "1.32 Server", major: 1, build: () => buildLowLevelServer(1), cases: lowLevelServerCases },
   { label: "2.4 Server", major: 2, build: () => buildLowLevelServer(2), cases: lowLevelServerCases },
 ] as const;
