@@ -7,7 +7,7 @@
 // The hashing modules directly, not src/shared/index.ts: that one also loads the Zod schemas,
 // which the producer never needs at run time (tests validate every payload with them).
 import { descriptionNorm } from "../shared/description.ts";
-import { argsHash, descriptionHash, schemaHash, utf16Length } from "../shared/hash.ts";
+import { argsHash, codePointLength, descriptionHash, schemaHash, utf16Length } from "../shared/hash.ts";
 import {
   MAX_CLIENT_NAME_CHARS,
   MAX_DURATION_MS,
@@ -219,9 +219,21 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object";
 }
 
+/** The first `max` code points of `text` (SPEC §1.2: caps count code points, a pair is never split). */
+function cutToCodePoints(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let units = 0;
+  for (let points = 0; points < max && units < text.length; points++) {
+    const unit = text.charCodeAt(units);
+    const next = units + 1 < text.length ? text.charCodeAt(units + 1) : 0;
+    units += unit >= 0xd800 && unit <= 0xdbff && next >= 0xdc00 && next <= 0xdfff ? 2 : 1;
+  }
+  return text.slice(0, units);
+}
+
 function clientName(name: unknown): string | undefined {
   if (typeof name !== "string" || name.length === 0) return undefined;
-  return name.length > MAX_CLIENT_NAME_CHARS ? name.slice(0, MAX_CLIENT_NAME_CHARS) : name;
+  return cutToCodePoints(name, MAX_CLIENT_NAME_CHARS);
 }
 
 function versionText(value: unknown): string | null {
@@ -443,7 +455,9 @@ function startupTool(state: WatchState, tool: unknown): StartupTool | undefined 
   if (!isRecord(tool)) return undefined;
   const name = tool.name;
   // One invalid entry would drop the whole startup (SPEC §1.2): leave out a nameless or overlong one.
-  if (typeof name !== "string" || name.length === 0 || name.length > MAX_TOOL_NAME_CHARS) return undefined;
+  if (typeof name !== "string" || name.length === 0 || (name.length > MAX_TOOL_NAME_CHARS && codePointLength(name) > MAX_TOOL_NAME_CHARS)) {
+    return undefined;
+  }
   const description = typeof tool.description === "string" ? tool.description : "";
   return {
     name,

@@ -205,6 +205,76 @@ describe("client_name", () => {
     const [call] = await ingest.waitFor(key, 1, "call");
     expect(call!.client_name).toBe(name.slice(0, 128));
   });
+
+  test("the cut counts code points (SPEC §1.2): 130 emoji keep 128 whole emoji, never half a pair", async () => {
+    const key = freshKey("emoji");
+    const name = "😀".repeat(130);
+    const client = await connectTapped(2, watch(buildMcpServer(2), { key, endpoint: ingest.url }), name);
+    await client.call("prose", {});
+    await client.close();
+    const [call] = await ingest.waitFor(key, 1, "call");
+    expect(call!.client_name).toBe("😀".repeat(128));
+    expect(payloadSchema.safeParse(call).success).toBe(true);
+  });
+});
+
+describe("client_name on each transport and protocol revision (docs/sdk.md)", () => {
+  test("one connection (InMemory, stdio), 2025 revisions, 1.17 / 1.32 / 2.4: the connection's initialize", async () => {
+    for (const generation of ["1.17", 1, 2] as const) {
+      const key = freshKey(`conn${generation}`);
+      const client = await connectTapped(generation, watch(buildMcpServer(generation), { key, endpoint: ingest.url }), `conn-${generation}`);
+      await client.call("prose", {});
+      await client.close();
+      expect(client.wire.requests("initialize")).toHaveLength(1);
+      const [call] = await ingest.waitFor(key, 1, "call");
+      expect(call!.client_name).toBe(`conn-${generation}`);
+    }
+  });
+
+  const post = (handler: { fetch(request: Request): Promise<Response> }, body: unknown, protocolVersion: string) =>
+    handler.fetch(
+      new Request("http://127.0.0.1/mcp", {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": protocolVersion },
+        body: JSON.stringify(body),
+      }),
+    );
+
+  test("stateless streamable HTTP, a 2025-revision request that carries client information in _meta: named by it", async () => {
+    const key = freshKey("stateless-meta");
+    const handler = createMcpHandler(() => watch(buildMcpServer(2), { key, endpoint: ingest.url }) as never);
+    const clientInfo = { "io.modelcontextprotocol/clientInfo": { name: "self-naming", version: "1" } };
+    const response = await post(handler, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "prose", arguments: {}, _meta: clientInfo } }, "2025-11-25");
+    expect(response.status).toBe(200);
+    await response.text();
+    const [call] = await ingest.waitFor(key, 1, "call");
+    expect(call!.client_name).toBe("self-naming");
+  });
+
+  test("stateless streamable HTTP, a 2025-revision request without client information: \"unknown\" (nothing in it names a client)", async () => {
+    const key = freshKey("stateless-bare");
+    const handler = createMcpHandler(() => watch(buildMcpServer(2), { key, endpoint: ingest.url }) as never);
+    // Another client's initialize just before, on another fresh server: never borrowed.
+    const init = { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "someone-else", version: "1" } };
+    await (await post(handler, { jsonrpc: "2.0", id: 0, method: "initialize", params: init }, "2025-11-25")).text();
+    const response = await post(handler, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "prose", arguments: {} } }, "2025-11-25");
+    await response.text();
+    const [call] = await ingest.waitFor(key, 1, "call");
+    expect(call!.client_name).toBe("unknown");
+    // The initialize's own startup names its client; one HTTP request cannot carry an initialize
+    // beside a tools/call (the MCP SDKs answer such a batch 400), so no call can take its name.
+    const [startup] = await ingest.waitFor(key, 1, "startup");
+    expect(startup!.client_name).toBe("someone-else");
+    const batch = await post(
+      handler,
+      [
+        { jsonrpc: "2.0", id: 2, method: "initialize", params: init },
+        { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "prose", arguments: {} } },
+      ],
+      "2025-03-26",
+    );
+    expect(batch.status).toBe(400);
+  });
 });
 
 describe("2.4 streamable HTTP, a fresh watched server per request (createMcpHandler)", () => {
