@@ -7,7 +7,8 @@
 // The hashing modules directly, not src/shared/index.ts: that one also loads the Zod schemas,
 // which the producer never needs at run time (tests validate every payload with them).
 import { descriptionNorm } from "../shared/description.ts";
-import { argsHash, codePointLength, descriptionHash, schemaHash, utf16Length } from "../shared/hash.ts";
+import { codePointLength, descriptionHash, schemaHash, utf16Length } from "../shared/hash.ts";
+import { callArgsHash } from "./args-hash.ts";
 import {
   MAX_CLIENT_NAME_CHARS,
   MAX_DURATION_MS,
@@ -65,6 +66,8 @@ interface WatchState {
   mcpSdkVersion: string | null;
   /** Stack readings left before giving up (code that is not the MCP SDK on disk: bundled, workerd). */
   versionReadingsLeft: number;
+  /** 2.x: what the negotiated codec adds to a plain tools/call result (see sentLength). */
+  codecGrowth: CodecGrowth | undefined;
 }
 
 const MAX_VERSION_READINGS = 4;
@@ -148,6 +151,7 @@ function instrument(server: unknown, rawOptions: unknown): void {
     connectionClient: undefined,
     mcpSdkVersion: knownMcpSdkVersion(shape.low),
     versionReadingsLeft: MAX_VERSION_READINGS,
+    codecGrowth: undefined,
   };
   hookRequestHandlers(state);
   startupIfAlreadyInitialized(state);
@@ -451,6 +455,69 @@ function asSent(state: WatchState, method: string, result: unknown): unknown {
   }
 }
 
+/** Members the 2.x codecs read or write on a tools/call result; with none of them present, what they add is fixed. */
+const CODEC_TOUCHED_MEMBERS = ["resultType", "_meta", "capabilities", "tools", "ttlMs", "cacheScope"] as const;
+
+/** What the negotiated codec adds to a plain tools/call result's JSON, learnt once per codec and server identity. */
+interface CodecGrowth {
+  codec: object;
+  serverInfo: unknown;
+  addedChars: number;
+}
+
+/**
+ * `response_bytes` of a tools/call result: the UTF-16 length of its JSON as the server sends it
+ * (SPEC §4), without encoding every result a second time through the 2.x codec. The codec's
+ * tools/call encoding of a result that carries none of the members it reads or writes is the
+ * result plus fixed members (2026-07-28: `resultType` and the server's identity in `_meta`; 2025
+ * revisions: nothing), and the length of JSON does not depend on member order. So it is learnt
+ * once, from the codec's own encoding of a probe result, and added to the length of the result's
+ * JSON. A result that does carry one of those members goes through the codec as before. The
+ * conformance tests compare every call's figure with the JSON on the wire, on both revisions.
+ */
+function sentLength(state: WatchState, result: unknown): number {
+  const low = state.shape.low as LowLevelServer & {
+    _negotiatedWireCodec?: () => { encodeResult?: (method: string, result: unknown, serverInfo: unknown) => unknown } | undefined;
+    _outboundServerInfo?: () => unknown;
+  };
+  if (typeof low._negotiatedWireCodec !== "function" || !isRecord(result)) {
+    const json = JSON.stringify(result);
+    return typeof json === "string" ? utf16Length(json) : 0;
+  }
+  let fixedGrowth: number | undefined;
+  try {
+    const codec = low._negotiatedWireCodec();
+    const serverInfo = typeof low._outboundServerInfo === "function" ? low._outboundServerInfo() : undefined;
+    if (isRecord(codec) && typeof codec.encodeResult === "function" && !Array.isArray(result) && Object.getPrototypeOf(result) === Object.prototype) {
+      let touched = false;
+      for (const member of CODEC_TOUCHED_MEMBERS) if (member in result) touched = true;
+      if (!touched) {
+        const known = state.codecGrowth;
+        if (known !== undefined && known.codec === codec && known.serverInfo === serverInfo) {
+          fixedGrowth = known.addedChars;
+        } else {
+          const probe = { content: [] };
+          const encoded = JSON.stringify(codec.encodeResult("tools/call", probe, serverInfo));
+          if (typeof encoded === "string") {
+            fixedGrowth = encoded.length - JSON.stringify(probe).length;
+            state.codecGrowth = { codec, serverInfo, addedChars: fixedGrowth };
+          }
+        }
+      }
+    }
+  } catch {
+    fixedGrowth = undefined;
+  }
+  if (fixedGrowth !== undefined) {
+    const json = JSON.stringify(result);
+    // Added members follow a comma, except after an empty object: there the probe's count does not hold.
+    if (typeof json === "string" && json !== "{}") return utf16Length(json) + fixedGrowth;
+  }
+  const sent = asSent(state, "tools/call", result);
+  const json = sent === undefined ? undefined : JSON.stringify(sent);
+  return typeof json === "string" ? utf16Length(json) : 0;
+}
+
 function startupTool(state: WatchState, tool: unknown): StartupTool | undefined {
   if (!isRecord(tool)) return undefined;
   const name = tool.name;
@@ -569,7 +636,7 @@ function beginCall(state: WatchState, request: unknown, extra: unknown): CallInP
     const call: CallInProgress = {
       toolName,
       // Over the arguments exactly as the request carried them, before any validation (SPEC §4).
-      argsHash: argsHash(isRecord(params) ? params.arguments : undefined),
+      argsHash: callArgsHash(isRecord(params) ? params.arguments : undefined),
       clientName: clientOfRequest(state, request, extra),
       startedAtMs: 0,
       startedPerfMs: perfNow(),
@@ -600,9 +667,7 @@ function finishCall(state: WatchState, call: CallInProgress, threw: boolean, res
     if (!threw && !cancelled) {
       // The JSON of the result as the server sends it; 0 when the client receives an error
       // instead, or nothing at all (a cancelled request gets no response).
-      const sent = asSent(state, "tools/call", result);
-      const json = sent === undefined ? undefined : JSON.stringify(sent);
-      responseBytes = typeof json === "string" ? utf16Length(json) : 0;
+      responseBytes = sentLength(state, result);
     }
     const destination = state.destination;
     destination.enqueue({

@@ -289,7 +289,7 @@ describe("2.4 streamable HTTP, a fresh watched server per request (createMcpHand
     });
     expect(client.wire.requests("initialize")).toEqual([]);
     await client.listTools();
-    const steps = mcpServerCases().filter((step) => ["prose", "empty_list", "refuses", "no_such_tool", "lookup"].includes(step.tool));
+    const steps = mcpServerCases().filter((step) => ["prose", "empty_list", "refuses", "with_meta", "structured_count_zero", "no_such_tool", "lookup"].includes(step.tool));
     for (const step of steps) await client.call(step.tool, step.args);
     await client.close();
     const { wire } = client;

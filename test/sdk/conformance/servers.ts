@@ -44,6 +44,9 @@ const ANSWERS: Record<string, () => unknown> = {
   structured_empty: () => ({ ...text("nothing matched, sorry"), structuredContent: {} }),
   structured_count_zero: () => ({ ...text("[]"), structuredContent: { count: 0 } }),
   refuses: () => ({ ...text("order 17 does not exist"), isError: true }),
+  // Its own _meta: on revision 2026-07-28 the 2.x codec merges the server's identity into it,
+  // so the SDK measures it through the codec rather than adding the learnt fixed growth.
+  with_meta: () => ({ ...text("annotated"), _meta: { "example.com/trace": "t-1" } }),
   explodes: () => {
     throw new Error("database unreachable");
   },
@@ -95,6 +98,7 @@ export function mcpServerCases(): Case[] {
     { tool: "structured_empty", args: {}, outcome: "ok", is_empty: true },
     { tool: "structured_count_zero", args: {}, outcome: "ok", is_empty: false },
     { tool: "refuses", args: {}, outcome: "tool_error", is_empty: false },
+    { tool: "with_meta", args: {}, outcome: "ok", is_empty: false },
     { tool: "explodes", args: {}, outcome: "crashed", is_empty: false },
     // Validation strips the unknown key and the callback runs: the hash is over what was sent.
     { tool: "lookup", args: { zeta: "stripped by validation", query: "invoices ✓", limit: 3 }, outcome: "ok", is_empty: false },
