@@ -661,6 +661,9 @@ function beginCall(state: WatchState, request: unknown, extra: unknown): CallInP
 function finishCall(state: WatchState, call: CallInProgress, threw: boolean, result: unknown, error: unknown): void {
   try {
     const durationMs = Math.min(MAX_DURATION_MS, elapsedMs(call.startedPerfMs, perfNow()));
+    // The record has served: an entry per finished call would only grow the WeakMap's ephemeron
+    // table, which every garbage collection walks, until the signals are collected.
+    if (call.callback !== undefined && call.signal !== undefined) callbackBySignal.delete(call.signal);
     const outcome = call.callback ? outcomeOfToolCallback(call.callback, threw, result) : outcomeOfHandler(threw, error, result);
     let responseBytes = 0;
     const cancelled = call.signal?.aborted === true;
