@@ -39,6 +39,8 @@ export class PayloadBuffer {
   private finalFlushing = false;
   /** Payloads dropped because the buffer was full (for debug output and tests). */
   droppedOldest = 0;
+  /** A flush is scheduled for the next macrotask (see add). */
+  private flushScheduled = false;
 
   private readonly send: SendBatch;
   private readonly tuning: BufferTuning;
@@ -65,9 +67,30 @@ export class PayloadBuffer {
       this.droppedOldest++;
     }
     if (this.waiting.length >= this.tuning.flushAtPayloads) {
-      this.flush();
+      this.scheduleFlush();
     } else if (this.timer === null) {
       this.armTimer();
+    }
+  }
+
+  /**
+   * The 30th payload's flush — splitting, JSON of the batch, the request — runs on the next
+   * macrotask, not inside add(): add() runs in the tool call's `finally`, before the MCP SDK has
+   * sent the answer, and that answer must not wait on batching work (SPEC §4 rule 2).
+   */
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    const run = () => {
+      this.flushScheduled = false;
+      this.flush();
+    };
+    const immediate = (globalThis as { setImmediate?: (callback: () => void) => unknown }).setImmediate;
+    if (typeof immediate === "function") {
+      immediate(run);
+    } else {
+      const timer = setTimeout(run, 0);
+      (timer as { unref?: () => unknown }).unref?.();
     }
   }
 

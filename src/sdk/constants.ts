@@ -1,5 +1,4 @@
 // The numbers SPEC §4 fixes for the producer SDK, in one place so tests can check them.
-import { MAX_BATCH_ITEMS } from "../shared/limits.ts";
 
 /** Flush as soon as this many payloads are waiting (SPEC §4 "flush at 30 payloads"). */
 export const FLUSH_AT_PAYLOADS = 30;
@@ -7,8 +6,12 @@ export const FLUSH_AT_PAYLOADS = 30;
 export const FLUSH_INTERVAL_MS = 5_000;
 /** At most this many payloads wait in memory; the oldest is dropped beyond it (SPEC §4). */
 export const MAX_BUFFERED_PAYLOADS = 1_000;
-/** The ingest refuses more than 500 items per request (SPEC §1.1), so a larger flush is split. */
-export const MAX_PAYLOADS_PER_REQUEST = MAX_BATCH_ITEMS;
+/**
+ * At most 500 payloads per request, a larger flush is split (SPEC §4). The SDK's own number, not
+ * the ingest's MAX_BATCH_ITEMS: the ingest accepts more (SPEC §1.1) so that other producers'
+ * larger batches survive, while this SDK keeps its requests small.
+ */
+export const MAX_PAYLOADS_PER_REQUEST = 500;
 /** A send that has not finished after 10 seconds is abandoned and its batch dropped (SPEC §4). */
 export const SEND_TIMEOUT_MS = 10_000;
 /** The final flush on exit is best effort and takes at most 1 second (SPEC §4). */
@@ -17,8 +20,6 @@ export const EXIT_FLUSH_TIMEOUT_MS = 1_000;
 export const DEFAULT_AGREE_WINDOW_MS = 300_000;
 /** Relative tolerance under which two numbers agree (`25.22` = `25.220` = `"25.22"`). */
 export const AGREE_RELATIVE_TOLERANCE = 1e-4;
-/** The hosted ingest, used when `endpoint` is not given. */
-export const DEFAULT_ENDPOINT = "https://ingest.getmcpulse.com";
 /** The ingest route below the endpoint (SPEC §1.1). */
 export const INGEST_PATH = "/v1/ingest";
 /** Reported as `sdk` in the startup payload (≤ 64 characters, SPEC §1.2). */

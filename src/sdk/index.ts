@@ -3,7 +3,6 @@ export { watch } from "./watch.ts";
 export type { WatchOptions, ToolPolicy } from "./options.ts";
 export {
   DEFAULT_AGREE_WINDOW_MS,
-  DEFAULT_ENDPOINT,
   EXIT_FLUSH_TIMEOUT_MS,
   FLUSH_AT_PAYLOADS,
   FLUSH_INTERVAL_MS,

@@ -1,7 +1,7 @@
 // watch() options (SPEC §4): checked once; anything but an object with a usable key disables the
 // SDK silently, with a debug line. The package reads no environment variables itself.
 import { MAX_AGREEMENT_FIELD_CHARS, MAX_TOOL_NAME_CHARS } from "../shared/limits.ts";
-import { DEFAULT_AGREE_WINDOW_MS, DEFAULT_ENDPOINT } from "./constants.ts";
+import { DEFAULT_AGREE_WINDOW_MS } from "./constants.ts";
 
 const MAX_AGREE_WINDOW_MS = 86_400_000;
 
@@ -15,8 +15,11 @@ export interface ToolPolicy {
 export interface WatchOptions {
   /** Ingest key (`mp_live_…`). Required; blank or whitespace-only disables the SDK. */
   key: string | undefined | null;
-  /** Where payloads go: `POST {endpoint}/v1/ingest`. Default the hosted endpoint; a trailing slash is ignored. */
-  endpoint?: string;
+  /**
+   * Required: the base URL of your own worker; payloads go to `POST {endpoint}/v1/ingest`. There is
+   * no default host. Missing or not an http(s) URL disables the SDK; a trailing slash is ignored.
+   */
+  endpoint: string | undefined | null;
   /** Default `true`; `false` returns the server untouched. */
   enabled?: boolean;
   /** Default `false`; when on, every payload sent is logged to stderr (never stdout). */
@@ -67,12 +70,12 @@ export function resolveOptions(raw: unknown): OptionsVerdict {
   if (typeof raw.key !== "string" || raw.key.trim() === "") {
     return { ok: false, reason: "no usable key; the SDK is disabled", debug };
   }
-  let endpoint = DEFAULT_ENDPOINT;
-  if (raw.endpoint !== undefined) {
-    const normalised = typeof raw.endpoint === "string" ? normaliseEndpoint(raw.endpoint) : null;
-    if (normalised === null) return { ok: false, reason: "endpoint is not an http(s) URL; the SDK is disabled", debug };
-    endpoint = normalised;
+  // No default host: data never goes anywhere the user did not name (SPEC §4).
+  if (raw.endpoint === undefined || raw.endpoint === null) {
+    return { ok: false, reason: "no endpoint (the URL of your own worker); the SDK is disabled", debug };
   }
+  const endpoint = typeof raw.endpoint === "string" ? normaliseEndpoint(raw.endpoint) : null;
+  if (endpoint === null) return { ok: false, reason: "endpoint is not an http(s) URL; the SDK is disabled", debug };
 
   const policy: ResolvedOptions["policy"] = new Map();
   if (isRecord(raw.policy)) {

@@ -57,9 +57,30 @@ function agentFor(builtins: NodeBuiltins, protocol: string): import("node:http")
   return agent;
 }
 
+/** A destination's URL, parsed once (one destination sends many batches). */
+interface Target {
+  protocol: string;
+  hostname: string;
+  port: string;
+  path: string;
+}
+const targets = new Map<string, Target>();
+
+function targetOf(url: string): Target {
+  let target = targets.get(url);
+  if (!target) {
+    const parsed = new URL(url);
+    // IPv6 literals come bracketed from URL; node:http wants them bare.
+    const hostname = parsed.hostname.startsWith("[") ? parsed.hostname.slice(1, -1) : parsed.hostname;
+    target = { protocol: parsed.protocol, hostname, port: parsed.port, path: `${parsed.pathname}${parsed.search}` };
+    targets.set(url, target);
+  }
+  return target;
+}
+
 const postWithNodeHttp = (builtins: NodeBuiltins): PostJson => (url, key, body, options) =>
   new Promise<number>((resolve, reject) => {
-    const target = new URL(url);
+    const target = targetOf(url);
     const client = target.protocol === "https:" ? builtins.https : builtins.http;
     let settled = false;
     const finish = (error: Error | null, status?: number) => {
@@ -70,8 +91,11 @@ const postWithNodeHttp = (builtins: NodeBuiltins): PostJson => (url, key, body, 
       else resolve(status ?? 0);
     };
     const request = client.request(
-      target,
       {
+        protocol: target.protocol,
+        hostname: target.hostname,
+        port: target.port === "" ? undefined : target.port,
+        path: target.path,
         method: "POST",
         agent: agentFor(builtins, target.protocol),
         headers: {

@@ -7,7 +7,8 @@
 // The hashing modules directly, not src/shared/index.ts: that one also loads the Zod schemas,
 // which the producer never needs at run time (tests validate every payload with them).
 import { descriptionNorm } from "../shared/description.ts";
-import { argsHash, descriptionHash, schemaHash, utf16Length } from "../shared/hash.ts";
+import { codePointLength, descriptionHash, schemaHash, utf16Length } from "../shared/hash.ts";
+import { callArgsHash } from "./args-hash.ts";
 import {
   MAX_CLIENT_NAME_CHARS,
   MAX_DURATION_MS,
@@ -24,12 +25,12 @@ import {
   UNKNOWN_CLIENT,
 } from "./constants.ts";
 import { debugLog, type DebugLog } from "./debug.ts";
+import { knownMcpSdkVersion, learnMcpSdkVersion } from "./mcp-sdk-version.ts";
 import { isEmptyResult } from "./empty.ts";
 import { resolveOptions, type ResolvedOptions, type WatchOptions } from "./options.ts";
 import { outcomeOfHandler, outcomeOfToolCallback, type CallbackRecord } from "./outcome.ts";
 import { destinationFor, type Destination } from "./session.ts";
 import {
-  mcpSdkVersion,
   recogniseServer,
   transportKind,
   type LowLevelServer,
@@ -61,6 +62,29 @@ interface WatchState {
   log: DebugLog;
   /** The client named in this server object's own initialize. */
   connectionClient: string | undefined;
+  /** The version of the MCP SDK this server object comes from, once read from its calls (null: not yet, or unknowable). */
+  mcpSdkVersion: string | null;
+  /** Stack readings left before giving up (code that is not the MCP SDK on disk: bundled, workerd). */
+  versionReadingsLeft: number;
+  /** 2.x: what the negotiated codec adds to a plain tools/call result (see sentLength). */
+  codecGrowth: CodecGrowth | undefined;
+}
+
+const MAX_VERSION_READINGS = 4;
+
+/**
+ * Reads `mcp_sdk_version` from the current call stack: called only inside hooks that the MCP SDK
+ * itself calls (its setRequestHandler, its dispatch of initialize or of a first per-request
+ * client), a few times at most, never once it is known.
+ */
+function learnVersion(state: WatchState): void {
+  if (state.mcpSdkVersion !== null || state.versionReadingsLeft <= 0) return;
+  state.versionReadingsLeft--;
+  try {
+    state.mcpSdkVersion = learnMcpSdkVersion(state.shape.low, learnVersion);
+  } catch {
+    state.mcpSdkVersion = null;
+  }
 }
 
 interface CallInProgress {
@@ -119,7 +143,16 @@ function instrument(server: unknown, rawOptions: unknown): void {
   watched.add(shape.low);
   const destination = destinationFor(options.endpoint, options.key);
   if (options.debug) destination.debug = true;
-  const state: WatchState = { shape, options, destination, log, connectionClient: undefined };
+  const state: WatchState = {
+    shape,
+    options,
+    destination,
+    log,
+    connectionClient: undefined,
+    mcpSdkVersion: knownMcpSdkVersion(shape.low),
+    versionReadingsLeft: MAX_VERSION_READINGS,
+    codecGrowth: undefined,
+  };
   hookRequestHandlers(state);
   startupIfAlreadyInitialized(state);
   log(`watching ${shape.kind === "mcp" ? "McpServer" : "Server"} (MCP SDK ${shape.major}.x), sending to ${destination.ingestUrl}`);
@@ -156,6 +189,7 @@ function hookRequestHandlers(state: WatchState): void {
   handlers.set = function setInstrumented(this: Map<string, RequestHandler>, method: string, handler: RequestHandler) {
     let installed = handler;
     try {
+      learnVersion(state); // the MCP SDK's own setRequestHandler is the caller
       installed = instrumentHandler(state, method, handler);
     } catch {
       installed = handler;
@@ -189,9 +223,21 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object";
 }
 
+/** The first `max` code points of `text` (SPEC §1.2: caps count code points, a pair is never split). */
+function cutToCodePoints(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let units = 0;
+  for (let points = 0; points < max && units < text.length; points++) {
+    const unit = text.charCodeAt(units);
+    const next = units + 1 < text.length ? text.charCodeAt(units + 1) : 0;
+    units += unit >= 0xd800 && unit <= 0xdbff && next >= 0xdc00 && next <= 0xdfff ? 2 : 1;
+  }
+  return text.slice(0, units);
+}
+
 function clientName(name: unknown): string | undefined {
   if (typeof name !== "string" || name.length === 0) return undefined;
-  return name.length > MAX_CLIENT_NAME_CHARS ? name.slice(0, MAX_CLIENT_NAME_CHARS) : name;
+  return cutToCodePoints(name, MAX_CLIENT_NAME_CHARS);
 }
 
 function versionText(value: unknown): string | null {
@@ -252,6 +298,7 @@ function notePerRequestClient(state: WatchState, request: unknown, extra: unknow
   const name = perRequestClient(request, extra);
   if (!name) return;
   state.destination.perRequestStartupSent = true;
+  learnVersion(state); // inside the MCP SDK's dispatch of this request
   const protocolVersion =
     versionText(perRequestMeta(request, extra, PROTOCOL_VERSION_META_KEY)) ??
     versionText(state.shape.low._negotiatedProtocolVersion);
@@ -276,6 +323,7 @@ function initializeHandler(state: WatchState, handler: RequestHandler): RequestH
     let name: string = UNKNOWN_CLIENT;
     let requestedVersion: string | null = null;
     try {
+      learnVersion(state); // inside the MCP SDK's dispatch of initialize
       const params = isRecord(request) ? request.params : undefined;
       // Read from the initialize request itself: getClientVersion() is set only once it settles.
       name = (isRecord(params) && isRecord(params.clientInfo) ? clientName(params.clientInfo.name) : undefined) ?? UNKNOWN_CLIENT;
@@ -407,11 +455,76 @@ function asSent(state: WatchState, method: string, result: unknown): unknown {
   }
 }
 
+/** Members the 2.x codecs read or write on a tools/call result; with none of them present, what they add is fixed. */
+const CODEC_TOUCHED_MEMBERS = ["resultType", "_meta", "capabilities", "tools", "ttlMs", "cacheScope"] as const;
+
+/** What the negotiated codec adds to a plain tools/call result's JSON, learnt once per codec and server identity. */
+interface CodecGrowth {
+  codec: object;
+  serverInfo: unknown;
+  addedChars: number;
+}
+
+/**
+ * `response_bytes` of a tools/call result: the UTF-16 length of its JSON as the server sends it
+ * (SPEC §4), without encoding every result a second time through the 2.x codec. The codec's
+ * tools/call encoding of a result that carries none of the members it reads or writes is the
+ * result plus fixed members (2026-07-28: `resultType` and the server's identity in `_meta`; 2025
+ * revisions: nothing), and the length of JSON does not depend on member order. So it is learnt
+ * once, from the codec's own encoding of a probe result, and added to the length of the result's
+ * JSON. A result that does carry one of those members goes through the codec as before. The
+ * conformance tests compare every call's figure with the JSON on the wire, on both revisions.
+ */
+function sentLength(state: WatchState, result: unknown): number {
+  const low = state.shape.low as LowLevelServer & {
+    _negotiatedWireCodec?: () => { encodeResult?: (method: string, result: unknown, serverInfo: unknown) => unknown } | undefined;
+    _outboundServerInfo?: () => unknown;
+  };
+  if (typeof low._negotiatedWireCodec !== "function" || !isRecord(result)) {
+    const json = JSON.stringify(result);
+    return typeof json === "string" ? utf16Length(json) : 0;
+  }
+  let fixedGrowth: number | undefined;
+  try {
+    const codec = low._negotiatedWireCodec();
+    const serverInfo = typeof low._outboundServerInfo === "function" ? low._outboundServerInfo() : undefined;
+    if (isRecord(codec) && typeof codec.encodeResult === "function" && !Array.isArray(result) && Object.getPrototypeOf(result) === Object.prototype) {
+      let touched = false;
+      for (const member of CODEC_TOUCHED_MEMBERS) if (member in result) touched = true;
+      if (!touched) {
+        const known = state.codecGrowth;
+        if (known !== undefined && known.codec === codec && known.serverInfo === serverInfo) {
+          fixedGrowth = known.addedChars;
+        } else {
+          const probe = { content: [] };
+          const encoded = JSON.stringify(codec.encodeResult("tools/call", probe, serverInfo));
+          if (typeof encoded === "string") {
+            fixedGrowth = encoded.length - JSON.stringify(probe).length;
+            state.codecGrowth = { codec, serverInfo, addedChars: fixedGrowth };
+          }
+        }
+      }
+    }
+  } catch {
+    fixedGrowth = undefined;
+  }
+  if (fixedGrowth !== undefined) {
+    const json = JSON.stringify(result);
+    // Added members follow a comma, except after an empty object: there the probe's count does not hold.
+    if (typeof json === "string" && json !== "{}") return utf16Length(json) + fixedGrowth;
+  }
+  const sent = asSent(state, "tools/call", result);
+  const json = sent === undefined ? undefined : JSON.stringify(sent);
+  return typeof json === "string" ? utf16Length(json) : 0;
+}
+
 function startupTool(state: WatchState, tool: unknown): StartupTool | undefined {
   if (!isRecord(tool)) return undefined;
   const name = tool.name;
   // One invalid entry would drop the whole startup (SPEC §1.2): leave out a nameless or overlong one.
-  if (typeof name !== "string" || name.length === 0 || name.length > MAX_TOOL_NAME_CHARS) return undefined;
+  if (typeof name !== "string" || name.length === 0 || (name.length > MAX_TOOL_NAME_CHARS && codePointLength(name) > MAX_TOOL_NAME_CHARS)) {
+    return undefined;
+  }
   const description = typeof tool.description === "string" ? tool.description : "";
   return {
     name,
@@ -434,7 +547,7 @@ async function sendStartup(state: WatchState, client: string, protocolVersion: s
       client_name: client,
       tools,
       sdk: SDK_ID,
-      mcp_sdk_version: mcpSdkVersion(state.shape.major),
+      mcp_sdk_version: state.mcpSdkVersion ?? knownMcpSdkVersion(state.shape.low),
       transport: transportKind(transport),
       protocol_version: protocolVersion,
       // Field and tool names only: paths would describe the shape of the results (SPEC §4).
@@ -523,7 +636,7 @@ function beginCall(state: WatchState, request: unknown, extra: unknown): CallInP
     const call: CallInProgress = {
       toolName,
       // Over the arguments exactly as the request carried them, before any validation (SPEC §4).
-      argsHash: argsHash(isRecord(params) ? params.arguments : undefined),
+      argsHash: callArgsHash(isRecord(params) ? params.arguments : undefined),
       clientName: clientOfRequest(state, request, extra),
       startedAtMs: 0,
       startedPerfMs: perfNow(),
@@ -548,15 +661,16 @@ function beginCall(state: WatchState, request: unknown, extra: unknown): CallInP
 function finishCall(state: WatchState, call: CallInProgress, threw: boolean, result: unknown, error: unknown): void {
   try {
     const durationMs = Math.min(MAX_DURATION_MS, elapsedMs(call.startedPerfMs, perfNow()));
+    // The record has served: an entry per finished call would only grow the WeakMap's ephemeron
+    // table, which every garbage collection walks, until the signals are collected.
+    if (call.callback !== undefined && call.signal !== undefined) callbackBySignal.delete(call.signal);
     const outcome = call.callback ? outcomeOfToolCallback(call.callback, threw, result) : outcomeOfHandler(threw, error, result);
     let responseBytes = 0;
     const cancelled = call.signal?.aborted === true;
     if (!threw && !cancelled) {
       // The JSON of the result as the server sends it; 0 when the client receives an error
       // instead, or nothing at all (a cancelled request gets no response).
-      const sent = asSent(state, "tools/call", result);
-      const json = sent === undefined ? undefined : JSON.stringify(sent);
-      responseBytes = typeof json === "string" ? utf16Length(json) : 0;
+      responseBytes = sentLength(state, result);
     }
     const destination = state.destination;
     destination.enqueue({

@@ -1,5 +1,5 @@
 // An independent conformance review of the producer SDK against SPEC §1.2, §1.3 and §4: real MCP
-// clients (@modelcontextprotocol/sdk 1.32, @modelcontextprotocol/client 2.4) call watched servers,
+// clients (@modelcontextprotocol/sdk 1.17 and 1.32, @modelcontextprotocol/client 2.4) call watched servers,
 // every JSON-RPC message is recorded as it crossed the transport, a node:http recorder stands in
 // for the ingest, and each payload is compared field by field with what the SPEC's words give
 // for that wire traffic. Hashes are recomputed from the SPEC's algorithm with node:crypto
@@ -21,7 +21,13 @@ const SESSION_ID = /^s_[0-9a-f]{12}$/;
 const ISO_UTC_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?(Z|[+-]\d\d:\d\d)$/;
 const installedVersion = (name: string) =>
   (JSON.parse(readFileSync(new URL(`../../node_modules/${name}/package.json`, import.meta.url), "utf8")) as { version: string }).version;
-const MCP_SDK_VERSION = { 1: installedVersion("@modelcontextprotocol/sdk"), 2: installedVersion("@modelcontextprotocol/server") } as const;
+// The version of the package each server is built from, read here from its own package.json: the
+// 1.17 server runs beside 1.32 (an npm alias), so it must report 1.17.x, not this repo's 1.32.
+const MCP_SDK_VERSION = {
+  1: installedVersion("@modelcontextprotocol/sdk"),
+  "1.17": installedVersion("@modelcontextprotocol/sdk-1-17"),
+  2: installedVersion("@modelcontextprotocol/server"),
+} as const;
 
 let ingest: IngestRecorder;
 let keyCounter = 0;
@@ -97,8 +103,10 @@ function expectedCall(wire: Wire, request: JsonRpc, expected: Case, clientName: 
 }
 
 const flavours = [
+  { label: "1.17 McpServer", major: "1.17", build: () => buildMcpServer("1.17"), cases: mcpServerCases },
   { label: "1.32 McpServer", major: 1, build: () => buildMcpServer(1), cases: mcpServerCases },
   { label: "2.4 McpServer", major: 2, build: () => buildMcpServer(2), cases: mcpServerCases },
+  { label: "1.17 Server", major: "1.17", build: () => buildLowLevelServer("1.17"), cases: lowLevelServerCases },
   { label: "1.32 Server", major: 1, build: () => buildLowLevelServer(1), cases: lowLevelServerCases },
   { label: "2.4 Server", major: 2, build: () => buildLowLevelServer(2), cases: lowLevelServerCases },
 ] as const;
@@ -197,6 +205,76 @@ describe("client_name", () => {
     const [call] = await ingest.waitFor(key, 1, "call");
     expect(call!.client_name).toBe(name.slice(0, 128));
   });
+
+  test("the cut counts code points (SPEC §1.2): 130 emoji keep 128 whole emoji, never half a pair", async () => {
+    const key = freshKey("emoji");
+    const name = "😀".repeat(130);
+    const client = await connectTapped(2, watch(buildMcpServer(2), { key, endpoint: ingest.url }), name);
+    await client.call("prose", {});
+    await client.close();
+    const [call] = await ingest.waitFor(key, 1, "call");
+    expect(call!.client_name).toBe("😀".repeat(128));
+    expect(payloadSchema.safeParse(call).success).toBe(true);
+  });
+});
+
+describe("client_name on each transport and protocol revision (docs/sdk.md)", () => {
+  test("one connection (InMemory, stdio), 2025 revisions, 1.17 / 1.32 / 2.4: the connection's initialize", async () => {
+    for (const generation of ["1.17", 1, 2] as const) {
+      const key = freshKey(`conn${generation}`);
+      const client = await connectTapped(generation, watch(buildMcpServer(generation), { key, endpoint: ingest.url }), `conn-${generation}`);
+      await client.call("prose", {});
+      await client.close();
+      expect(client.wire.requests("initialize")).toHaveLength(1);
+      const [call] = await ingest.waitFor(key, 1, "call");
+      expect(call!.client_name).toBe(`conn-${generation}`);
+    }
+  });
+
+  const post = (handler: { fetch(request: Request): Promise<Response> }, body: unknown, protocolVersion: string) =>
+    handler.fetch(
+      new Request("http://127.0.0.1/mcp", {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-protocol-version": protocolVersion },
+        body: JSON.stringify(body),
+      }),
+    );
+
+  test("stateless streamable HTTP, a 2025-revision request that carries client information in _meta: named by it", async () => {
+    const key = freshKey("stateless-meta");
+    const handler = createMcpHandler(() => watch(buildMcpServer(2), { key, endpoint: ingest.url }) as never);
+    const clientInfo = { "io.modelcontextprotocol/clientInfo": { name: "self-naming", version: "1" } };
+    const response = await post(handler, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "prose", arguments: {}, _meta: clientInfo } }, "2025-11-25");
+    expect(response.status).toBe(200);
+    await response.text();
+    const [call] = await ingest.waitFor(key, 1, "call");
+    expect(call!.client_name).toBe("self-naming");
+  });
+
+  test("stateless streamable HTTP, a 2025-revision request without client information: \"unknown\" (nothing in it names a client)", async () => {
+    const key = freshKey("stateless-bare");
+    const handler = createMcpHandler(() => watch(buildMcpServer(2), { key, endpoint: ingest.url }) as never);
+    // Another client's initialize just before, on another fresh server: never borrowed.
+    const init = { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "someone-else", version: "1" } };
+    await (await post(handler, { jsonrpc: "2.0", id: 0, method: "initialize", params: init }, "2025-11-25")).text();
+    const response = await post(handler, { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "prose", arguments: {} } }, "2025-11-25");
+    await response.text();
+    const [call] = await ingest.waitFor(key, 1, "call");
+    expect(call!.client_name).toBe("unknown");
+    // The initialize's own startup names its client; one HTTP request cannot carry an initialize
+    // beside a tools/call (the MCP SDKs answer such a batch 400), so no call can take its name.
+    const [startup] = await ingest.waitFor(key, 1, "startup");
+    expect(startup!.client_name).toBe("someone-else");
+    const batch = await post(
+      handler,
+      [
+        { jsonrpc: "2.0", id: 2, method: "initialize", params: init },
+        { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "prose", arguments: {} } },
+      ],
+      "2025-03-26",
+    );
+    expect(batch.status).toBe(400);
+  });
 });
 
 describe("2.4 streamable HTTP, a fresh watched server per request (createMcpHandler)", () => {
@@ -211,7 +289,7 @@ describe("2.4 streamable HTTP, a fresh watched server per request (createMcpHand
     });
     expect(client.wire.requests("initialize")).toEqual([]);
     await client.listTools();
-    const steps = mcpServerCases().filter((step) => ["prose", "empty_list", "refuses", "no_such_tool", "lookup"].includes(step.tool));
+    const steps = mcpServerCases().filter((step) => ["prose", "empty_list", "refuses", "with_meta", "structured_count_zero", "no_such_tool", "lookup"].includes(step.tool));
     for (const step of steps) await client.call(step.tool, step.args);
     await client.close();
     const { wire } = client;
@@ -275,6 +353,8 @@ describe("options", () => {
     ["a key that is not a string", { key: 42 }],
     ["enabled: false", { key: "mp_live_conformance_off", enabled: false }],
     ["an endpoint that is not an http(s) URL", { key: "mp_live_conformance_bad_endpoint", endpoint: "ftp://127.0.0.1" }],
+    ["no endpoint (there is no default host)", { key: "mp_live_conformance_no_endpoint", endpoint: undefined }],
+    ["an endpoint without a scheme", { key: "mp_live_conformance_bare_endpoint", endpoint: "127.0.0.1:8787" }],
     ["options that are not an object", "mp_live_conformance_string"],
     ["null options", null],
   ])("%s: the server is returned untouched and nothing is sent", async (_label, options) => {
@@ -302,13 +382,31 @@ describe("options", () => {
     const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
     const stdout = vi.spyOn(process.stdout, "write");
     try {
-      watch(buildLowLevelServer(1), { key: "   ", debug: true });
+      watch(buildLowLevelServer(1), { key: "   ", endpoint: ingest.url, debug: true });
       expect(stderr).toHaveBeenCalledTimes(1);
       expect(stdout).not.toHaveBeenCalled();
     } finally {
       stderr.mockRestore();
       stdout.mockRestore();
     }
+  });
+
+  test("no endpoint with debug on: disabled with one debug line naming the endpoint, nothing sent anywhere", async () => {
+    const stderrLines: string[] = [];
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation((chunk: unknown) => {
+      stderrLines.push(String(chunk));
+      return true;
+    });
+    const server = buildMcpServer(1) as { server: { _requestHandlers: Map<string, unknown> } };
+    const handlerBefore = server.server._requestHandlers.get("tools/call");
+    try {
+      expect(watch(server, { key: "mp_live_conformance_no_endpoint_debug", endpoint: undefined, debug: true })).toBe(server);
+    } finally {
+      stderr.mockRestore();
+    }
+    expect(stderrLines).toHaveLength(1);
+    expect(stderrLines[0]).toMatch(/endpoint/);
+    expect(instrumented(server.server, handlerBefore)).toBe(false);
   });
 
   test("a trailing slash is ignored, also in the destination's identity", async () => {

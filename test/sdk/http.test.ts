@@ -72,6 +72,9 @@ describe("1.x StreamableHTTPServerTransport", () => {
       ["throws", "crashed", false],
       ["empty_array", "ok", true],
     ]);
+    // Each call reaches a fresh server that saw no initialize, in a request naming no client and
+    // no session: "unknown" (SPEC §4 never lets a call borrow another request's client).
+    expect(calls.map((p) => p.client_name)).toEqual(["unknown", "unknown", "unknown"]);
     const [startup] = await waitFor(() => ofKey(key, "startup"), 1);
     expect(startup).toMatchObject({ transport: "http", client_name: "stateless-client" });
     const sessions = new Set([...calls, startup!].map((p) => p.session_id));

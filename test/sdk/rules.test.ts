@@ -170,13 +170,17 @@ describe("never send customer data", () => {
     const notAServer = { tools: [] };
     expect(watch(notAServer, { key: "mp_live_x", endpoint: "http://127.0.0.1:9", debug: true })).toBe(notAServer);
     const server = buildServer("v1-mcp");
-    expect(watch(server, { key: "  ", debug: true })).toBe(server);
-    expect(watch(server, { key: "mp_live_x", enabled: false, debug: true })).toBe(server);
+    expect(watch(server, { key: "  ", endpoint: "http://127.0.0.1:9", debug: true })).toBe(server);
+    expect(watch(server, { key: "mp_live_x", endpoint: "http://127.0.0.1:9", enabled: false, debug: true })).toBe(server);
+    expect(watch(server, { key: "mp_live_x", endpoint: undefined, debug: true })).toBe(server);
+    expect(watch(server, { key: "mp_live_x", endpoint: "ftp://127.0.0.1", debug: true })).toBe(server);
     const lines = stderr.mock.calls.map((call) => String(call[0]));
     expect(lines).toEqual([
       "[mcpulse] not an McpServer or Server of the MCP SDK; returned untouched\n",
       "[mcpulse] no usable key; the SDK is disabled; server returned untouched\n",
       "[mcpulse] disabled by enabled: false; server returned untouched\n",
+      "[mcpulse] no endpoint (the URL of your own worker); the SDK is disabled; server returned untouched\n",
+      "[mcpulse] endpoint is not an http(s) URL; the SDK is disabled; server returned untouched\n",
     ]);
     expect(stdout.mock.calls.map((call) => String(call[0])).join("")).not.toContain("mcpulse");
   });
@@ -191,8 +195,9 @@ describe("never send customer data", () => {
     server.registerTool("t", { description: "t" }, () => ({ content: [] }));
     watch(server, { key: "mp_live_quiet", endpoint: ingest.url });
     watch(server, { key: "mp_live_quiet", endpoint: ingest.url });
-    watch({}, { key: "mp_live_quiet" });
-    watch(new McpServer({ name: "q2", version: "1" }), { key: "" });
+    watch({}, { key: "mp_live_quiet", endpoint: ingest.url });
+    watch(new McpServer({ name: "q2", version: "1" }), { key: "", endpoint: ingest.url });
+    watch(new McpServer({ name: "q3", version: "1" }), { key: "mp_live_quiet", endpoint: undefined });
     const client = await connectInMemory("v1-mcp", server);
     await client.callTool("t", {});
     await ingest.waitForPayloads(2);

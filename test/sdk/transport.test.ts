@@ -191,6 +191,20 @@ describe("failures drop the batch", () => {
     expect(destination.buffer.sending).toBe(false);
   });
 
+  test("the 30th payload's flush is not sent inside add() (the tool call's finally), but on the next macrotask", async () => {
+    const bodies: string[] = [];
+    setTransportOverridesForTests({ post: async (_url, _key, body) => (bodies.push(body), 202) });
+    const destination = destinationFor("http://127.0.0.1:9", key());
+    for (let i = 0; i < 30; i++) destination.enqueue(item(i));
+    expect(bodies).toHaveLength(0);
+    expect(destination.buffer.sending).toBe(false);
+    await Promise.resolve(); // not on a microtask either: those run before the MCP SDK's answer
+    expect(bodies).toHaveLength(0);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(bodies).toHaveLength(1);
+    expect((JSON.parse(bodies[0]!) as { batch: unknown[] }).batch).toHaveLength(30);
+  });
+
   test("the default send timeout handed to the poster is 10 s; the exit flush's is 1 s", async () => {
     const seen: { timeoutMs: number; keepProcessAlive: boolean }[] = [];
     const post: PostJson = async (_url, _key, _body, options) => {
@@ -200,6 +214,7 @@ describe("failures drop the batch", () => {
     setTransportOverridesForTests({ post });
     const destination = destinationFor("http://127.0.0.1:9", key());
     for (let i = 0; i < 30; i++) destination.enqueue(item(i));
+    await new Promise((resolve) => setImmediate(resolve)); // the 30th payload's flush goes out
     destination.enqueue(item(30));
     await destination.buffer.flushFinal();
     expect(seen).toEqual([

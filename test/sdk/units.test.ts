@@ -32,7 +32,6 @@ describe("the numbers SPEC §4 fixes", () => {
     expect(Object.keys(sdk).sort()).toEqual(
       [
         "DEFAULT_AGREE_WINDOW_MS",
-        "DEFAULT_ENDPOINT",
         "EXIT_FLUSH_TIMEOUT_MS",
         "FLUSH_AT_PAYLOADS",
         "FLUSH_INTERVAL_MS",
@@ -169,7 +168,21 @@ describe("options", () => {
     expect(resolveOptions({ key: "k", enabled: false }).ok).toBe(false);
     expect(resolveOptions({ key: "k", endpoint: "ftp://x" }).ok).toBe(false);
     expect(resolveOptions({ key: "k", endpoint: "not a url" }).ok).toBe(false);
-    expect(resolveOptions({ key: "k" })).toMatchObject({ ok: true, options: { endpoint: sdk.DEFAULT_ENDPOINT, debug: false } });
+    expect(resolveOptions({ key: "k", endpoint: "http://127.0.0.1:8787" })).toMatchObject({
+      ok: true,
+      options: { endpoint: "http://127.0.0.1:8787", debug: false },
+    });
+  });
+
+  test("endpoint is required: no default host (SPEC §4)", () => {
+    expect(sdk).not.toHaveProperty("DEFAULT_ENDPOINT");
+    for (const endpoint of [undefined, null, "", "   ", 3, {}, "127.0.0.1:8787", "ws://127.0.0.1:8787", "file:///tmp/x", "javascript:alert(1)", "http://"]) {
+      const verdict = resolveOptions({ key: "k", endpoint });
+      expect({ endpoint, ok: verdict.ok }).toEqual({ endpoint, ok: false });
+    }
+    const missing = resolveOptions({ key: "k", debug: true });
+    expect(missing).toEqual({ ok: false, reason: expect.stringContaining("no endpoint"), debug: true });
+    expect(resolveOptions({ key: "k", endpoint: " https://x.example/ " })).toMatchObject({ ok: true, options: { endpoint: "https://x.example" } });
   });
 
   test("a trailing slash is ignored", () => {
@@ -180,7 +193,7 @@ describe("options", () => {
 
   test("agreeWindowMs: a positive whole number up to a day, else the default", () => {
     const windowOf = (agreeWindowMs: unknown) => {
-      const verdict = resolveOptions({ key: "k", agreeWindowMs });
+      const verdict = resolveOptions({ key: "k", endpoint: "http://127.0.0.1:8787", agreeWindowMs });
       return verdict.ok ? verdict.options.agreeWindowMs : undefined;
     };
     expect(windowOf(undefined)).toBe(300_000);
@@ -195,6 +208,7 @@ describe("options", () => {
   test("agree and policy declarations are read leniently", () => {
     const verdict = resolveOptions({
       key: "k",
+      endpoint: "http://127.0.0.1:8787",
       policy: { pay: { requires_authorization: true }, bad: "yes" },
       agree: { price: { a: "x.y", b: "", c: 3 }, empty: {}, ["f".repeat(129)]: { a: "x" } },
     });

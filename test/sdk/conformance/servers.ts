@@ -3,8 +3,20 @@
 import { McpServer as McpServerV1 } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { Server as ServerV1 } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { McpServer as McpServerV117 } from "@modelcontextprotocol/sdk-1-17/server/mcp.js";
+import { Server as ServerV117 } from "@modelcontextprotocol/sdk-1-17/server/index.js";
+import {
+  CallToolRequestSchema as CallToolRequestSchemaV117,
+  ListToolsRequestSchema as ListToolsRequestSchemaV117,
+  McpError as McpErrorV117,
+} from "@modelcontextprotocol/sdk-1-17/types.js";
 import { McpServer as McpServerV2, ProtocolError, Server as ServerV2 } from "@modelcontextprotocol/server";
 import { z } from "zod";
+// MCP SDK 1.17 validates with its own Zod 3 (installed beside it); Zod 4 shapes mean nothing to it.
+import { z as z3 } from "../../../node_modules/@modelcontextprotocol/sdk-1-17/node_modules/zod/index.js";
+
+/** Which MCP SDK builds the server: 1 = `@modelcontextprotocol/sdk` 1.32, "1.17" = the 1.17 alias, 2 = 2.4. */
+export type Generation = 1 | "1.17" | 2;
 
 export type Kind = "McpServer" | "Server";
 export interface Case {
@@ -32,6 +44,9 @@ const ANSWERS: Record<string, () => unknown> = {
   structured_empty: () => ({ ...text("nothing matched, sorry"), structuredContent: {} }),
   structured_count_zero: () => ({ ...text("[]"), structuredContent: { count: 0 } }),
   refuses: () => ({ ...text("order 17 does not exist"), isError: true }),
+  // Its own _meta: on revision 2026-07-28 the 2.x codec merges the server's identity into it,
+  // so the SDK measures it through the codec rather than adding the learnt fixed growth.
+  with_meta: () => ({ ...text("annotated"), _meta: { "example.com/trace": "t-1" } }),
   explodes: () => {
     throw new Error("database unreachable");
   },
@@ -44,9 +59,10 @@ export const DESCRIPTIONS: Record<string, string | undefined> = {
   no_parts: undefined,
 };
 
-export function buildMcpServer(major: 1 | 2): unknown {
+export function buildMcpServer(major: Generation): unknown {
   const info = { name: "conformance-server", version: "3.1.4" };
-  const server = major === 1 ? new McpServerV1(info) : new McpServerV2(info);
+  const server = major === 1 ? new McpServerV1(info) : major === "1.17" ? new McpServerV117(info) : new McpServerV2(info);
+  const zod = (major === "1.17" ? z3 : z) as typeof z;
   const register = server.registerTool.bind(server) as (name: string, config: object, callback: (...args: unknown[]) => unknown) => {
     disable(): void;
   };
@@ -56,10 +72,10 @@ export function buildMcpServer(major: 1 | 2): unknown {
   }
   register(
     "lookup",
-    { description: "Look up orders", inputSchema: { query: z.string(), limit: z.number().int().optional() } },
+    { description: "Look up orders", inputSchema: { query: zod.string(), limit: zod.number().int().optional() } },
     (args: unknown) => text(`looked up ${(args as { query: string }).query}`),
   );
-  register("promises_number", { description: "Promises {n: number}", outputSchema: { n: z.number() } }, () => ({
+  register("promises_number", { description: "Promises {n: number}", outputSchema: { n: zod.number() } }, () => ({
     ...text("n is a word"),
     structuredContent: { n: "seven" },
   }));
@@ -82,6 +98,7 @@ export function mcpServerCases(): Case[] {
     { tool: "structured_empty", args: {}, outcome: "ok", is_empty: true },
     { tool: "structured_count_zero", args: {}, outcome: "ok", is_empty: false },
     { tool: "refuses", args: {}, outcome: "tool_error", is_empty: false },
+    { tool: "with_meta", args: {}, outcome: "ok", is_empty: false },
     { tool: "explodes", args: {}, outcome: "crashed", is_empty: false },
     // Validation strips the unknown key and the callback runs: the hash is over what was sent.
     { tool: "lookup", args: { zeta: "stripped by validation", query: "invoices ✓", limit: 3 }, outcome: "ok", is_empty: false },
@@ -94,7 +111,7 @@ export function mcpServerCases(): Case[] {
 }
 
 /** Low-level Server: the tools/call handler is the callback (SPEC §4). */
-export function buildLowLevelServer(major: 1 | 2): unknown {
+export function buildLowLevelServer(major: Generation): unknown {
   const info = { name: "conformance-low", version: "0.0.1" };
   const tools = [
     ...Object.keys(ANSWERS).map((name) => {
@@ -109,7 +126,8 @@ export function buildLowLevelServer(major: 1 | 2): unknown {
       ? [{ name: "listing", description: "Lists names", inputSchema: { type: "object" as const }, outputSchema: { type: "array", items: { type: "string" } } }]
       : []),
   ];
-  const invalid = (message: string) => (major === 1 ? new McpError(-32602, message) : new ProtocolError(-32602, message));
+  const invalid = (message: string) =>
+    major === 1 ? new McpError(-32602, message) : major === "1.17" ? new McpErrorV117(-32602, message) : new ProtocolError(-32602, message);
   const list = () => ({ tools });
   const call = (request: { params: { name: string; arguments?: Record<string, unknown> } }) => {
     const { name, arguments: args } = request.params;
@@ -121,6 +139,12 @@ export function buildLowLevelServer(major: 1 | 2): unknown {
     if (!answer) throw invalid(`unknown tool ${name}`);
     return answer();
   };
+  if (major === "1.17") {
+    const server = new ServerV117(info, { capabilities: { tools: {} } });
+    server.setRequestHandler(ListToolsRequestSchemaV117, list as never);
+    server.setRequestHandler(CallToolRequestSchemaV117, call as never);
+    return server;
+  }
   if (major === 1) {
     const server = new ServerV1(info, { capabilities: { tools: {} } });
     server.setRequestHandler(ListToolsRequestSchema, list as never);

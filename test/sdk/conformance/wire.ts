@@ -1,9 +1,12 @@
-// Real MCP clients (1.32 and 2.4) against servers of the matching major, with every JSON-RPC
+// Real MCP clients (1.17, 1.32 and 2.4) against servers of the matching version, with every JSON-RPC
 // message recorded as it crossed the transport: the review compares the SDK's payloads with the
 // wire itself, not with what a client library hands back after its own parsing.
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport as InMemoryV1 } from "@modelcontextprotocol/sdk/inMemory.js";
+import { Client as ClientV117 } from "@modelcontextprotocol/sdk-1-17/client/index.js";
+import { InMemoryTransport as InMemoryV117 } from "@modelcontextprotocol/sdk-1-17/inMemory.js";
 import { InMemoryTransport as InMemoryV2 } from "@modelcontextprotocol/server";
+import type { Generation } from "./servers.ts";
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpClientV2 } from "@modelcontextprotocol/client";
 
 export type JsonRpc = { id?: string | number; method?: string; params?: Record<string, unknown>; result?: Record<string, unknown>; error?: unknown };
@@ -53,13 +56,15 @@ export interface TappedClient {
 }
 
 /** Connects a real client of `major` to `server` over InMemoryTransport, recording the wire. */
-export async function connectTapped(major: 1 | 2, server: unknown, clientName: string): Promise<TappedClient> {
+export async function connectTapped(major: Generation, server: unknown, clientName: string): Promise<TappedClient> {
   const wire = newWire();
-  const [clientSide, serverSide] = major === 1 ? InMemoryV1.createLinkedPair() : InMemoryV2.createLinkedPair();
+  const [clientSide, serverSide] =
+    major === 1 ? InMemoryV1.createLinkedPair() : major === "1.17" ? InMemoryV117.createLinkedPair() : InMemoryV2.createLinkedPair();
   tap(serverSide as never, wire.received);
   tap(clientSide as never, wire.sent);
   await (server as { connect(transport: unknown): Promise<void> }).connect(serverSide);
-  const client = major === 1 ? new ClientV1({ name: clientName, version: "1.0.0" }) : new ClientV2({ name: clientName, version: "1.0.0" });
+  const info = { name: clientName, version: "1.0.0" };
+  const client = major === 1 ? new ClientV1(info) : major === "1.17" ? new ClientV117(info) : new ClientV2(info);
   await client.connect(clientSide as never);
   return {
     wire,
