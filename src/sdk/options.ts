@@ -1,6 +1,7 @@
 // watch() options (SPEC §4): checked once; anything but an object with a usable key disables the
 // SDK silently, with a debug line. The package reads no environment variables itself.
-import { MAX_AGREEMENT_FIELD_CHARS, MAX_TOOL_NAME_CHARS } from "../shared/limits.ts";
+import { codePointLength } from "../shared/hash.ts";
+import { MAX_AGREE_DECLARED_FIELDS, MAX_AGREE_DECLARED_TOOLS, MAX_AGREEMENT_FIELD_CHARS, MAX_TOOL_NAME_CHARS } from "../shared/limits.ts";
 import { DEFAULT_AGREE_WINDOW_MS } from "./constants.ts";
 
 const MAX_AGREE_WINDOW_MS = 86_400_000;
@@ -91,11 +92,15 @@ export function resolveOptions(raw: unknown): OptionsVerdict {
   const agree: ResolvedOptions["agree"] = new Map();
   const agreeByTool: ResolvedOptions["agreeByTool"] = new Map();
   if (isRecord(raw.agree)) {
+    // Names are capped in code points, and a startup declares at most 64 fields of at most 64 tools
+    // (SPEC §1.2): beyond that the ingest would drop the whole startup, so the rest is left out here.
     for (const [field, tools] of Object.entries(raw.agree)) {
-      if (field.length === 0 || field.length > MAX_AGREEMENT_FIELD_CHARS || !isRecord(tools)) continue;
+      if (agree.size === MAX_AGREE_DECLARED_FIELDS) break;
+      if (field.length === 0 || codePointLength(field) > MAX_AGREEMENT_FIELD_CHARS || !isRecord(tools)) continue;
       const paths = new Map<string, string>();
       for (const [tool, path] of Object.entries(tools)) {
-        if (tool.length === 0 || tool.length > MAX_TOOL_NAME_CHARS) continue;
+        if (paths.size === MAX_AGREE_DECLARED_TOOLS) break;
+        if (tool.length === 0 || codePointLength(tool) > MAX_TOOL_NAME_CHARS) continue;
         if (typeof path !== "string" || path.length === 0) continue;
         paths.set(tool, path);
         let declared = agreeByTool.get(tool);

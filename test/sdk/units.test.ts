@@ -185,6 +185,25 @@ describe("options", () => {
     expect(resolveOptions({ key: "k", endpoint: " https://x.example/ " })).toMatchObject({ ok: true, options: { endpoint: "https://x.example" } });
   });
 
+  test("agree: names capped in code points, at most 64 fields of at most 64 tools (SPEC §1.2)", () => {
+    const agreeOf = (agree: unknown) => {
+      const verdict = resolveOptions({ key: "k", endpoint: "http://127.0.0.1:8787", agree });
+      return verdict.ok ? verdict.options.agree : undefined;
+    };
+    const emoji = (n: number) => "🔍".repeat(n);
+    // 200 code points is a valid tool name even though it is 400 UTF-16 units; 201 is not.
+    const names = agreeOf({ price: { [emoji(200)]: "a", [emoji(201)]: "b", t: "c" } });
+    expect([...names!.get("price")!.keys()]).toEqual([emoji(200), "t"]);
+    const fields = agreeOf({ [emoji(128)]: { t: "a" }, [emoji(129)]: { t: "a" } });
+    expect([...fields!.keys()]).toEqual([emoji(128)]);
+    const many = (n: number, make: (i: number) => string) => Object.fromEntries(Array.from({ length: n }, (_, i) => [make(i), "v"]));
+    for (const [count, kept] of [[63, 63], [64, 64], [65, 64]] as const) {
+      expect(agreeOf({ f: many(count, (i) => `tool_${i}`) })!.get("f")!.size, `${count} tools`).toBe(kept);
+      const wide = Object.fromEntries(Array.from({ length: count }, (_, i) => [`field_${i}`, { t: "v" }]));
+      expect(agreeOf(wide)!.size, `${count} fields`).toBe(kept);
+    }
+  });
+
   test("a trailing slash is ignored", () => {
     expect(normaliseEndpoint("http://127.0.0.1:8787/")).toBe("http://127.0.0.1:8787");
     expect(normaliseEndpoint("http://127.0.0.1:8787//")).toBe("http://127.0.0.1:8787");
