@@ -222,12 +222,6 @@ CREATE TABLE tool_day_duration_buckets (
   PRIMARY KEY (project_id, day_start_ms, tool_name, client_name, bucket)
 );
 
-CREATE INDEX raw_calls_by_session_tool
-  ON raw_calls (project_id, session_id, tool_name, started_at_ms, call_seq);
-
-CREATE INDEX raw_calls_by_session
-  ON raw_calls (project_id, session_id, started_at_ms, call_seq);
-
 CREATE INDEX raw_calls_by_start
   ON raw_calls (project_id, started_at_ms);
 
@@ -283,3 +277,9 @@ CREATE TABLE rollup_chunk_deltas (
 CREATE TABLE rollup_chunk_startups (
   startup_seq INTEGER PRIMARY KEY
 );
+
+CREATE INDEX raw_calls_by_client_tool
+  ON raw_calls (project_id, session_id, client_name, tool_name, started_at_ms, call_seq);
+
+CREATE INDEX raw_calls_by_client
+  ON raw_calls (project_id, session_id, client_name, started_at_ms, call_seq);
