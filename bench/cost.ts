@@ -169,7 +169,7 @@ async function storedBytes(from: D1Database, scratch: string): Promise<number> {
       for (let offset = 0; ; offset += 5_000) {
         const rows = (await from.prepare(`SELECT ${cols.join(", ")} FROM ${name} LIMIT 5000 OFFSET ${offset}`).raw()) as unknown[][];
         if (rows.length === 0) break;
-        const r = await db.prepare(`INSERT INTO ${name} (${cols.join(", ")}) SELECT ${cols.map((_, i) => `value ->> ${i}`).join(", ")} FROM json_each(?1)`).bind(JSON.stringify(rows)).run();
+        const r = await db.prepare(`INSERT OR REPLACE INTO ${name} (${cols.join(", ")}) SELECT ${cols.map((_, i) => `value ->> ${i}`).join(", ")} FROM json_each(?1)`).bind(JSON.stringify(rows)).run();
         size = r.meta.size_after ?? size;
         if (rows.length < 5_000) break;
       }

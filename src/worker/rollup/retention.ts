@@ -104,12 +104,12 @@ export const RETENTION_SQL = {
   // 7 days old; the cutoff is 8 days and an hour back), so those histograms are final and their
   // buckets are never read again. Without this the bucket tables would keep ~50 rows per counter
   // row forever.
-  deleteHourBuckets: `DELETE FROM tool_hour_duration_buckets WHERE rowid IN (
-    SELECT rowid FROM tool_hour_duration_buckets
+  deleteHourBuckets: `DELETE FROM tool_hour_duration_buckets WHERE (project_id, hour_start_ms, tool_name, client_name, bucket) IN (
+    SELECT project_id, hour_start_ms, tool_name, client_name, bucket FROM tool_hour_duration_buckets
     WHERE project_id IN (SELECT project_id FROM projects) AND hour_start_ms < ?1 LIMIT ?2)`,
 
-  deleteDayBuckets: `DELETE FROM tool_day_duration_buckets WHERE rowid IN (
-    SELECT rowid FROM tool_day_duration_buckets
+  deleteDayBuckets: `DELETE FROM tool_day_duration_buckets WHERE (project_id, day_start_ms, tool_name, client_name, bucket) IN (
+    SELECT project_id, day_start_ms, tool_name, client_name, bucket FROM tool_day_duration_buckets
     WHERE project_id IN (SELECT project_id FROM projects) AND day_start_ms < ?1 - ${DAY_MS} LIMIT ?2)`,
 
   // Startups and verdicts are folded in by increments (never re-read), so only the watermark
