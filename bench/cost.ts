@@ -334,7 +334,13 @@ async function main() {
   if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, JSON.stringify(results.map((r) => ({ name: r.name, ...figures(r) })), null, 2));
   if (process.env.BENCH_WRITE !== "0") {
     writeBenchmarkSection("cost", `## bench:cost — rows written and bytes per tool call over its whole life\n\n${process.env.BENCH_PREAMBLE ?? ""}\n\n${table}\n\nCapacity:\n\n${caps}`);
-    writeFileSync(join(tmp, "capacity.md"), caps);
+    // docs/scaling.md holds the capacity table between its own markers.
+    const scaling = join(root, "docs", "scaling.md");
+    const doc = readFileSync(scaling, "utf8");
+    const [start, end] = ["<!-- bench:cost:capacity:start -->", "<!-- bench:cost:capacity:end -->"];
+    if (doc.includes(start) && doc.includes(end)) {
+      writeFileSync(scaling, doc.slice(0, doc.indexOf(start) + start.length) + `\n${caps}\n` + doc.slice(doc.indexOf(end)));
+    }
   }
   rmSync(tmp, { recursive: true, force: true });
 }
