@@ -19,22 +19,6 @@ CREATE TABLE api_keys (
   revoked_at_ms INTEGER
 );
 
-CREATE TABLE incoming_calls (
-  call_seq INTEGER PRIMARY KEY AUTOINCREMENT,
-  project_id TEXT NOT NULL,
-  session_id TEXT NOT NULL,
-  client_name TEXT NOT NULL,
-  tool_name TEXT NOT NULL,
-  started_at_ms REAL NOT NULL,
-  duration_ms INTEGER NOT NULL,
-  outcome TEXT NOT NULL CHECK (outcome IN ('ok', 'bad_args', 'tool_error', 'crashed')),
-  response_bytes INTEGER NOT NULL,
-  is_empty INTEGER NOT NULL CHECK (is_empty IN (0, 1)),
-  args_hash TEXT NOT NULL,
-  duration_bucket INTEGER NOT NULL,
-  received_at_ms INTEGER NOT NULL
-);
-
 CREATE TABLE raw_calls (
   call_seq INTEGER PRIMARY KEY,
   project_id TEXT NOT NULL,
@@ -202,32 +186,6 @@ CREATE TABLE rollup_state (
   value INTEGER NOT NULL
 );
 
-CREATE TABLE tool_hour_duration_buckets (
-  project_id TEXT NOT NULL,
-  hour_start_ms INTEGER NOT NULL,
-  tool_name TEXT NOT NULL,
-  client_name TEXT NOT NULL,
-  bucket INTEGER NOT NULL,
-  calls INTEGER NOT NULL,
-  PRIMARY KEY (project_id, hour_start_ms, tool_name, client_name, bucket)
-);
-
-CREATE TABLE tool_day_duration_buckets (
-  project_id TEXT NOT NULL,
-  day_start_ms INTEGER NOT NULL,
-  tool_name TEXT NOT NULL,
-  client_name TEXT NOT NULL,
-  bucket INTEGER NOT NULL,
-  calls INTEGER NOT NULL,
-  PRIMARY KEY (project_id, day_start_ms, tool_name, client_name, bucket)
-);
-
-CREATE INDEX raw_calls_by_session_tool
-  ON raw_calls (project_id, session_id, tool_name, started_at_ms, call_seq);
-
-CREATE INDEX raw_calls_by_session
-  ON raw_calls (project_id, session_id, started_at_ms, call_seq);
-
 CREATE INDEX raw_calls_by_start
   ON raw_calls (project_id, started_at_ms);
 
@@ -283,3 +241,45 @@ CREATE TABLE rollup_chunk_deltas (
 CREATE TABLE rollup_chunk_startups (
   startup_seq INTEGER PRIMARY KEY
 );
+
+CREATE INDEX raw_calls_by_client_tool
+  ON raw_calls (project_id, session_id, client_name, tool_name, started_at_ms, call_seq);
+
+CREATE INDEX raw_calls_by_client
+  ON raw_calls (project_id, session_id, client_name, started_at_ms, call_seq);
+
+CREATE TABLE "incoming_calls" (
+  call_seq INTEGER PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  client_name TEXT NOT NULL,
+  tool_name TEXT NOT NULL,
+  started_at_ms REAL NOT NULL,
+  duration_ms INTEGER NOT NULL,
+  outcome TEXT NOT NULL CHECK (outcome IN ('ok', 'bad_args', 'tool_error', 'crashed')),
+  response_bytes INTEGER NOT NULL,
+  is_empty INTEGER NOT NULL CHECK (is_empty IN (0, 1)),
+  args_hash TEXT NOT NULL,
+  duration_bucket INTEGER NOT NULL,
+  received_at_ms INTEGER NOT NULL
+);
+
+CREATE TABLE "tool_hour_duration_buckets" (
+  project_id TEXT NOT NULL,
+  hour_start_ms INTEGER NOT NULL,
+  tool_name TEXT NOT NULL,
+  client_name TEXT NOT NULL,
+  bucket INTEGER NOT NULL,
+  calls INTEGER NOT NULL,
+  PRIMARY KEY (project_id, hour_start_ms, tool_name, client_name, bucket)
+) WITHOUT ROWID;
+
+CREATE TABLE "tool_day_duration_buckets" (
+  project_id TEXT NOT NULL,
+  day_start_ms INTEGER NOT NULL,
+  tool_name TEXT NOT NULL,
+  client_name TEXT NOT NULL,
+  bucket INTEGER NOT NULL,
+  calls INTEGER NOT NULL,
+  PRIMARY KEY (project_id, day_start_ms, tool_name, client_name, bucket)
+) WITHOUT ROWID;

@@ -7,12 +7,14 @@ import { fileURLToPath } from "node:url";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 
 /**
- * Writes the bundled worker to `outfile`.
+ * Writes the bundled worker to `outfile`; `entry` (default src/worker/index.ts) names another entry
+ * that wraps it (bench/cost/metered-worker.ts).
  * @param {string} outfile
+ * @param {string} [entry]
  */
-export async function bundleWorker(outfile) {
+export async function bundleWorker(outfile, entry = join(root, "src/worker/index.ts")) {
   await build({
-    entryPoints: [join(root, "src/worker/index.ts")],
+    entryPoints: [entry],
     bundle: true,
     format: "esm",
     platform: "neutral",

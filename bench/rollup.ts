@@ -35,9 +35,9 @@ type Db = Awaited<ReturnType<Miniflare["getD1Database"]>>;
 // retries are common); 5 argument hashes; 3 clients; outcomes 85 % ok; latencies log-spread
 // 1 ms–30 s; every 100th call arrives 10 minutes late (its started_at is 10 minutes back).
 const SEED_SQL = `WITH RECURSIVE n(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM n WHERE i < ?2)
-INSERT INTO incoming_calls (project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, outcome,
+INSERT INTO incoming_calls (call_seq, project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, outcome,
   response_bytes, is_empty, args_hash, duration_bucket, received_at_ms)
-SELECT 'bench', 's_' || (i % 50 + 50 * (i / 10000)),
+SELECT i, 'bench', 's_' || (i % 50 + 50 * (i / 10000)),
   CASE (i % 50 + i / 10000) % 3 WHEN 0 THEN 'claude-ai' WHEN 1 THEN 'cursor' ELSE 'vscode' END,
   'tool_' || ((i * 7919) % 97 % 8),
   ?3 + i * ${SPACING_MS} + (i * 13) % 40 - CASE WHEN i % 100 = 0 THEN 600000 ELSE 0 END,

@@ -4,6 +4,8 @@
 // head database gives for the same payloads, sent in the same batches with the rollup at the same
 // points. Each migration that changes the layout or a definition extends what this test checks:
 // 0002 (agreement pairs in code-point order) with verdicts naming pairs in both orders.
+// 0003 (retries and pairs per client, SPEC §2.2, §2.4) recomputes flags the first release derived
+// per session, so the workload must hold two clients interleaved in one session.
 import fc from "fast-check";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,8 +14,8 @@ import { fileURLToPath } from "node:url";
 import { afterAll, expect, test } from "vitest";
 import { readMigrations, applyMigrations } from "../../scripts/migrations.ts";
 import { createProject, startWorker, type RunningWorker } from "./dashboard/start-worker.ts";
-import { CALLED_TOOLS, CLIENTS, DAY_MS, UNCALLED_TOOLS, generateWorkload, toPayload } from "./conformance/workload.ts";
-import { dayOf } from "./conformance/reference.ts";
+import { CALLED_TOOLS, CLIENTS, DAY_MS, UNCALLED_TOOLS, generateWorkload, toPayload, type Item } from "./conformance/workload.ts";
+import { Reference, dayOf } from "./conformance/reference.ts";
 import { storedPayloadRows } from "./helpers/stored-rows.ts";
 
 const FIRST_RELEASE = fileURLToPath(new URL("../fixtures/first-release/", import.meta.url));
@@ -128,6 +130,21 @@ test("a first-release database migrated to head answers every metric as a fresh 
   const nowMs = Date.now();
   const [g] = fc.sample(fc.gen(), { numRuns: 1, seed: 20261201 });
   const workload = generateWorkload(g!, nowMs);
+  // Two clients interleaved in one session, whatever the seed gives: the first release counted
+  // these as retries and pairs across clients; after 0003 they must not be.
+  const twoClients: Item[] = [0, 1, 2, 3].map((i) => ({
+    type: "call", session_id: "s_two_clients", client_name: CLIENTS[i % 2]!, tool_name: CALLED_TOOLS[i % 3]!,
+    startedUs: (nowMs - 3_600_000 + i * 1_000) * 1000, duration_ms: 100, outcome: "ok", response_bytes: 10,
+    is_empty: false, args_hash: i < 2 ? "aaaa11112222" : "bbbb33334444",
+  }));
+  twoClients.push({ ...(twoClients[0] as Extract<Item, { type: "call" }>), tool_name: CALLED_TOOLS[0], startedUs: (nowMs - 3_600_000 + 1_500) * 1000, args_hash: "cccc55556666" });
+  workload.items.push(...twoClients);
+  workload.batchSizes.push(twoClients.length);
+  workload.wire.push(...twoClients.map(() => workload.wire[0]!));
+  workload.rollupAfter.push(true);
+  const coverage = new Reference(workload.items.filter((i) => i.type !== "junk").map((item, seq) => ({ ...item, seq, receivedMs: 0, landedMs: 0 }))).coverage();
+  expect(coverage).toContain("other client's call in the retry window");
+  expect(coverage).toContain("other client's call between a pair");
   let at = 0;
   let kept = 0;
   // The same cron time for both databases, so as_of agrees.

@@ -57,6 +57,21 @@ describe("KeyBudget Durable Object", () => {
     expect(await b.take(5, 5)).toEqual({ admitted: true });
   });
 
+  it("writes nothing while the bucket stays at 90 % or more of its capacity (each write is a billed row)", async () => {
+    const { runInDurableObject } = await import("cloudflare:test");
+    const stub = env.KEY_BUDGET.get(env.KEY_BUDGET.idFromName("mp_live_budgetD1"));
+    expect(await stub.take(1, 10)).toEqual({ admitted: true });
+    await runInDurableObject(stub, async (_instance, state) => {
+      expect(await state.storage.get("bucket")).toBeUndefined();
+    });
+    expect(await stub.take(1, 10)).toEqual({ admitted: true });
+    await runInDurableObject(stub, async (_instance, state) => {
+      const tokens = (await state.storage.get<{ tokens: number }>("bucket"))?.tokens;
+      expect(tokens).toBeGreaterThanOrEqual(8);
+      expect(tokens).toBeLessThan(9);
+    });
+  });
+
   it("writes the bucket to the object's storage, where a restarted instance reads it", async () => {
     const { runInDurableObject } = await import("cloudflare:test");
     const stub = env.KEY_BUDGET.get(env.KEY_BUDGET.idFromName("mp_live_budgetC1"));

@@ -210,13 +210,14 @@ describe("429: over the key's payload budget", () => {
 
   it("applies the default of 10,000 per minute, counted in the key's Durable Object", async () => {
     const p = await createProject();
-    expect((await postIngest({ batch: calls(500) }, { key: p.ingest_key })).status).toBe(202);
+    // 1,100 payloads: below 90 % of the bucket, where the object stores it (src/worker/budget/key-budget.ts).
+    for (const n of [500, 500, 100]) expect((await postIngest({ batch: calls(n) }, { key: p.ingest_key })).status).toBe(202);
     const stub = env.KEY_BUDGET.get(env.KEY_BUDGET.idFromName(p.ingest_key.slice(0, 16)));
     await runInDurableObject(stub, async (_instance, state) => {
       const bucket = await state.storage.get<{ tokens: number; budgetPerMinute: number }>("bucket");
       expect(bucket?.budgetPerMinute).toBe(10_000);
-      expect(bucket!.tokens).toBeGreaterThanOrEqual(9_500);
-      expect(bucket!.tokens).toBeLessThan(9_600);
+      expect(bucket!.tokens).toBeGreaterThanOrEqual(8_900);
+      expect(bucket!.tokens).toBeLessThan(9_000);
     });
   });
 });

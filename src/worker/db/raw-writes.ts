@@ -4,7 +4,7 @@
 // D1 allows 100 bound parameters per statement and 50 queries per invocation (free plan), so rows
 // are never bound one by one: each table gets one `INSERT … SELECT … FROM json_each(?1)` over a
 // JSON array of row tuples. `json_each` walks the array in order and `ORDER BY key` keeps it, so the
-// AUTOINCREMENT `*_seq` columns follow receive order (ties in started_at resolve by it, SPEC §2.2).
+// `*_seq` columns follow receive order (ties in started_at resolve by it, SPEC §2.2).
 // Only named fields are copied into the tuples: nothing outside the schema can reach a row.
 import { compareByCodePoint, type Payload } from "../../shared/index.ts";
 import { durationBucket } from "../histogram.ts";
@@ -64,11 +64,22 @@ function jsonChunks(tuples: readonly unknown[]): string[] {
   return chunks;
 }
 
-const INSERT_CALLS_SQL = `INSERT INTO incoming_calls (project_id, session_id, client_name, tool_name, started_at_ms,
+/**
+ * The call_seq before a statement's first call: above every number in use in incoming_calls and
+ * raw_calls and above the rollup's calls watermark, so a number is never handed out twice even
+ * once the tables are emptied (what AUTOINCREMENT guaranteed, without the sqlite_sequence row it
+ * rewrites on every statement, migration 0004). Both MAX are rowid seeks; one statement is atomic.
+ */
+export const CALL_SEQ_BASE_SQL = `SELECT MAX(
+    COALESCE((SELECT MAX(call_seq) FROM incoming_calls), 0),
+    COALESCE((SELECT MAX(call_seq) FROM raw_calls), 0),
+    COALESCE((SELECT value FROM rollup_state WHERE name = 'calls_seq'), 0)) AS base`;
+
+const INSERT_CALLS_SQL = `INSERT INTO incoming_calls (call_seq, project_id, session_id, client_name, tool_name, started_at_ms,
   duration_ms, outcome, response_bytes, is_empty, args_hash, duration_bucket, received_at_ms)
-SELECT ?2, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6,
-  value ->> 7, value ->> 8, value ->> 9, ?3
-FROM json_each(?1) ORDER BY key`;
+SELECT seq.base + j.key + 1, ?2, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5,
+  j.value ->> 6, j.value ->> 7, j.value ->> 8, j.value ->> 9, ?3
+FROM (${CALL_SEQ_BASE_SQL}) AS seq, json_each(?1) AS j ORDER BY j.key`;
 
 const INSERT_STARTUPS_SQL = `INSERT INTO raw_startups (project_id, session_id, client_name, received_at_ms, sdk,
   mcp_sdk_version, transport, protocol_version, tools_json, agree_declared_json)

@@ -3,8 +3,8 @@
 //
 // Why this is exact whatever the arrival order (SPEC §2.2, "exact and final"): every figure is a
 // per-call flag that depends only on the call's immediate predecessor and successor, in its
-// (project, session, tool) sequence for retries and in its session for pairs, both ordered by
-// (started_at_ms, call_seq). A new call changes the flags of itself and of those neighbours only.
+// (project, session, client, tool) sequence for retries and in its (project, session, client)
+// sequence for pairs, both ordered by (started_at_ms, call_seq). A new call changes the flags of itself and of those neighbours only.
 // So a chunk (a) takes the next calls above the `calls_seq` watermark, (b) adds their neighbours,
 // (c) recomputes the flags of all of them among the calls at or below the new watermark (the same
 // value a batch computation over those calls gives), and (d) stores the flags on raw_calls.
@@ -32,16 +32,18 @@ const chunkTop = `(SELECT MAX(call_seq) FROM rollup_chunk_call_rows WHERE is_new
 /** Row-value order of the SPEC: started_at, then receive order. */
 const before = (a: string, b: string) => `(${a}.started_at_ms, ${a}.call_seq) < (${b}.started_at_ms, ${b}.call_seq)`;
 const after = (a: string, b: string) => `(${a}.started_at_ms, ${a}.call_seq) > (${b}.started_at_ms, ${b}.call_seq)`;
-const sameTool = (a: string, b: string) =>
-  `${a}.project_id = ${b}.project_id AND ${a}.session_id = ${b}.session_id AND ${a}.tool_name = ${b}.tool_name`;
-const sameSession = (a: string, b: string) => `${a}.project_id = ${b}.project_id AND ${a}.session_id = ${b}.session_id`;
+// SPEC §2.2, §2.4: one session serves many clients (every real SDK keeps one session per process),
+// so both sequences are per client: user A's call followed by user B's is neither a retry nor a pair.
+const sameClient = (a: string, b: string) =>
+  `${a}.project_id = ${b}.project_id AND ${a}.session_id = ${b}.session_id AND ${a}.client_name = ${b}.client_name`;
+const sameTool = (a: string, b: string) => `${sameClient(a, b)} AND ${a}.tool_name = ${b}.tool_name`;
 
 /**
  * call_seq of the chunk row `c`'s neighbour among the calls visible to the chunk: one seek in
- * raw_calls_by_session_tool or raw_calls_by_session.
+ * raw_calls_by_client_tool or raw_calls_by_client.
  */
 function neighbour(kind: "tool_prev" | "tool_next" | "session_prev" | "session_next"): string {
-  const scope = kind.startsWith("tool") ? sameTool("x", "c") : sameSession("x", "c");
+  const scope = kind.startsWith("tool") ? sameTool("x", "c") : sameClient("x", "c");
   const prev = kind.endsWith("prev");
   return `(SELECT x.call_seq FROM raw_calls x
     WHERE ${scope} AND ${prev ? before("x", "c") : after("x", "c")} AND x.call_seq <= ${chunkTop}
@@ -83,8 +85,8 @@ export const CALL_CHUNK_SQL = {
   // Each call's neighbours, looked up once (index seeks) and kept by call_seq.
   findNeighbours: FIND_NEIGHBOURS,
 
-  // A new call changes: its (session, tool) predecessor's was_retried, its successor's is_retry,
-  // and its session predecessor's next tool (SPEC §2.2, §2.4). Nothing else.
+  // A new call changes: its (session, client, tool) predecessor's was_retried, its successor's
+  // is_retry, and its (session, client) predecessor's next tool (SPEC §2.2, §2.4). Nothing else.
   addNeighbours: `${copyRows(0)}
     WHERE call_seq IN (
       SELECT prev_tool_seq FROM rollup_chunk_call_rows
@@ -100,7 +102,8 @@ export const CALL_CHUNK_SQL = {
   // A call older than the raw rows retention keeps (`raw_kept_from_ms`) keeps its flags: its
   // (session, tool) neighbours may be gone, so recomputing would see a wrong predecessor, while
   // no call the ingest still accepts can be within 30 s of it (docs/metrics.md, "Retention"), so
-  // its true flags cannot change. Its next tool is still recomputed (pairs have no time window).
+  // its true flags cannot change. Its next tool is still recomputed (pairs have no time window):
+  // retention keeps each (session, client)'s latest call before its cutoff for that.
   computeFlags: `UPDATE rollup_chunk_call_rows AS c SET
       is_retry = CASE WHEN c.is_new = 0 AND c.started_at_ms < ${keptFrom} THEN c.old_is_retry ELSE
         COALESCE((SELECT (${retryGapSql("x", "c")}) AND x.args_hash <> c.args_hash FROM raw_calls x WHERE x.call_seq = c.prev_tool_seq), 0) END,

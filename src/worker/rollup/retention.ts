@@ -8,9 +8,9 @@
 //   retried by starts at most 8 days + 30 s before now; the cutoff is at least 8 days + 1 hour
 //   back (an hour of margin for clocks), and the rollup keeps the flags of calls before it as
 //   they are (`raw_kept_from_ms`);
-// - the latest call of each session before the cutoff: a new call's session predecessor can be
-//   any distance back (tool pairs have no time window, SPEC §2.4), so that call stays to carry
-//   the pair (one row per session at most).
+// - the latest call of each (session, client) before the cutoff: a new call's predecessor in its
+//   (session, client) sequence can be any distance back (tool pairs have no time window, SPEC
+//   §2.4), so that call stays to carry the pair (one row per session and client at most).
 import {
   AGREEMENTS_WATERMARK,
   AS_OF,
@@ -78,7 +78,7 @@ export const RETENTION_SQL = {
     ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value)`,
 
   // The scan starts a day before the previous run's cutoff, not at the beginning of time: below
-  // that lie only the calls kept on purpose (one per session), and a run must not re-read them all.
+  // that lie only the calls kept on purpose (one per session and client), and a run must not re-read them all.
   // A kept call whose session went on after a pause of more than a day stays (harmless).
   deleteCalls: `DELETE FROM raw_calls WHERE call_seq IN (
     SELECT x.call_seq FROM raw_calls x
@@ -86,7 +86,7 @@ export const RETENTION_SQL = {
       AND x.started_at_ms >= ${stateValueSql(RETENTION_SCAN_FROM)}
       AND x.started_at_ms < ?1 AND x.call_seq <= ${stateValueSql(CALLS_WATERMARK)}
       AND EXISTS (SELECT 1 FROM raw_calls y
-        WHERE y.project_id = x.project_id AND y.session_id = x.session_id
+        WHERE y.project_id = x.project_id AND y.session_id = x.session_id AND y.client_name = x.client_name
           AND (y.started_at_ms, y.call_seq) > (x.started_at_ms, x.call_seq)
           AND y.started_at_ms < ?1 AND y.call_seq <= ${stateValueSql(CALLS_WATERMARK)})
     LIMIT ?2)`,
@@ -104,12 +104,12 @@ export const RETENTION_SQL = {
   // 7 days old; the cutoff is 8 days and an hour back), so those histograms are final and their
   // buckets are never read again. Without this the bucket tables would keep ~50 rows per counter
   // row forever.
-  deleteHourBuckets: `DELETE FROM tool_hour_duration_buckets WHERE rowid IN (
-    SELECT rowid FROM tool_hour_duration_buckets
+  deleteHourBuckets: `DELETE FROM tool_hour_duration_buckets WHERE (project_id, hour_start_ms, tool_name, client_name, bucket) IN (
+    SELECT project_id, hour_start_ms, tool_name, client_name, bucket FROM tool_hour_duration_buckets
     WHERE project_id IN (SELECT project_id FROM projects) AND hour_start_ms < ?1 LIMIT ?2)`,
 
-  deleteDayBuckets: `DELETE FROM tool_day_duration_buckets WHERE rowid IN (
-    SELECT rowid FROM tool_day_duration_buckets
+  deleteDayBuckets: `DELETE FROM tool_day_duration_buckets WHERE (project_id, day_start_ms, tool_name, client_name, bucket) IN (
+    SELECT project_id, day_start_ms, tool_name, client_name, bucket FROM tool_day_duration_buckets
     WHERE project_id IN (SELECT project_id FROM projects) AND day_start_ms < ?1 - ${DAY_MS} LIMIT ?2)`,
 
   // Startups and verdicts are folded in by increments (never re-read), so only the watermark

@@ -52,12 +52,12 @@ export class Reference {
     this.startups = items.filter((i): i is Received<Startup> => i.type === "startup");
     this.verdicts = items.filter((i): i is Received<Verdict> => i.type === "agreement");
     const calls = items.filter((i): i is Received<Call> => i.type === "call");
-    // §2.2: per session and tool, ordered by started_at then receive order; c was retried when the
-    // very next call starts 0–30,000 ms after c's end with a different args_hash.
+    // §2.2: per session, client and tool, ordered by started_at then receive order; c was retried
+    // when the very next call starts 0–30,000 ms after c's end with a different args_hash.
     const flagged = calls.map((c) => ({ ...c, isRetry: false, wasRetried: false }));
     const sequences = new Map<string, FlaggedCall[]>();
     for (const c of flagged) {
-      const key = `${c.session_id}\u0000${c.tool_name}`;
+      const key = `${c.session_id}\u0000${c.client_name}\u0000${c.tool_name}`;
       sequences.set(key, [...(sequences.get(key) ?? []), c]);
     }
     for (const seq of sequences.values()) {
@@ -83,7 +83,7 @@ export class Reference {
     const seen = new Set<string>();
     const sequences = new Map<string, FlaggedCall[]>();
     for (const c of this.calls) {
-      const key = `${c.session_id}\u0000${c.tool_name}`;
+      const key = `${c.session_id}\u0000${c.client_name}\u0000${c.tool_name}`;
       sequences.set(key, [...(sequences.get(key) ?? []), c]);
     }
     for (const seq of sequences.values()) {
@@ -101,9 +101,32 @@ export class Reference {
         if (gapUs >= 0 && gapUs <= 30_000_000 && !differs) seen.add("same-hash repeat in the window");
         if (n.startedUs === c.startedUs) seen.add("tied started_at");
         if (n.isRetry && dayOf(startedMs(n)) !== dayOf(startedMs(c))) seen.add("retry across a UTC midnight");
-        if (n.isRetry && n.client_name !== c.client_name) seen.add("retry in another client");
         chain = n.isRetry ? chain + 1 : 1;
         if (chain >= 3) seen.add("chain of 3+");
+      }
+    }
+    // Two clients in one session: a call of the other client inside the retry window is no retry,
+    // and a call of the other client in between does not break a pair (SPEC §2.2, §2.4).
+    const bySessionTool = new Map<string, FlaggedCall[]>();
+    for (const c of this.calls) {
+      const key = `${c.session_id}\u0000${c.tool_name}`;
+      bySessionTool.set(key, [...(bySessionTool.get(key) ?? []), c]);
+    }
+    for (const seq of bySessionTool.values()) {
+      seq.sort(byStartThenReceive);
+      for (let i = 0; i + 1 < seq.length; i++) {
+        const c = seq[i]!;
+        const n = seq[i + 1]!;
+        const gapUs = n.startedUs - (c.startedUs + c.duration_ms * 1000);
+        if (n.client_name !== c.client_name && gapUs >= 0 && gapUs <= 30_000_000 && n.args_hash !== c.args_hash) seen.add("other client's call in the retry window");
+      }
+    }
+    const bySession = new Map<string, FlaggedCall[]>();
+    for (const c of this.calls) bySession.set(c.session_id, [...(bySession.get(c.session_id) ?? []), c]);
+    for (const seq of bySession.values()) {
+      seq.sort(byStartThenReceive);
+      for (let i = 0; i + 2 < seq.length; i++) {
+        if (seq[i]!.client_name === seq[i + 2]!.client_name && seq[i + 1]!.client_name !== seq[i]!.client_name) seen.add("other client's call between a pair");
       }
     }
     const sessionDays = new Map<string, Set<string>>();
@@ -219,10 +242,13 @@ export class Reference {
     return rows;
   }
 
-  /** §2.4 pairs: A and the very next call of its session (any tool); counted on A's day, A's client. */
+  /** §2.4 pairs: A and the very next call of its session and client (any tool); counted on A's day, A's client. */
   pairs(from: string, to: string, filters: { client?: string; tool?: string } = {}): Map<string, number> {
     const bySession = new Map<string, FlaggedCall[]>();
-    for (const c of this.calls) bySession.set(c.session_id, [...(bySession.get(c.session_id) ?? []), c]);
+    for (const c of this.calls) {
+      const key = `${c.session_id}\u0000${c.client_name}`;
+      bySession.set(key, [...(bySession.get(key) ?? []), c]);
+    }
     const pairs = new Map<string, number>();
     for (const calls of bySession.values()) {
       calls.sort(byStartThenReceive);

@@ -125,6 +125,9 @@ export function generateWorkload(g: Gen, nowMs: number): Workload {
     // Now and then a session that only sends startups (it still counts as a session, SPEC §2.4).
     const callCount = g(fc.integer, { min: 0, max: 7 }) === 0 ? 0 : g(fc.integer, { min: 20, max: 70 });
     const switchAt = g(fc.integer, { min: 1, max: callCount + 5 });
+    // Now and then two clients served from one session, interleaved call by call (an HTTP server
+    // behind one SDK session, SPEC §2.2: their calls are never retries or pairs of each other).
+    const interleaved = g(fc.integer, { min: 0, max: 3 }) === 0;
     // Few tools per session, so one tool's calls often follow each other (retry edges get exercised).
     const tools = [pick(g, CALLED_TOOLS), pick(g, CALLED_TOOLS), pick(g, CALLED_TOOLS)];
     // Sometimes exactly on a UTC midnight or one microsecond before it (day and hour edges).
@@ -145,7 +148,7 @@ export function generateWorkload(g: Gen, nowMs: number): Workload {
       const call: Call = {
         type: "call",
         session_id: sessionId,
-        client_name: i >= switchAt ? secondClient : firstClient,
+        client_name: (interleaved ? g(fc.boolean) : i >= switchAt) ? secondClient : firstClient,
         tool_name: pick(g, tools),
         startedUs: start,
         duration_ms: g(fc.integer, { min: 0, max: 59 }) === 0 ? MAX_DURATION_MS : pick(g, DURATIONS_MS),

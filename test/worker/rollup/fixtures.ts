@@ -1,5 +1,6 @@
 // Test helpers for the rollup: write raw rows straight into D1 (as ingest would), read every
 // rollup table back in a canonical form, and count D1 statements through a proxy.
+import { CALL_SEQ_BASE_SQL } from "../../../src/worker/db/raw-writes.ts";
 import { durationBucket } from "../../../src/worker/histogram.ts";
 
 export type Outcome = "ok" | "bad_args" | "tool_error" | "crashed";
@@ -86,13 +87,13 @@ const UPSERT_SESSION = `INSERT INTO sessions (project_id, session_id, first_seen
     first_seen_ms = MIN(first_seen_ms, excluded.first_seen_ms),
     last_seen_ms = MAX(last_seen_ms, excluded.last_seen_ms)`;
 
-const INSERT_CALLS = `INSERT INTO incoming_calls (project_id, session_id, client_name, tool_name, started_at_ms, duration_ms,
+const INSERT_CALLS = `INSERT INTO incoming_calls (call_seq, project_id, session_id, client_name, tool_name, started_at_ms, duration_ms,
     outcome, response_bytes, is_empty, args_hash, duration_bucket, received_at_ms)
-  SELECT json_extract(value, '$.project_id'), json_extract(value, '$.session_id'), json_extract(value, '$.client_name'),
+  SELECT seq.base + key + 1, json_extract(value, '$.project_id'), json_extract(value, '$.session_id'), json_extract(value, '$.client_name'),
     json_extract(value, '$.tool_name'), json_extract(value, '$.started_at_ms'), json_extract(value, '$.duration_ms'),
     json_extract(value, '$.outcome'), json_extract(value, '$.response_bytes'), json_extract(value, '$.is_empty'),
     json_extract(value, '$.args_hash'), json_extract(value, '$.duration_bucket'), ?2
-  FROM json_each(?1) ORDER BY key`;
+  FROM (${CALL_SEQ_BASE_SQL}) AS seq, json_each(?1) ORDER BY key`;
 
 /**
  * Writes one received batch of payloads in order, as ingest would: each payload gets the next

@@ -70,8 +70,8 @@ export function referenceRollup(
     r.histogram[b] = (r.histogram[b] ?? 0) + 1;
   }
 
-  // §2.2: per (session, tool) sequence; n is the next call; gap = n.start − (c.start + c.duration).
-  const sequences = groupBy(calls, (r) => key(r.item.project_id, r.item.session_id, r.item.tool_name));
+  // §2.2: per (session, client, tool) sequence; n is the next call; gap = n.start − (c.start + c.duration).
+  const sequences = groupBy(calls, (r) => key(r.item.project_id, r.item.session_id, r.item.client_name, r.item.tool_name));
   for (const seq of sequences.values()) {
     seq.sort(byStartThenReceipt);
     const retried = (i: number): boolean => {
@@ -114,9 +114,9 @@ export function referenceRollup(
     for (const [b, n] of Object.entries(h.histogram)) d.histogram[b] = (d.histogram[b] ?? 0) + n;
   }
 
-  // --- §2.4 pairs: B is the very next call of the session; counted on A's day and client -------
+  // --- §2.4 pairs: B is the very next call of the session and client; counted on A's day and client
   const pairs = new Map<Key, RollupSnapshot["pairs"][number]>();
-  for (const seq of groupBy(calls, (r) => key(r.item.project_id, r.item.session_id)).values()) {
+  for (const seq of groupBy(calls, (r) => key(r.item.project_id, r.item.session_id, r.item.client_name)).values()) {
     seq.sort(byStartThenReceipt);
     for (let i = 0; i + 1 < seq.length; i++) {
       const a = seq[i]!.item;

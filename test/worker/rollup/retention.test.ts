@@ -144,9 +144,12 @@ describe("retention", () => {
 
   it("changes no figure: after retention and newer calls, every table equals the reference over all calls ever received", async () => {
     // s1: P then K, a retry of P 5 s after P ended, both before the cutoff (K is s1's latest
-    // there, P goes); later calls of s1 arrive after retention. s2: old calls, one new call.
+    // there for claude, P goes); Q, cursor's only call in s1 before the cutoff, stays even though
+    // it is older than K: pairs follow each client's own sequence (SPEC §2.4). Later calls of s1
+    // arrive after retention. s2: old calls, one new call.
     const P = call({ session_id: "s1", started_at_ms: CUTOFF_30 - 2 * DAY, duration_ms: 1_000, args_hash: "aaaa" });
-    const K = call({ session_id: "s1", started_at_ms: CUTOFF_30 - 2 * DAY + 6_000, args_hash: "bbbb", client_name: "cursor" });
+    const K = call({ session_id: "s1", started_at_ms: CUTOFF_30 - 2 * DAY + 6_000, args_hash: "bbbb" });
+    const Q = call({ session_id: "s1", started_at_ms: CUTOFF_30 - 2 * DAY + 3_000, client_name: "cursor", tool_name: "list" });
     const s2Old = [0, 1, 2, 3].map((i) =>
       call({ session_id: "s2", started_at_ms: CUTOFF_30 - 10 * DAY + i * 60_000, tool_name: i % 2 ? "fetch" : "search" }),
     );
@@ -154,6 +157,7 @@ describe("retention", () => {
     const newer = [
       call({ session_id: "s1", started_at_ms: NOW - 2 * HOUR, args_hash: "cccc" }),
       call({ session_id: "s1", started_at_ms: NOW - 2 * HOUR + 10_000, tool_name: "fetch" }),
+      call({ session_id: "s1", started_at_ms: NOW - 2 * HOUR + 20_000, tool_name: "fetch", client_name: "cursor" }),
       call({ session_id: "s2", started_at_ms: NOW - 3 * HOUR, tool_name: "list" }),
     ];
     const received: Received<TestCall>[] = [];
@@ -161,7 +165,7 @@ describe("retention", () => {
       for (const item of list) received.push({ seq: received.length, received_at_ms: at, item });
       await deliver(db, calls(list), at);
     };
-    await send([P, K, ...s2Old, ...s3], NOW - 40 * DAY);
+    await send([P, Q, K, ...s2Old, ...s3], NOW - 40 * DAY);
     await runRollup(db, NOW);
     const before = await snapshot(db);
 

@@ -132,15 +132,57 @@ describe("SPEC §2.2 retries", () => {
     expect(t).toEqual({ calls: 4, retries: 0, attempts: 4, firstOk: 1 });
   });
 
-  it("a chain counts in its first call's hour and client; a retry in its own", async () => {
+  it("a chain counts in its first call's hour; a retry in its own", async () => {
     const rows = await rollupOf([
       call({ started_at_ms: H11 - 10_000, duration_ms: 2_000, args_hash: "aaaa", client_name: "cursor" }),
-      call({ started_at_ms: H11 + 5_000, args_hash: "bbbb", client_name: "claude" }),
+      call({ started_at_ms: H11 + 5_000, args_hash: "bbbb", client_name: "cursor" }),
     ]);
-    const pick = (hour: number, client: string) => rows.find((r) => r.start_ms === hour && r.client_name === client);
-    expect(pick(H10, "cursor")).toMatchObject({ calls: 1, retries: 0, first_call_attempts: 1, first_call_ok: 0 });
-    expect(pick(H11, "claude")).toMatchObject({ calls: 1, retries: 1, first_call_attempts: 0, first_call_ok: 0 });
+    const pick = (hour: number) => rows.find((r) => r.start_ms === hour && r.client_name === "cursor");
+    expect(pick(H10)).toMatchObject({ calls: 1, retries: 0, first_call_attempts: 1, first_call_ok: 0 });
+    expect(pick(H11)).toMatchObject({ calls: 1, retries: 1, first_call_attempts: 0, first_call_ok: 0 });
     expect(rows).toHaveLength(2);
+  });
+
+  it("two clients interleaved in one session are two sequences: neither retries the other's calls", async () => {
+    // One SDK session behind an HTTP server serving two users (SPEC §2.2): claude's aaaa → cursor's
+    // bbbb 1 s later (no retry: another client) → claude's cccc (a retry of claude's aaaa, whose
+    // next call in its own sequence it is).
+    const rows = await rollupOf([
+      call({ started_at_ms: H10, args_hash: "aaaa", client_name: "claude" }),
+      call({ started_at_ms: H10 + 1_000, args_hash: "bbbb", client_name: "cursor" }),
+      call({ started_at_ms: H10 + 2_000, args_hash: "cccc", client_name: "claude" }),
+      call({ started_at_ms: H10 + 3_000, args_hash: "bbbb", client_name: "cursor" }),
+    ]);
+    const pick = (client: string) => rows.find((r) => r.client_name === client);
+    expect(pick("claude")).toMatchObject({ calls: 2, retries: 1, first_call_attempts: 1, first_call_ok: 0 });
+    // cursor's two calls share a hash: a repeat, not a retry; both chains succeed first time.
+    expect(pick("cursor")).toMatchObject({ calls: 2, retries: 0, first_call_attempts: 2, first_call_ok: 2 });
+  });
+
+  it("two clients interleaved in one session: pairs follow each client's own next call (SPEC §2.4)", async () => {
+    await rollupOf([
+      call({ started_at_ms: H10, tool_name: "search", client_name: "claude" }),
+      call({ started_at_ms: H10 + 1_000, tool_name: "fetch", client_name: "cursor" }),
+      call({ started_at_ms: H10 + 2_000, tool_name: "list", client_name: "claude" }),
+      call({ started_at_ms: H10 + 3_000, tool_name: "search", client_name: "cursor" }),
+    ]);
+    const pairs = (await snapshot(db)).pairs.map((p) => [p.client_name, p.from_tool, p.to_tool, p.pair_count]);
+    expect(pairs).toEqual([
+      ["claude", "search", "list", 1],
+      ["cursor", "fetch", "search", 1],
+    ]);
+  });
+
+  it("a late call of another client between two calls changes neither's flags", async () => {
+    await rollupOf([
+      call({ started_at_ms: H10, args_hash: "aaaa", client_name: "claude" }),
+      call({ started_at_ms: H10 + 2_000, args_hash: "cccc", client_name: "claude" }),
+    ]);
+    await deliver(db, calls([call({ started_at_ms: H10 + 1_000, args_hash: "bbbb", client_name: "cursor", tool_name: "fetch" })]), NOW);
+    expect((await runRollup(db, NOW + 300_000)).caughtUp).toBe(true);
+    const snap = await snapshot(db);
+    expect(snap.hours.find((r) => r.client_name === "claude")).toMatchObject({ calls: 2, retries: 1, first_call_attempts: 1 });
+    expect(snap.pairs).toEqual([]);
   });
 
   it("a chain across UTC midnight counts on its first call's day; the retry on the next day", async () => {
