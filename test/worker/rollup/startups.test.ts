@@ -94,3 +94,32 @@ describe("agreement", () => {
     ]);
   });
 });
+
+describe("startup chunks are bounded in rows", () => {
+  // 3 tools + 2 fields × 3 tools = 9 rows of work per startup.
+  const heavy = (s: number) =>
+    startup(`s${s}`, [tool(`a${s}`), tool(`b${s}`), tool(`c${s}`)], {
+      agree_declared: [{ field: `f${s}`, tools: ["x", "y", "z"] }, { field: `g${s}`, tools: ["x", "y", "z"] }],
+    });
+  const watermark = async () =>
+    (await db.prepare("SELECT value FROM rollup_state WHERE name = 'startups_seq'").first<{ value: number }>())?.value ?? 0;
+  const seqs = async () => (await db.prepare("SELECT startup_seq FROM raw_startups ORDER BY startup_seq").all<{ startup_seq: number }>()).results.map((r) => r.startup_seq);
+
+  it("takes startups while their rows fit, always at least one, and folds them all exactly", async () => {
+    for (let s = 0; s < 5; s++) await deliver(db, [{ type: "startup", startup: heavy(s) }], NOW - 5_000 + s);
+    const all = await seqs();
+    const { rollupStartupChunk } = await import("../../../src/worker/rollup/startups.ts");
+    // 18 rows fit two startups (9 + 9), not three (27).
+    expect((await rollupStartupChunk(db, 200, 18)).new_startups).toBe(2);
+    expect(await watermark()).toBe(all[1]);
+    expect((await rollupStartupChunk(db, 200, 17)).new_startups).toBe(1);
+    // Under one startup's cost, the first pending one is still taken: a chunk always advances.
+    expect((await rollupStartupChunk(db, 200, 1)).new_startups).toBe(1);
+    const last = await rollupStartupChunk(db, 200, 1_000);
+    expect(last).toEqual({ new_startups: 1, more: 0 });
+    const snap = await snapshot(db);
+    expect(snap.registered.map((r) => r.tool_name)).toEqual(["a4", "b4", "c4"]);
+    const declarations = await db.prepare("SELECT COUNT(*) AS n FROM agreement_declarations").first<{ n: number }>();
+    expect(declarations?.n).toBe(5 * 2 * 3);
+  });
+});
