@@ -26,6 +26,9 @@ describe("alert evaluation after the rollup", () => {
     const rule = await createRule(project.project_id, {
       metric: "error_rate", op: ">", threshold: 0.1, tool: "*", min_calls: 5, repeat_hours: 1, destinations: [hook.id, slack.id],
     });
+    // Delivery is the e2e test's subject (a real receiver); here a plain-http URL makes every attempt
+    // fail as invalid_target without a request leaving the worker.
+    await env.DB.prepare("UPDATE alert_destinations SET url = 'http://unreachable.invalid/' WHERE project_id = ?1").bind(project.project_id).run();
     const t0 = Date.now();
     await ingestCalls(project.ingest_key, t0 - 10 * MINUTE, ["ok", "ok", "ok", "tool_error", "crashed", "bad_args", "ok"]);
 
@@ -68,5 +71,11 @@ describe("alert evaluation after the rollup", () => {
     expect(JSON.parse(outbox[4]!.payload_json)).toMatchObject({ state: "ok", value: 0.1 });
     states = await statesOf(project.project_id);
     expect(states.map((s) => [s.state, s.breaches])).toEqual([["ok", 0]]);
+    // Every attempt is in the delivery log the read key sees.
+    const log = await exports.default.fetch("http://worker/v1/metrics/alerts", { headers: { authorization: `Bearer ${project.read_key}` } });
+    const body = await log.json<{ rules: { id: string; states: { state: string }[] }[]; deliveries: { kind: string; status: string; attempts: { error_class: string }[] }[] }>();
+    expect(body.rules.map((r) => [r.id, r.states.map((s) => s.state)])).toEqual([[rule.id, ["ok"]]]);
+    expect(body.deliveries).toHaveLength(6);
+    expect(body.deliveries.every((d) => d.status === "failed" && d.attempts.length === 1 && d.attempts[0]!.error_class === "invalid_target")).toBe(true);
   });
 });
