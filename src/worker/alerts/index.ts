@@ -2,7 +2,7 @@
 // the outbox, inside what is left of the invocation's D1 statement budget. It never throws: a
 // failing alert step must never fail the rollup, whose work is already committed.
 import type { Env } from "../env.ts";
-import { deliverDue, type DeliveryReport } from "./delivery.ts";
+import { DELIVERY_STATEMENTS, deliverDue, type DeliveryReport } from "./delivery.ts";
 import { evaluateAlerts, type EvaluationReport } from "./evaluate.ts";
 import { runsLocally } from "./targets.ts";
 
@@ -33,7 +33,8 @@ export async function runAlertStep(
   let budget = parseQueriesPerInvocation(env.D1_QUERIES_PER_INVOCATION) - rollup.queries;
   try {
     if (rollup.caughtUp) {
-      report.evaluation = await evaluateAlerts(env.DB, scheduledTimeMs, { maxStatements: budget, publicUrl: env.PUBLIC_URL });
+      // Delivery's statements are kept back, so a large evaluation never starves the outbox.
+      report.evaluation = await evaluateAlerts(env.DB, scheduledTimeMs, { maxStatements: budget - DELIVERY_STATEMENTS, publicUrl: env.PUBLIC_URL });
       budget -= report.evaluation.statements;
     }
     report.delivery = await deliverDue(env.DB, scheduledTimeMs, { maxStatements: budget, local: runsLocally(env) });
