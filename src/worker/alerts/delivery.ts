@@ -3,7 +3,7 @@
 // a failed one is retried after 1 min, 5 min, 30 min, 2 h, then every 6 h until 24 h after it was
 // queued. Three D1 statements per run whatever the number of notifications.
 import { dueNotificationsStatement, recordAttemptsStatements, type AttemptWrite, type DueNotificationRow } from "../db/alerts.ts";
-import { HOUR_MS } from "../rollup/time.ts";
+import { HOUR_MS } from "../time.ts";
 import { renderRequest } from "./formats.ts";
 import type { NotificationPayload } from "./notification.ts";
 import { DESTINATION_KINDS } from "./rules.ts";

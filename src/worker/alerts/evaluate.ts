@@ -22,19 +22,11 @@ import {
   type StateRow,
   type StateWrite,
 } from "../db/alerts.ts";
-import {
-  REGRESSION_MIN_CALLS,
-  REGRESSION_RATE_DELTA,
-  REGRESSION_WINDOW_DAYS,
-  emptyGroup,
-  findChurn,
-  latestSchemaChange,
-  rate,
-  roundTo,
-  toolRow,
-} from "../db/metrics-report.ts";
-import { COUNTER_COLUMNS, type CounterGroup, type Counters, type RegisteredToolRow } from "../db/metrics.ts";
-import { DAY_MS, HOUR_MS, hourStartMs } from "../rollup/time.ts";
+import type { RegisteredToolRow } from "../db/metrics.ts";
+import { COUNTER_NAMES, emptyGroup, rate, roundTo, type CounterGroup, type Counters } from "../metrics/counters.ts";
+import { findChurn, toolRow } from "../metrics/reports.ts";
+import { REGRESSION_MIN_CALLS, REGRESSION_RATE_DELTA, REGRESSION_WINDOW_DAYS, latestSchemaChange } from "../metrics/schema-regressions.ts";
+import { DAY_MS, HOUR_MS, hourStartMs } from "../time.ts";
 import { metricVerdict } from "./figures.ts";
 import { dashboardUrl, type NotificationPayload } from "./notification.ts";
 import { EACH, asAlertRule, type AlertRule } from "./rules.ts";
@@ -89,7 +81,7 @@ export async function evaluateAlerts(db: D1Database, nowMs: number, options: Eva
     allRulesStatement(db),
     allStatesStatement(db),
     db.prepare("SELECT project_id, name FROM projects WHERE project_id IN (SELECT project_id FROM alert_rules)"),
-    metricCountersStatement(db, hourMs),
+    metricCountersStatement(db, hourMs, COUNTER_NAMES),
     p95HistogramsStatement(db, hourMs),
     deadToolStatement(db, hourMs),
     eventToolVersionsStatement(db),
@@ -109,7 +101,7 @@ export async function evaluateAlerts(db: D1Database, nowMs: number, options: Eva
   const scopeKeysWithRows = new Map<string, string[]>();
   for (const row of countersResult!.results as ScopeCountersRow[]) {
     const group = emptyGroup();
-    for (const c of COUNTER_COLUMNS) group.counters[c] = Number(row[c] ?? 0);
+    for (const c of COUNTER_NAMES) group.counters[c] = Number(row[c] ?? 0);
     const scopeKey = scopeKeyOf({ tool: row.scope_tool, client: row.scope_client });
     groups.set(`${row.rule_id}|${scopeKey}`, group);
     const keys = scopeKeysWithRows.get(row.rule_id);
@@ -162,9 +154,13 @@ export async function evaluateAlerts(db: D1Database, nowMs: number, options: Eva
     let sums: Counters[] = [];
     if (regressionSpans.length > 0) {
       const spans = regressionSpans.flatMap((c) => [c.before, c.after].map((s) => ({ project: c.rule.project_id, tool: c.tool, client: c.rule.client, ...s })));
-      const { results } = await spanCountersStatement(db, JSON.stringify(spans)).all<SpanCountersRow>();
+      const { results } = await spanCountersStatement(db, JSON.stringify(spans), COUNTER_NAMES).all<SpanCountersRow>();
       report.statements += 1;
-      sums = results.sort((a, b) => a.span - b.span).map((r) => r as Counters);
+      sums = results.sort((a, b) => a.span - b.span).map((r) => {
+        const counters = emptyGroup().counters;
+        for (const c of COUNTER_NAMES) counters[c] = Number(r[c] ?? 0);
+        return counters;
+      });
     }
     verdicts.push(...regressionVerdicts(rules, regressionSpans, sums, statesByRule));
   }

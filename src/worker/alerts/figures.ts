@@ -2,8 +2,7 @@
 // scope"): the read API's own counter figures over the summed counters of the window, never a
 // second definition. The only two rates the read API does not show (crash and bad_args) are made
 // with its own rate(): a count ÷ calls, null over no calls, rounded to 4 decimals.
-import { counterFigures, rate } from "../db/metrics-report.ts";
-import type { CounterGroup } from "../db/metrics.ts";
+import { counterFigures, rate, type CounterGroup } from "../metrics/counters.ts";
 import type { AlertMetric, AlertOp } from "./rules.ts";
 
 export function metricValue(metric: AlertMetric, group: CounterGroup): number | null {

@@ -1,7 +1,7 @@
 // The state of one (rule, scope) across evaluations (SPEC §5): ok → pending → firing → ok, and which
 // notification each step queues. Pure: the same inputs always give the same step, so the property
 // test can drive it with any series.
-import { HOUR_MS } from "../rollup/time.ts";
+import { HOUR_MS } from "../time.ts";
 
 export const ALERT_STATES = ["ok", "pending", "firing"] as const;
 export type AlertState = (typeof ALERT_STATES)[number];

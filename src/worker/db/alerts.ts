@@ -1,8 +1,7 @@
 // SQL of the alert tables (migrations/0010_alerts.sql, SPEC §5): rules, destinations, states, the
 // outbox and its delivery attempts. Evaluation and delivery read and write many rows per statement
 // (JSON arrays through json_each), so their statement count never grows with the number of rules.
-import { COUNTER_COLUMNS, type Counters } from "./metrics.ts";
-import { DAY_MS, HOUR_MS } from "../rollup/time.ts";
+import { DAY_MS, HOUR_MS } from "../time.ts";
 
 // The column types, loose: the tables' CHECK constraints and the Zod schemas of src/worker/alerts
 // (which write every row) narrow them; db/ imports nothing above itself.
@@ -239,11 +238,14 @@ const RULE_HOUR_ROWS = `FROM alert_rules AS r
 const SCOPE_TOOL = "CASE WHEN r.tool IS NULL THEN NULL ELSE m.tool_name END";
 const SCOPE_CLIENT = "CASE WHEN r.client IS NULL THEN NULL ELSE m.client_name END";
 
-export type ScopeCountersRow = { rule_id: string; scope_tool: string | null; scope_client: string | null } & Counters;
+export type ScopeCountersRow = { rule_id: string; scope_tool: string | null; scope_client: string | null } & Record<string, unknown>;
 
-/** The counters of every metric rule's window, summed per (rule, scope). ?1 = start of the current hour. */
-export function metricCountersStatement(db: D1Database, hourStartMs: number): D1PreparedStatement {
-  const sums = COUNTER_COLUMNS.map((c) => `SUM(m.${c}) AS ${c}`).join(", ");
+/**
+ * The counters of every metric rule's window, summed per (rule, scope). ?1 = start of the current hour;
+ * `counters` are the counter columns (src/worker/metrics/counters.ts owns their list).
+ */
+export function metricCountersStatement(db: D1Database, hourStartMs: number, counters: readonly string[]): D1PreparedStatement {
+  const sums = counters.map((c: string) => `SUM(m.${c}) AS ${c}`).join(", ");
   return db
     .prepare(
       `SELECT r.rule_id AS rule_id, ${SCOPE_TOOL} AS scope_tool, ${SCOPE_CLIENT} AS scope_client, ${sums}
@@ -330,14 +332,14 @@ export function eventToolVersionsStatement(db: D1Database): D1PreparedStatement 
   );
 }
 
-export type SpanCountersRow = { span: number } & Counters;
+export type SpanCountersRow = { span: number } & Record<string, unknown>;
 
 /**
  * Counters summed over spans of hour rows, one answer row per span; `spans` is a JSON array of
  * {"project", "tool", "client" (or null), "start", "end"} (hour starts, start inclusive, end exclusive).
  */
-export function spanCountersStatement(db: D1Database, spans: string): D1PreparedStatement {
-  const sums = COUNTER_COLUMNS.map((c) => `COALESCE(SUM(m.${c}), 0) AS ${c}`).join(", ");
+export function spanCountersStatement(db: D1Database, spans: string, counters: readonly string[]): D1PreparedStatement {
+  const sums = counters.map((c: string) => `COALESCE(SUM(m.${c}), 0) AS ${c}`).join(", ");
   return db
     .prepare(
       `SELECT s.key AS span, ${sums}

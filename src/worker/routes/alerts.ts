@@ -3,7 +3,7 @@
 // A destination's URL and secret are answered once, at creation, and never again.
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
-import type { AppEnv } from "../app.ts";
+import type { AppEnv } from "../env.ts";
 import { randomBase62, requireKey } from "../auth.ts";
 import {
   countProjectAlerts,
