@@ -283,3 +283,95 @@ CREATE TABLE "tool_day_duration_buckets" (
   calls INTEGER NOT NULL,
   PRIMARY KEY (project_id, day_start_ms, tool_name, client_name, bucket)
 ) WITHOUT ROWID;
+
+CREATE TABLE alert_destinations (
+  destination_id TEXT PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('slack', 'discord', 'webhook')),
+  name TEXT,
+  url TEXT NOT NULL,
+  url_hint TEXT NOT NULL,
+  -- HMAC-SHA256 key of a `webhook` destination (NULL for slack and discord).
+  secret TEXT,
+  created_at_ms INTEGER NOT NULL
+);
+
+CREATE INDEX alert_destinations_by_project ON alert_destinations (project_id);
+
+CREATE TABLE alert_rules (
+  rule_id TEXT PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  name TEXT,
+  metric TEXT,
+  op TEXT CHECK (op IN ('<', '>')),
+  threshold REAL,
+  event TEXT,
+  window_hours INTEGER NOT NULL,
+  min_calls INTEGER NOT NULL,
+  tool TEXT,
+  client TEXT,
+  for_evaluations INTEGER NOT NULL,
+  repeat_hours INTEGER NOT NULL,
+  -- JSON array of destination_id.
+  destinations_json TEXT NOT NULL,
+  created_at_ms INTEGER NOT NULL,
+  updated_at_ms INTEGER NOT NULL,
+  CHECK ((metric IS NULL) <> (event IS NULL))
+);
+
+CREATE INDEX alert_rules_by_project ON alert_rules (project_id);
+
+CREATE TABLE alert_states (
+  rule_id TEXT NOT NULL,
+  scope_key TEXT NOT NULL,
+  project_id TEXT NOT NULL,
+  scope_tool TEXT,
+  scope_client TEXT,
+  state TEXT NOT NULL CHECK (state IN ('ok', 'pending', 'firing')),
+  -- Consecutive breaching evaluations so far (0 when ok).
+  breaches INTEGER NOT NULL,
+  since_ms INTEGER NOT NULL,
+  -- The figure of the last evaluation (NULL when it was not evaluated: fewer than min_calls calls).
+  value REAL,
+  last_evaluated_ms INTEGER NOT NULL,
+  -- When the last firing or reminder notification was queued (reminders every repeat_hours).
+  last_notified_ms INTEGER,
+  revision INTEGER NOT NULL,
+  eval_id TEXT NOT NULL,
+  PRIMARY KEY (rule_id, scope_key)
+);
+
+CREATE INDEX alert_states_by_project ON alert_states (project_id);
+
+CREATE TABLE alert_outbox (
+  notification_id INTEGER PRIMARY KEY AUTOINCREMENT,
+  project_id TEXT NOT NULL,
+  rule_id TEXT,
+  destination_id TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('firing', 'resolved', 'reminder', 'test')),
+  dedupe_key TEXT NOT NULL UNIQUE,
+  payload_json TEXT NOT NULL,
+  created_at_ms INTEGER NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  -- When the next attempt is due (NULL once delivered or given up).
+  next_attempt_at_ms INTEGER,
+  delivered_at_ms INTEGER
+);
+
+CREATE INDEX alert_outbox_due ON alert_outbox (next_attempt_at_ms) WHERE status = 'pending';
+
+CREATE INDEX alert_outbox_by_project ON alert_outbox (project_id, notification_id);
+
+CREATE TABLE alert_delivery_attempts (
+  notification_id INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  project_id TEXT NOT NULL,
+  attempted_at_ms INTEGER NOT NULL,
+  http_status INTEGER,
+  latency_ms INTEGER NOT NULL,
+  error_class TEXT,
+  PRIMARY KEY (notification_id, attempt)
+);
+
+CREATE INDEX alert_delivery_attempts_by_project ON alert_delivery_attempts (project_id, attempted_at_ms);

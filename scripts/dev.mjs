@@ -61,7 +61,8 @@ Create a project (prints its ingest and read keys), in another terminal:
 `);
 
 // 4. Serve. The defaults come first so that options passed through are the ones that count.
-const args = [wrangler, "dev", "--test-scheduled"];
+// LOCAL_DEV: alert destinations may be http://127.0.0.1, localhost or [::1] (docs/alerts.md); never set on deploy.
+const args = [wrangler, "dev", "--test-scheduled", "--var", "LOCAL_DEV:true"];
 if (!hasOption("--ip")) args.push("--ip", "127.0.0.1");
 if (!hasOption("--port")) args.push("--port", "8787");
 args.push(...extraArgs);

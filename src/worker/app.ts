@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { AppEnv } from "./env.ts";
 import { adminRoutes } from "./routes/admin.ts";
+import { alertRoutes } from "./routes/alerts.ts";
 import { ingestRoutes } from "./routes/ingest.ts";
 import { mcpApp } from "./routes/mcp.ts";
 import { metricsApp } from "./routes/metrics.ts";
@@ -15,6 +16,7 @@ app.route("/v1/admin", adminRoutes);
 app.route("/v1/ingest", ingestRoutes);
 app.route("/v1/metrics", metricsApp);
 app.route("/mcp", mcpApp);
+app.route("/v1", alertRoutes);
 app.route("/", dashboardApp);
 
 // Every error body is {"error": string}; anything unexpected is a bare 500 (SPEC §1.1): never a

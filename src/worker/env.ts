@@ -10,6 +10,12 @@ export interface Env {
   /** D1 statements one rollup run may spend (default 48, the free plan; up to 1,000 on Paid). */
   ROLLUP_MAX_QUERIES?: string;
   PRICE_PER_MILLION_TOKENS_USD?: string;
+  /** D1 queries one invocation may make, shared by the rollup and the alert step (default 50, the free plan). */
+  D1_QUERIES_PER_INVOCATION?: string;
+  /** The worker's public origin, for the dashboard links in alert notifications (docs/alerts.md). */
+  PUBLIC_URL?: string;
+  /** "true" when the worker runs locally (`npm run dev`): alert targets may then be http://127.0.0.1 and the like. */
+  LOCAL_DEV?: string;
 }
 
 /** What an authenticated request knows: its project (and nothing else — SPEC §3). Set by requireKey. */

@@ -1,4 +1,5 @@
 // Worker entry: wiring only (fetch + scheduled). Export nothing but handlers and Durable Objects.
+import { runAlertStep } from "./alerts/index.ts";
 import { app } from "./app.ts";
 import type { Env } from "./env.ts";
 import { handleScheduled } from "./rollup/index.ts";
@@ -7,5 +8,9 @@ export { KeyBudget } from "./budget/key-budget.ts";
 
 export default {
   fetch: app.fetch,
-  scheduled: (controller, env) => handleScheduled(controller, env),
+  scheduled: async (controller, env) => {
+    const rollup = await handleScheduled(controller, env);
+    // After the rollup has committed; the alert step never throws (SPEC §5).
+    if (rollup) await runAlertStep(env, controller.scheduledTime, rollup);
+  },
 } satisfies ExportedHandler<Env>;

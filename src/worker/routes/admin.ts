@@ -29,22 +29,21 @@ const unauthorized = () =>
 
 export const adminRoutes = new Hono<AppEnv>();
 
-// A malformed header is answered 401 like a wrong token (bearerAuth's default would be 400).
-adminRoutes.use(
-  "*",
-  bearerAuth({
-    verifyToken: async (token, c) => {
-      const adminToken = (c.env as AppEnv["Bindings"]).ADMIN_TOKEN;
-      return typeof adminToken === "string" && adminToken.length > 0 && (await timingSafeEqual(adminToken, token));
-    },
-    noAuthenticationHeader: { message: unauthorized },
-    invalidAuthenticationHeader: { message: unauthorized },
-    invalidToken: { message: unauthorized },
-  }),
-);
+/** `Authorization: Bearer <ADMIN_TOKEN>`; a malformed header is answered 401 like a wrong token (bearerAuth's default would be 400). */
+export const requireAdmin = bearerAuth({
+  verifyToken: async (token, c) => {
+    const adminToken = (c.env as AppEnv["Bindings"]).ADMIN_TOKEN;
+    return typeof adminToken === "string" && adminToken.length > 0 && (await timingSafeEqual(adminToken, token));
+  },
+  noAuthenticationHeader: { message: unauthorized },
+  invalidAuthenticationHeader: { message: unauthorized },
+  invalidToken: { message: unauthorized },
+});
+
+adminRoutes.use("*", requireAdmin);
 
 /** The request's JSON body checked against `schema`, else 400 (the input is never echoed). */
-async function readBody<T>(req: Request, schema: z.ZodType<T>): Promise<T> {
+export async function readBody<T>(req: Request, schema: z.ZodType<T>): Promise<T> {
   let body: unknown;
   try {
     body = await req.json();

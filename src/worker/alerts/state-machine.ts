@@ -1,0 +1,61 @@
+// The state of one (rule, scope) across evaluations (SPEC §5): ok → pending → firing → ok, and which
+// notification each step queues. Pure: the same inputs always give the same step, so the property
+// test can drive it with any series.
+import { HOUR_MS } from "../time.ts";
+
+export const ALERT_STATES = ["ok", "pending", "firing"] as const;
+export type AlertState = (typeof ALERT_STATES)[number];
+
+export const NOTIFICATION_KINDS = ["firing", "resolved", "reminder", "test"] as const;
+export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
+
+export type ScopeState = {
+  state: AlertState;
+  /** Consecutive breaching evaluations so far (0 when ok). */
+  breaches: number;
+  /** When the current state began. */
+  since_ms: number;
+  /** The last evaluation's figure; null when it was not evaluated. */
+  value: number | null;
+  last_evaluated_ms: number;
+  /** When the last firing or reminder was queued. */
+  last_notified_ms: number | null;
+};
+
+/**
+ * One evaluation's verdict: `breaching` true or false, or null when the scope was not evaluated
+ * (fewer calls than min_calls): then nothing moves — no transition, no reminder, the count of
+ * consecutive breaches keeps its place.
+ */
+export type Verdict = { breaching: boolean | null; value: number | null };
+
+export type StepRule = { for_evaluations: number; repeat_hours: number };
+
+export type Step = { next: ScopeState; notify: Exclude<NotificationKind, "test"> | null };
+
+export function initialState(nowMs: number): ScopeState {
+  return { state: "ok", breaches: 0, since_ms: nowMs, value: null, last_evaluated_ms: nowMs, last_notified_ms: null };
+}
+
+export function step(previous: ScopeState | undefined, verdict: Verdict, rule: StepRule, nowMs: number): Step {
+  const prev = previous ?? initialState(nowMs);
+  const base = { ...prev, value: verdict.value, last_evaluated_ms: nowMs };
+  if (verdict.breaching === null) return { next: base, notify: null };
+  if (!verdict.breaching) {
+    if (prev.state === "ok") return { next: { ...base, breaches: 0 }, notify: null };
+    const next: ScopeState = { ...base, state: "ok", breaches: 0, since_ms: nowMs };
+    return { next, notify: prev.state === "firing" ? "resolved" : null };
+  }
+  const breaches = prev.breaches + 1;
+  if (prev.state === "firing") {
+    const due = prev.last_notified_ms === null || nowMs - prev.last_notified_ms >= rule.repeat_hours * HOUR_MS;
+    return due
+      ? { next: { ...base, breaches, last_notified_ms: nowMs }, notify: "reminder" }
+      : { next: { ...base, breaches }, notify: null };
+  }
+  if (breaches >= rule.for_evaluations) {
+    return { next: { ...base, state: "firing", breaches, since_ms: nowMs, last_notified_ms: nowMs }, notify: "firing" };
+  }
+  const since = prev.state === "pending" ? prev.since_ms : nowMs;
+  return { next: { ...base, state: "pending", breaches, since_ms: since }, notify: null };
+}
