@@ -14,7 +14,7 @@ let worker: RunningWorker;
 let project: Awaited<ReturnType<typeof createProject>>;
 let other: Awaited<ReturnType<typeof createProject>>;
 
-const TOOL_NAMES = ["list_tools_health", "get_tool", "get_insights", "compare_ranges", "get_clients", "get_sessions", "get_schema_regressions"];
+const TOOL_NAMES = ["list_tools_health", "get_tool", "get_insights", "compare_ranges", "get_clients", "get_sessions", "get_schema_regressions", "get_alerts"];
 
 beforeAll(async () => {
   worker = await startWorker();
@@ -34,6 +34,18 @@ beforeAll(async () => {
     if (Date.now() > deadline) throw new Error("ingest did not land");
     await new Promise((r) => setTimeout(r, 20));
   }
+  // An alert rule on the project, so get_alerts has something to answer (SPEC §5).
+  const admin = { authorization: `Bearer ${worker.adminToken}`, "content-type": "application/json" };
+  const dest = await fetch(`${worker.url}/v1/admin/projects/${project.project_id}/alert-destinations`, {
+    method: "POST", headers: admin, body: JSON.stringify({ kind: "webhook", url: "https://alerts.example/hook", name: "ops" }),
+  });
+  expect(dest.status).toBe(201);
+  const { id: destination } = (await dest.json()) as { id: string };
+  const rule = await fetch(`${worker.url}/v1/admin/projects/${project.project_id}/alert-rules`, {
+    method: "POST", headers: admin,
+    body: JSON.stringify({ name: "first calls", metric: "first_call_rate", op: "<", threshold: 0.99, window_hours: 168, min_calls: 1, tool: "*", destinations: [destination] }),
+  });
+  expect(rule.status, await rule.clone().text()).toBe(201);
   await worker.runRollup();
   await worker.runRollup();
 });
@@ -135,6 +147,13 @@ describe.each(["1.x", "2.x"] as const)("MCP client %s", (version) => {
     const { as_of: _asOf, ...apiSessions } = await api<Record<string, unknown>>("/v1/metrics/sessions?client=cursor");
     expect(sessions).toMatchObject(apiSessions);
 
+    const alerts = structured(await call(client, "get_alerts", { limit: 100 }));
+    const apiAlerts = await api<{ as_of: string; rules: { id: string; states: { state: string }[] }[]; deliveries: unknown[] }>("/v1/metrics/alerts");
+    expect(alerts.rules).toEqual(apiAlerts.rules);
+    expect(alerts.deliveries).toEqual(apiAlerts.deliveries.slice(0, 100));
+    expect((alerts.rules as { states: unknown[] }[])[0]!.states.length).toBeGreaterThan(0);
+    expect(JSON.stringify(alerts)).not.toContain("alerts.example");
+
     const schema = structured(await call(client, "get_schema_regressions", {}));
     expect((schema.regressions as unknown[]).length).toBe((await api<{ regressions: unknown[] }>("/v1/metrics/schema-regressions")).regressions.length);
 
@@ -161,6 +180,7 @@ describe.each(["1.x", "2.x"] as const)("MCP client %s", (version) => {
     expect(health.tools).toEqual([]);
     expect(structured(await call(client, "get_tool", { name: "search_orders" })).tool).toBeNull();
     expect(JSON.stringify(structured(await call(client, "get_insights")))).not.toContain("search_orders");
+    expect(structured(await call(client, "get_alerts")).rules).toEqual([]);
     await client.close();
   });
 

@@ -56,7 +56,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   "rollup/": ["db/"],
   "metrics/": ["db/"],
   "dashboard/": ["metrics/"],
-  "mcp/": ["metrics/"],
+  "mcp/": ["metrics/", "alerts/"],
   // Alerts evaluate with the read side's counter definitions (SPEC §5: the read API's figures).
   "alerts/": ["metrics/", "db/", "auth.ts"],
   "auth.ts": ["db/"],

@@ -92,3 +92,45 @@ export const RangeFields = {
   to: z.string().describe("last UTC day, inclusive"),
   as_of: z.string().nullable().describe("when the counters were last brought up to date (null before the first rollup)"),
 };
+
+/** A rule as GET /v1/metrics/alerts shows it (SPEC §5), with its state per scope. */
+export const AlertRuleAnswer = z.object({
+  id: z.string(),
+  name: z.string().nullable(),
+  metric: z.string().nullable().describe("the figure compared, e.g. first_call_rate or p95_ms (null for an event rule)"),
+  op: z.string().nullable(),
+  threshold: z.number().nullable(),
+  event: z.string().nullable().describe("dead_tool, schema_regression or description_churn (null for a metric rule)"),
+  window_hours: z.number().int(),
+  min_calls: z.number().int(),
+  tool: z.string().nullable().describe('null = the whole project, "*" = each tool separately'),
+  client: z.string().nullable(),
+  for_evaluations: z.number().int(),
+  repeat_hours: z.number().int(),
+  destinations: z.array(z.string()),
+  created_at: z.string().nullable(),
+  updated_at: z.string().nullable(),
+  states: z.array(
+    z.object({
+      scope: z.object({ tool: z.string().nullable(), client: z.string().nullable() }),
+      state: z.enum(["ok", "pending", "firing"]),
+      since: z.string().nullable(),
+      value: z.number().nullable().describe("the figure at the last evaluation"),
+      last_evaluated: z.string().nullable(),
+    }),
+  ),
+});
+
+export const AlertDelivery = z.object({
+  id: z.number().int(),
+  rule_id: z.string().nullable(),
+  destination_id: z.string().nullable(),
+  kind: z.string(),
+  status: z.string(),
+  created_at: z.string().nullable(),
+  next_attempt_at: z.string().nullable(),
+  delivered_at: z.string().nullable(),
+  attempts: z.array(
+    z.object({ attempt: z.number().int(), at: z.string().nullable(), http_status: z.number().int().nullable(), latency_ms: z.number(), error_class: z.string().nullable() }),
+  ),
+});

@@ -2,6 +2,7 @@
 // the same functions /v1/metrics/* calls, with the same parameter rules — so a figure an agent reads
 // here is the figure the API and the dashboard show. Outputs are bounded (top-N with `limit`).
 import { z } from "zod";
+import { alertsReport } from "../alerts/report.ts";
 import type { Env } from "../env.ts";
 import { insightsReport } from "../metrics/insights.ts";
 import { clientsQuery, insightsQuery, parseQuery, schemaRegressionsQuery, sessionsQuery, toolsQuery } from "../metrics/query.ts";
@@ -9,7 +10,7 @@ import { clientsReport, pairsReport, pricePerMillionTokens, sessionsReport, tool
 import { schemaRegressionsReport } from "../metrics/schema-regressions.ts";
 import { openReadScope, type ReadScope } from "../metrics/scope.ts";
 import { MAX_CLIENT_NAME_CHARS, MAX_TOOL_NAME_CHARS } from "../../shared/limits.ts";
-import { ClientRow, Insight, PairRow, RangeFields, SchemaRegression, Sessions, ToolRow } from "./schemas.ts";
+import { AlertDelivery, AlertRuleAnswer, ClientRow, Insight, PairRow, RangeFields, SchemaRegression, Sessions, ToolRow } from "./schemas.ts";
 
 /** Who is asking: the project named by the read key, and the worker's bindings. */
 export type ToolContext = { env: Env; projectId: string; nowMs: number };
@@ -271,6 +272,30 @@ export const MCP_TOOLS: McpToolDefinition[] = [
       const sorted = [...report.regressions].sort((a, b) => Number(b.regressed) - Number(a.regressed));
       const { rows, total, truncated } = top(sorted, args.limit);
       return { as_of: report.as_of, window_days: report.window_days, total, truncated, regressions: rows };
+    },
+  }),
+  defineTool({
+    name: "get_alerts",
+    title: "Alert rules and their states",
+    description:
+      "The project's alert rules (a figure such as first_call_rate or error_rate against a threshold over the " +
+      "last N hours, or an event such as dead_tool or schema_regression), each with its state per scope: ok, " +
+      "pending (breaching, not yet for enough consecutive evaluations) or firing, since when, and the figure " +
+      "at the last evaluation; and the latest notifications with every delivery attempt. Firing rules first.",
+    inputSchema: z.object({ limit: limit.describe(`at most this many rules and this many notifications (default ${DEFAULT_LIMIT}, at most ${MAX_LIMIT})`) }),
+    outputSchema: z.object({
+      as_of: RangeFields.as_of,
+      ...truncation,
+      rules: z.array(AlertRuleAnswer),
+      deliveries: z.array(AlertDelivery),
+    }),
+    async run(ctx, args) {
+      const report = await alertsReport(ctx.env.DB, ctx.projectId, args.limit ?? DEFAULT_LIMIT);
+      const firing = (r: (typeof report.rules)[number]) => r.states.filter((s) => s.state === "firing").length;
+      const pending = (r: (typeof report.rules)[number]) => r.states.filter((s) => s.state === "pending").length;
+      const sorted = [...report.rules].sort((a, b) => firing(b) - firing(a) || pending(b) - pending(a));
+      const { rows, total, truncated } = top(sorted, args.limit);
+      return { as_of: report.as_of, total, truncated, rules: rows, deliveries: report.deliveries };
     },
   }),
 ];

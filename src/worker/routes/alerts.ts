@@ -14,15 +14,12 @@ import {
   insertDestinationStatement,
   insertRuleStatement,
   insertTestNotificationStatement,
-  listDeliveries,
   listDestinations,
   listProjectStates,
   listRules,
   rulesUsingDestination,
   updateRuleStatements,
-  type StateRow,
 } from "../db/alerts.ts";
-import { readAsOfMs } from "../db/metrics.ts";
 import { findProject } from "../db/projects.ts";
 import { dashboardUrl, type NotificationPayload } from "../alerts/notification.ts";
 import {
@@ -38,43 +35,14 @@ import {
 } from "../alerts/rules.ts";
 import { generateWebhookSecret } from "../alerts/signing.ts";
 import { checkTarget, runsLocally, urlHint } from "../alerts/targets.ts";
+import { alertsReport, DELIVERY_LOG_LIMIT, ruleAnswer } from "../alerts/report.ts";
 import { readBody, requireAdmin } from "./admin.ts";
 
-/** GET /v1/metrics/alerts lists this many of the latest notifications (SPEC §5). */
-export const DELIVERY_LOG_LIMIT = 100;
 
 export const alertRoutes = new Hono<AppEnv>();
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
-function ruleAnswer(rule: AlertRule, states: StateRow[]) {
-  return {
-    id: rule.id,
-    name: rule.name,
-    metric: rule.metric,
-    op: rule.op,
-    threshold: rule.threshold,
-    event: rule.event,
-    window_hours: rule.window_hours,
-    min_calls: rule.min_calls,
-    tool: rule.tool,
-    client: rule.client,
-    for_evaluations: rule.for_evaluations,
-    repeat_hours: rule.repeat_hours,
-    destinations: rule.destinations,
-    created_at: iso(rule.created_at_ms),
-    updated_at: iso(rule.updated_at_ms),
-    states: states
-      .filter((s) => s.rule_id === rule.id)
-      .map((s) => ({
-        scope: { tool: s.scope_tool, client: s.scope_client },
-        state: s.state,
-        since: iso(Number(s.since_ms)),
-        value: s.value === null ? null : Number(s.value),
-        last_evaluated: iso(Number(s.last_evaluated_ms)),
-      })),
-  };
-}
 
 async function requireProject(db: D1Database, projectId: string) {
   const project = await findProject(db, projectId);
@@ -235,29 +203,6 @@ alertRoutes.delete("/admin/projects/:id/alert-rules/:rule", async (c) => {
 // ---------------------------------------------------------------------------------------------
 
 alertRoutes.get("/metrics/alerts", requireKey("read"), async (c) => {
-  const projectId = c.var.projectId;
-  const [rules, states, deliveries, asOf] = await Promise.all([
-    listRules(c.env.DB, projectId),
-    listProjectStates(c.env.DB, projectId),
-    listDeliveries(c.env.DB, projectId, DELIVERY_LOG_LIMIT),
-    readAsOfMs(c.env.DB),
-  ]);
   c.header("Cache-Control", "private, no-store");
-  return c.json({
-    as_of: iso(asOf),
-    rules: rules.map((r) => ruleAnswer(asAlertRule(r), states)),
-    deliveries: deliveries.map((d) => ({
-      id: d.notification_id,
-      rule_id: d.rule_id,
-      destination_id: d.destination_id,
-      kind: d.kind,
-      status: d.status,
-      created_at: iso(d.created_at_ms),
-      next_attempt_at: iso(d.next_attempt_at_ms),
-      delivered_at: iso(d.delivered_at_ms),
-      attempts: (JSON.parse(d.attempts_json) as { attempt: number; at_ms: number; http_status: number | null; latency_ms: number; error_class: string | null }[]).map(
-        (a) => ({ attempt: a.attempt, at: iso(a.at_ms), http_status: a.http_status, latency_ms: a.latency_ms, error_class: a.error_class }),
-      ),
-    })),
-  });
+  return c.json(await alertsReport(c.env.DB, c.var.projectId, DELIVERY_LOG_LIMIT));
 });
