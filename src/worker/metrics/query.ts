@@ -1,7 +1,8 @@
 // Query parameters of the read API and the dashboard (SPEC §3), as Zod schemas: inclusive UTC date
 // ranges, the client/tool filters and the timeseries grain. The API validates them with
 // `validQuery(schema)` and the dashboard with `parseQuery(schema, url)`; both answer a bad parameter
-// with a 400 whose message names the parameter but never quotes its value.
+// with a 400 whose message names the parameter by our own name for it but never repeats anything
+// the request held — not a value, not an unknown parameter's name (SPEC §3).
 import { zValidator } from "@hono/zod-validator";
 import { HTTPException } from "hono/http-exception";
 import { z } from "zod";
@@ -114,7 +115,7 @@ function toRange(q: RangeInput, maxDays: number, ctx: z.RefinementCtx): DateRang
   }
   const days = (toMs - fromMs) / DAY_MS + 1;
   if (days > maxDays) {
-    ctx.addIssue({ code: "custom", message: `the range is ${days} days; at most ${maxDays} are allowed` });
+    ctx.addIssue({ code: "custom", message: `the range is longer than ${maxDays} days` });
     return undefined;
   }
   return rangeFromDays(fromMs, toMs);
@@ -173,16 +174,13 @@ export function badParameter(message: string): HTTPException {
   return new HTTPException(400, { message });
 }
 
-/** A parameter name is quoted back only when it looks like one (lower-case letters and `_`). */
-const QUOTABLE_NAME = /^[a-z_]{1,32}$/;
-
-/** The first problem, as a message that names parameters but never repeats a value. */
+/**
+ * The first problem, as a message built only from our own words: an unknown parameter is answered
+ * with the names this endpoint allows, never with the name the request used (SPEC §3).
+ */
 export function messageOf(error: z.core.$ZodError, allowed: readonly string[]): string {
-  const unknown = error.issues.find((issue) => issue.code === "unrecognized_keys");
-  if (unknown && unknown.code === "unrecognized_keys") {
-    const name = unknown.keys[0] ?? "";
-    const quoted = QUOTABLE_NAME.test(name) ? ` '${name}'` : "";
-    return `unknown parameter${quoted} (allowed: ${allowed.join(", ") || "none"})`;
+  if (error.issues.some((issue) => issue.code === "unrecognized_keys")) {
+    return `unknown parameter (allowed: ${allowed.join(", ") || "none"})`;
   }
   return error.issues[0]?.message ?? "bad parameter";
 }
