@@ -109,11 +109,11 @@ describe("dashboard sign-in", () => {
     }
   });
 
-  it("sends no-store, no-referrer and a CSP that loads nothing from elsewhere", async () => {
+  it("sends no-store, a same-origin referrer policy and a CSP that loads nothing from elsewhere", async () => {
     const p = await createProject();
     const res = await page("/", p.read_key);
     expect(res.headers.get("cache-control")).toBe("private, no-store");
-    expect(res.headers.get("referrer-policy")).toBe("no-referrer");
+    expect(res.headers.get("referrer-policy")).toBe("same-origin");
     expect(res.headers.get("content-security-policy")).toContain("default-src 'none'");
     const html = await res.text();
     expect(html).not.toMatch(/<link|src="http|href="http/);

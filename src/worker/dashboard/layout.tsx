@@ -1,5 +1,5 @@
 // The dashboard's page frame: header, date range and client pickers, inline CSS and script.
-import type { Child, FC } from "hono/jsx";
+import { createContext, useContext, type Child, type FC } from "hono/jsx";
 import { isoDate, type DateRange } from "../metrics/query.ts";
 import { DAY_MS } from "../time.ts";
 import { DASHBOARD_CSS, SORT_SCRIPT } from "./styles.ts";
@@ -27,18 +27,20 @@ const Logo: FC = () => (
   </svg>
 );
 
+/** This request's Content-Security-Policy nonce: the one script of a page runs only with it (SPEC §3). */
+export const ScriptNonce = createContext("");
+
 export const Document: FC<{ title: string; children?: Child }> = ({ title, children }) => (
   <html lang="en">
     <head>
       <meta charset="utf-8" />
       <meta name="viewport" content="width=device-width, initial-scale=1" />
-      <meta name="referrer" content="no-referrer" />
       <title>{title}</title>
       <style dangerouslySetInnerHTML={{ __html: DASHBOARD_CSS }} />
     </head>
     <body>
       {children}
-      <script dangerouslySetInnerHTML={{ __html: SORT_SCRIPT }} />
+      <script nonce={useContext(ScriptNonce)} dangerouslySetInnerHTML={{ __html: SORT_SCRIPT }} />
     </body>
   </html>
 );

@@ -8,7 +8,7 @@ import { HTTPException } from "hono/http-exception";
 import type { JSX } from "hono/jsx/jsx-runtime";
 import { MAX_TOOL_NAME_CHARS } from "../../shared/limits.ts";
 import { authenticateKey } from "../auth.ts";
-import { ErrorPage, SignInPage } from "../dashboard/layout.tsx";
+import { ErrorPage, ScriptNonce, SignInPage } from "../dashboard/layout.tsx";
 import { OverviewPage, ToolPage } from "../dashboard/pages.tsx";
 import type { AppEnv } from "../env.ts";
 import { loadOverview, loadProjectName, loadToolPage } from "../metrics/page-data.ts";
@@ -30,19 +30,14 @@ export function isLocalHost(hostname: string): boolean {
   return hostname === "localhost" || hostname === "127.0.0.1" || hostname === "[::1]" || hostname.endsWith(".localhost");
 }
 
-const SECURITY_HEADERS: Record<string, string> = {
-  // Inline CSS and the small sort script only; nothing is fetched from anywhere.
-  "Content-Security-Policy":
-    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-  "Referrer-Policy": "no-referrer",
-  "X-Frame-Options": "DENY",
-  "X-Content-Type-Options": "nosniff",
-  "Cache-Control": "private, no-store",
-};
-
+/**
+ * A page as HTML. Its script carries this request's CSP nonce (app.ts's secureHeaders makes it when
+ * the policy is built); pages are per key and never cached.
+ */
 async function render(c: Ctx, page: JSX.Element, status: 200 | 400 | 401 = 200): Promise<Response> {
-  const html = "<!DOCTYPE html>" + (await page.toString());
-  return c.html(html, status, SECURITY_HEADERS);
+  const nonce = c.get("secureHeadersNonce") ?? "";
+  const html = "<!DOCTYPE html>" + (await (<ScriptNonce.Provider value={nonce}>{page}</ScriptNonce.Provider>).toString());
+  return c.html(html, status, { "Cache-Control": "private, no-store" });
 }
 
 function setKeyCookie(c: Ctx, key: string): void {
