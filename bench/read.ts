@@ -160,7 +160,7 @@ async function overviewStatements(db: D1Database, readKey: string, range: DateRa
   const auth = await authenticateKey(counted.db, readKey, "read");
   if (!auth) throw new Error("bench read key not accepted");
   const scope = openReadScope(counted.db, auth.project_id);
-  await Promise.all([loadProjectName(scope), loadOverview(scope, range, undefined, 3)]);
+  await Promise.all([loadProjectName(scope), loadOverview(scope, { range, client: undefined, search: undefined, page: 1 }, 3)]);
   return counted.statements.length;
 }
 
@@ -192,8 +192,8 @@ try {
     { name: "GET / (dashboard)", range: "1 day", urlOf: () => `/?from=${today}&to=${today}`, headers: cookie, target: null, warmup: WARMUP },
     { name: "GET / (dashboard)", range: "90 days", urlOf: () => `/?from=${from90}&to=${today}`, headers: cookie, target: 300, warmup: WARMUP },
     { name: "GET / (dashboard)", range: "90 days, cold", urlOf: (i) => `/?${window90(i + 1 + RUNS)}`, headers: cookie, target: 300, warmup: 0 },
-    { name: "GET /tools/:name (tool page)", range: "1 day", urlOf: () => `/tools/tool_07?from=${today}&to=${today}`, headers: cookie, target: null, warmup: WARMUP },
-    { name: "GET /tools/:name (tool page)", range: "90 days", urlOf: () => `/tools/tool_07?from=${from90}&to=${today}`, headers: cookie, target: -1, warmup: WARMUP },
+    { name: "GET /tool?name= (tool page)", range: "1 day", urlOf: () => `/tool?name=tool_07&from=${today}&to=${today}`, headers: cookie, target: null, warmup: WARMUP },
+    { name: "GET /tool?name= (tool page)", range: "90 days", urlOf: () => `/tool?name=tool_07&from=${from90}&to=${today}`, headers: cookie, target: -1, warmup: WARMUP },
   ];
   const results: { name: string; range: string; timing: Timing; target: number | null }[] = [];
   for (const c of cases) {

@@ -14,7 +14,7 @@ async function cases(): Promise<Case[]> {
   const bearer = { authorization: `Bearer ${p.read_key}` };
   return [
     { name: "dashboard", path: "/", init: { headers: cookie }, status: 200 },
-    { name: "tool page", path: "/tools/x", init: { headers: cookie }, status: 200 },
+    { name: "tool page", path: "/tool?name=x", init: { headers: cookie }, status: 200 },
     { name: "sign-in page", path: "/", status: 401 },
     { name: "dashboard 400", path: "/?from=nope", init: { headers: cookie }, status: 400 },
     { name: "API answer", path: "/v1/metrics/tools", init: { headers: bearer }, status: 200 },
@@ -51,7 +51,7 @@ describe("security headers", () => {
   it("let a page's script run only with the nonce of its own answer", async () => {
     const p = await createProject();
     const nonces = new Set<string>();
-    for (const path of ["/", "/tools/x", "/?from=nope"]) {
+    for (const path of ["/", "/tool?name=x", "/?from=nope"]) {
       for (let i = 0; i < 2; i++) {
         const res = await exports.default.fetch(`http://worker${path}`, { headers: { cookie: `${COOKIE}=${p.read_key}` } });
         const csp = res.headers.get("content-security-policy") ?? "";

@@ -81,7 +81,7 @@ function dateParam(name: "from" | "to") {
 }
 
 /** A client or tool filter: an exact name, never longer than the wire allows (SPEC §1.2), so it can match. */
-function nameParam(name: "client" | "tool", maxChars: number) {
+function nameParam(name: "client" | "tool" | "name", maxChars: number) {
   return single(
     name,
     z
@@ -153,18 +153,46 @@ export const schemaRegressionsQuery = z
   .strictObject({ client: PARAMS.client, tool: PARAMS.tool })
   .transform((q) => ({ filters: filtersOf(q) }));
 
+/** The dashboard's search box: part of a name, at most as long as the longest name (SPEC §1.2). */
+export const MAX_SEARCH_CHARS = MAX_TOOL_NAME_CHARS;
+/** Pages of a dashboard list past the last one answer 400; 10,000 pages of 100 rows hold any project. */
+export const MAX_LIST_PAGE = 10_000;
+
 /**
- * A dashboard page: the overview's range and client filter. The form's "All clients" sends
+ * A dashboard page's parameters: the range and client filter, the search box `q` (part of a name;
+ * empty means none) and the `page` of the page's long list. The form's "All clients" sends
  * `client=`, which means no filter; `key` is the sign-in link's, handled before the page.
  */
-export const pageQuery = z
-  .strictObject({
-    from: PARAMS.from,
-    to: PARAMS.to,
-    client: z.preprocess((value) => (value === "" ? undefined : value), PARAMS.client),
-    key: z.unknown().optional(),
-  })
-  .transform((q, ctx) => ({ range: toRange(q, MAX_RANGE_DAYS, ctx) as DateRange, client: q.client }));
+const PAGE_PARAMS = {
+  from: PARAMS.from,
+  to: PARAMS.to,
+  client: z.preprocess((value) => (value === "" ? undefined : value), PARAMS.client),
+  q: single("q", z.string().max(MAX_SEARCH_CHARS, { error: `'q' is longer than ${MAX_SEARCH_CHARS} characters` })).optional(),
+  page: single(
+    "page",
+    z
+      .string()
+      .regex(/^[1-9]\d{0,4}$/, { error: "'page' must be a page number", abort: true })
+      .transform(Number)
+      .pipe(z.number().max(MAX_LIST_PAGE, { error: `'page' is over ${MAX_LIST_PAGE}` })),
+  ).optional(),
+  key: z.unknown().optional(),
+};
+
+type PageInput = RangeInput & { client?: string | undefined; q?: string | undefined; page?: number | undefined };
+
+function pageOf(q: PageInput, ctx: z.RefinementCtx) {
+  return { range: toRange(q, MAX_RANGE_DAYS, ctx) as DateRange, client: q.client, search: q.q || undefined, page: q.page ?? 1 };
+}
+
+export const pageQuery = z.strictObject(PAGE_PARAMS).transform(pageOf);
+
+/** A tool's page, `/tool?name=…`: the name in the query, so `.` and `..` are names like any other. */
+export const toolPageQuery = z
+  .strictObject({ ...PAGE_PARAMS, name: nameParam("name", MAX_TOOL_NAME_CHARS).unwrap() })
+  .transform((q, ctx) => ({ ...pageOf(q, ctx), tool: q.name }));
+
+export type PageParams = z.output<typeof pageQuery>;
 
 // ---------------------------------------------------------------------------------------------
 // Errors
