@@ -74,6 +74,8 @@ dl.facts dt{color:var(--muted)}dl.facts dd{margin:0;font-variant-numeric:tabular
 bdi.name{display:inline-block;max-width:22em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;vertical-align:bottom}
 bdi.name.wide{max-width:min(60vw,48em)}
 header.top bdi.name{max-width:30vw}
+td.tool bdi.name,td bdi.name{max-width:14em}
+#tools-table td,#tools-table th{padding-left:6px;padding-right:6px}
 .cc{display:inline-block;font:600 9px/1.3 ui-monospace,Menlo,monospace;color:var(--bad);border:1px solid currentColor;border-radius:3px;padding:0 2px;margin:0 1px;vertical-align:1px}
 .picker select{max-width:16em}
 form.search{display:flex;gap:6px;margin:0 0 10px}
