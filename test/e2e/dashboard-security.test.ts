@@ -143,11 +143,11 @@ describe("the dashboard against a cross-site page", () => {
 describe("the dashboard's pages in Chromium", () => {
   it("run their script under the CSP with no violation: sorting and the client select", async () => {
     const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
-    await context.addInitScript(() => {
-      const seen: string[] = [];
-      (globalThis as unknown as { cspViolations: string[] }).cspViolations = seen;
-      document.addEventListener("securitypolicyviolation", (e) => seen.push(`${e.violatedDirective} ${e.blockedURI}`));
-    });
+    // Runs in the page (a string: this project's TypeScript has no DOM types).
+    await context.addInitScript(`
+      globalThis.cspViolations = [];
+      document.addEventListener("securitypolicyviolation", (e) => globalThis.cspViolations.push(e.violatedDirective + " " + e.blockedURI));
+    `);
     const page = await context.newPage();
     const consoleErrors: string[] = [];
     page.on("console", (m) => {
@@ -171,17 +171,18 @@ describe("the dashboard's pages in Chromium", () => {
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     const page = await context.newPage();
     await signIn(page, victim.read_key);
-    const fit = await page.evaluate(() => {
-      const table = document.getElementById("tools-table") as HTMLElement;
-      const last = table.querySelector('tbody td[data-col="schema_bytes"]') as HTMLElement;
+    type Fit = { viewport: number; pageWidth: number; tableRight: number; lastColumnRight: number; scrolls: boolean };
+    const fit = (await page.evaluate(`(() => {
+      const table = document.getElementById("tools-table");
+      const last = table.querySelector('tbody td[data-col="schema_bytes"]');
       return {
         viewport: document.documentElement.clientWidth,
         pageWidth: document.documentElement.scrollWidth,
         tableRight: table.getBoundingClientRect().right,
         lastColumnRight: last.getBoundingClientRect().right,
-        scrolls: (table.parentElement as HTMLElement).scrollWidth > (table.parentElement as HTMLElement).clientWidth,
+        scrolls: table.parentElement.scrollWidth > table.parentElement.clientWidth,
       };
-    });
+    })()`)) as Fit;
     expect(fit.pageWidth).toBeLessThanOrEqual(fit.viewport);
     expect(fit.tableRight).toBeLessThanOrEqual(fit.viewport);
     expect(fit.lastColumnRight).toBeLessThanOrEqual(fit.viewport);
