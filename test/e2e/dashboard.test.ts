@@ -127,8 +127,14 @@ describe("dashboard in headless Chromium", () => {
     expect(await page.isVisible('form[action="/signin"]')).toBe(true);
     await page.screenshot({ path: `${SCREENSHOTS}signin.png` });
 
-    // ?key= once: a cookie, and the key is gone from the URL.
+    // ?key= once: a confirmation step naming the project (no cookie yet), the key gone from the URL;
+    // its button signs in.
     await page.goto(`${worker.url}/?key=${project.read_key}`);
+    expect(await page.textContent("[data-confirm-project]")).toBe("Orders MCP server");
+    expect(await context.cookies()).toEqual([]);
+    expect(page.url()).toBe(`${worker.url}/`);
+    await page.click('form[action="/signin"] button[type="submit"]');
+    await page.waitForSelector("[data-project]");
     expect(page.url()).toBe(`${worker.url}/`);
     const cookies = await context.cookies();
     const session = cookies.find((c) => c.name === "mcpulse_read_key");
@@ -183,8 +189,8 @@ describe("dashboard in headless Chromium", () => {
     expect(asc).toEqual([...asc].sort((a, b) => a - b));
 
     // A tool page: the same figures as the API with the tool filter.
-    await page.click('#tools-table a:text-is("search_orders")');
-    await page.waitForURL(/\/tools\/search_orders\?/);
+    await page.click('#tools-table tr[data-tool="search_orders"] a');
+    await page.waitForURL((u) => u.pathname === "/tool" && u.searchParams.get("name") === "search_orders");
     const [one] = (await api<{ tools: ToolRow[] }>(`/v1/metrics/tools?from=${from}&to=${to}&tool=search_orders`)).tools;
     expect(one).toBeDefined();
     for (const [card, value] of [["calls", one!.calls], ["first_call_rate", one!.first_call_rate], ["p50", one!.duration_ms.p50], ["p95", one!.duration_ms.p95], ["p99", one!.duration_ms.p99], ["empty_rate", one!.empty_rate]] as const) {
@@ -224,9 +230,11 @@ describe("dashboard in headless Chromium", () => {
     const context = await browser.newContext();
     const page = await context.newPage();
     await page.goto(`${worker.url}/?key=${other.read_key}`);
+    await page.click('form[action="/signin"] button[type="submit"]');
+    await page.waitForSelector("[data-project]");
     expect(await page.textContent("[data-project]")).toBe("Someone else");
     expect(await page.content()).not.toContain("search_orders");
-    await page.goto(`${worker.url}/tools/search_orders`);
+    await page.goto(`${worker.url}/tool?name=search_orders`);
     expect(await page.getAttribute('[data-card="calls"]', "data-value")).toBe("0");
     await context.close();
   });

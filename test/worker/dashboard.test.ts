@@ -1,4 +1,4 @@
-// The dashboard (GET /, GET /tools/:name): sign-in by ?key= or form, the cookie's attributes,
+// The dashboard (GET /, GET /tool?name=): sign-in by the form or a ?key= link's confirmation step, the cookie's attributes,
 // figures equal to the API's, bad parameters, and that no page shows another project's data.
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
@@ -11,6 +11,12 @@ const COOKIE = "mcpulse_read_key";
 async function page(path: string, key?: string, host = "http://worker"): Promise<Response> {
   const headers: Record<string, string> = key ? { cookie: `${COOKIE}=${key}` } : {};
   return exports.default.fetch(`${host}${path}`, { headers, redirect: "manual" });
+}
+
+/** A form POST as a browser sends it from a page of `origin`. */
+async function post(path: string, form: Record<string, string>, origin: string | null = "http://worker", host = "http://worker"): Promise<Response> {
+  const headers: Record<string, string> = origin === null ? {} : { origin };
+  return exports.default.fetch(`${host}${path}`, { method: "POST", headers, body: new URLSearchParams(form), redirect: "manual" });
 }
 
 async function seedTwoTools(projectId: string, prefix: string): Promise<void> {
@@ -30,9 +36,24 @@ describe("dashboard sign-in", () => {
     expect(res.headers.get("set-cookie")).toBeNull();
   });
 
-  it("turns ?key= into an HttpOnly, Secure, SameSite=Strict cookie and redirects without the key", async () => {
-    const p = await createProject();
+  it("answers ?key= with a confirmation step naming the project, and no cookie (SPEC §3)", async () => {
+    const p = await createProject("Keyed project");
     const res = await page(`/?from=2026-11-01&key=${p.read_key}&client=x`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("set-cookie")).toBeNull();
+    const html = await res.text();
+    expect(html).toContain("data-confirm-signin");
+    expect(html).toContain("Keyed project");
+    expect(html).toMatch(/<form method="post" action="\/signin">/);
+    expect(html).toContain(`name="key" value="${p.read_key}"`);
+    expect(html).toContain('name="next" value="/?from=2026-11-01&amp;client=x"');
+    const onTool = await (await page(`/tool?name=a%20b&key=${p.read_key}`)).text();
+    expect(onTool).toContain('name="next" value="/tool?name=a+b"');
+  });
+
+  it("signs in from the confirmation step's form: an HttpOnly, Secure, SameSite=Strict cookie and back without the key", async () => {
+    const p = await createProject();
+    const res = await post("/signin", { key: p.read_key, next: "/?from=2026-11-01&client=x" });
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/?from=2026-11-01&client=x");
     const cookie = res.headers.get("set-cookie") ?? "";
@@ -41,14 +62,36 @@ describe("dashboard sign-in", () => {
     expect(cookie).toMatch(/Secure/);
     expect(cookie).toMatch(/SameSite=Strict/);
     expect(cookie).toMatch(/Path=\//);
-    const onTool = await page(`/tools/a%20b?key=${p.read_key}`);
-    expect(onTool.headers.get("location")).toBe("/tools/a%20b");
+  });
+
+  it("never changes the cookie for a sign-in or sign-out another site sends", async () => {
+    const p = await createProject();
+    const crossSite: [string, Record<string, string>][] = [
+      ["evil origin", { origin: "https://evil.example" }],
+      ["evil origin, cross-site fetch metadata", { origin: "https://evil.example", "sec-fetch-site": "cross-site" }],
+      ["same-site subdomain", { origin: "http://evil.worker", "sec-fetch-site": "same-site" }],
+      ["opaque origin (sandboxed frame)", { origin: "null" }],
+      ["neither header", {}],
+    ];
+    for (const [name, headers] of crossSite) {
+      for (const [path, form] of [["/signin", { key: p.read_key }], ["/signout", {}]] as const) {
+        const res = await exports.default.fetch(`http://worker${path}`, { method: "POST", headers, body: new URLSearchParams(form), redirect: "manual" });
+        expect(res.status, `${name} ${path}`).toBe(403);
+        expect(res.headers.get("set-cookie"), `${name} ${path}`).toBeNull();
+      }
+    }
+    // Fetch metadata alone is enough (a browser sends Origin too, but a proxy may strip it).
+    const bySecFetch = await exports.default.fetch("http://worker/signin", {
+      method: "POST", headers: { "sec-fetch-site": "same-origin" }, body: new URLSearchParams({ key: p.read_key }), redirect: "manual",
+    });
+    expect(bySecFetch.status).toBe(303);
+    expect(bySecFetch.headers.get("set-cookie")).toContain(p.read_key);
   });
 
   it("leaves Secure off on localhost, where development runs over http", async () => {
     const p = await createProject();
     for (const host of ["http://localhost:8787", "http://127.0.0.1:8787"]) {
-      const res = await page(`/?key=${p.read_key}`, undefined, host);
+      const res = await post("/signin", { key: p.read_key }, host, host);
       expect(res.status).toBe(303);
       const cookie = res.headers.get("set-cookie") ?? "";
       expect(cookie).toMatch(/HttpOnly/);
@@ -75,9 +118,7 @@ describe("dashboard sign-in", () => {
 
   it("signs in with the form and out again", async () => {
     const p = await createProject();
-    const ok = await exports.default.fetch("http://worker/signin", {
-      method: "POST", body: new URLSearchParams({ key: p.read_key }), redirect: "manual",
-    });
+    const ok = await post("/signin", { key: p.read_key });
     expect(ok.status).toBe(303);
     expect(ok.headers.get("location")).toBe("/");
     const cookie = ok.headers.get("set-cookie") ?? "";
@@ -85,23 +126,20 @@ describe("dashboard sign-in", () => {
     expect(cookie).toMatch(/HttpOnly/);
     expect(cookie).toMatch(/SameSite=Strict/);
     expect(cookie).toMatch(/Secure/);
-    const bad = await exports.default.fetch("http://worker/signin", {
-      method: "POST", body: new URLSearchParams({ key: p.ingest_key }), redirect: "manual",
-    });
+    const bad = await post("/signin", { key: p.ingest_key });
     expect(bad.status).toBe(401);
     expect(bad.headers.get("set-cookie")).toBeNull();
-    const out = await exports.default.fetch("http://worker/signout", { method: "POST", redirect: "manual" });
+    const out = await post("/signout", {});
     expect(out.status).toBe(303);
     expect(out.headers.get("set-cookie")).toMatch(/Max-Age=0/);
   });
 
   it("returns to the page asked for after signing in, and only to a page of this site", async () => {
     const p = await createProject();
-    const form = await (await page("/tools/search?from=2026-11-01")).text();
-    expect(form).toContain('name="next" value="/tools/search?from=2026-11-01"');
-    const signIn = (next: string) =>
-      exports.default.fetch("http://worker/signin", { method: "POST", body: new URLSearchParams({ key: p.read_key, next }), redirect: "manual" });
-    expect((await signIn("/tools/search?from=2026-11-01")).headers.get("location")).toBe("/tools/search?from=2026-11-01");
+    const form = await (await page("/tool?name=search&from=2026-11-01")).text();
+    expect(form).toContain('name="next" value="/tool?name=search&amp;from=2026-11-01"');
+    const signIn = (next: string) => post("/signin", { key: p.read_key, next });
+    expect((await signIn("/tool?name=search&from=2026-11-01")).headers.get("location")).toBe("/tool?name=search&from=2026-11-01");
     for (const unsafe of ["//evil.example/x", "https://evil.example/", "/\\evil.example", "javascript:alert(1)", "/a\nb", ""]) {
       const res = await signIn(unsafe);
       expect(res.status, unsafe).toBe(303);
@@ -109,11 +147,11 @@ describe("dashboard sign-in", () => {
     }
   });
 
-  it("sends no-store, no-referrer and a CSP that loads nothing from elsewhere", async () => {
+  it("sends no-store, a same-origin referrer policy and a CSP that loads nothing from elsewhere", async () => {
     const p = await createProject();
     const res = await page("/", p.read_key);
     expect(res.headers.get("cache-control")).toBe("private, no-store");
-    expect(res.headers.get("referrer-policy")).toBe("no-referrer");
+    expect(res.headers.get("referrer-policy")).toBe("same-origin");
     expect(res.headers.get("content-security-policy")).toContain("default-src 'none'");
     const html = await res.text();
     expect(html).not.toMatch(/<link|src="http|href="http/);
@@ -153,7 +191,7 @@ describe("dashboard pages", () => {
     const p95Card = (html: string) => /data-card="p95"(?:(?!data-card=)[\s\S])*?<span class="delta (\w+)"[^>]*>([^<]*)<\/span>/.exec(html)?.slice(1);
     const overview = await (await page("/?from=2026-11-01&to=2026-11-07", p.read_key)).text();
     expect(p95Card(overview)).toEqual(["good", change]);
-    const tool = await (await page("/tools/acme_search?from=2026-11-01&to=2026-11-07", p.read_key)).text();
+    const tool = await (await page("/tool?name=acme_search&from=2026-11-01&to=2026-11-07", p.read_key)).text();
     expect(p95Card(tool)).toEqual(["good", change]);
   });
 
@@ -165,7 +203,7 @@ describe("dashboard pages", () => {
     // "All clients" in the form sends client= which means no filter.
     const all = await (await page("/?from=2026-11-01&to=2026-11-07&client=", p.read_key)).text();
     expect(all).toContain('data-card="calls" data-value="47"');
-    const tool = await page("/tools/acme_search?from=2026-11-01&to=2026-11-07", p.read_key);
+    const tool = await page("/tool?name=acme_search&from=2026-11-01&to=2026-11-07", p.read_key);
     expect(tool.status).toBe(200);
     const html = await tool.text();
     expect(html).toContain('data-card="calls" data-value="40"');
@@ -181,7 +219,9 @@ describe("dashboard pages", () => {
       expect(res.status, q).toBe(400);
       expect(res.headers.get("content-type")).toContain("text/html");
     }
-    expect((await page(`/tools/${"t".repeat(201)}`, p.read_key)).status).toBe(400);
+    for (const q of [`name=${"t".repeat(201)}`, `name=${encodeURIComponent("🚀".repeat(201))}`, "name=", "", "name=a&name=b", "name=a&page=0", "name=a&page=x"]) {
+      expect((await page(`/tool?${q}`, p.read_key)).status, q).toBe(400);
+    }
   });
 
   it("never shows project A's data to project B's cookie", async () => {
@@ -189,7 +229,7 @@ describe("dashboard pages", () => {
     const b = await createProject("Beta Corp");
     await seedTwoTools(a.project_id, "alpha");
     await seedTwoTools(b.project_id, "beta");
-    for (const path of ["/?from=2026-11-01&to=2026-11-07", "/tools/alpha_search?from=2026-11-01&to=2026-11-07", "/?from=2026-11-01&to=2026-11-07&client=alpha_cli"]) {
+    for (const path of ["/?from=2026-11-01&to=2026-11-07", "/tool?name=alpha_search&from=2026-11-01&to=2026-11-07", "/?from=2026-11-01&to=2026-11-07&client=alpha_cli"]) {
       const html = await (await page(path, b.read_key)).text();
       expect(html).toContain("Beta Corp");
       expect(html).not.toContain("Alpha Corp");
@@ -197,7 +237,7 @@ describe("dashboard pages", () => {
       expect(html).not.toMatch(/alpha_(fetch|unused)/);
       if (!path.includes("alpha_cli")) expect(html).not.toContain("alpha_cli");
     }
-    const toolForB = await (await page("/tools/alpha_search?from=2026-11-01&to=2026-11-07", b.read_key)).text();
+    const toolForB = await (await page("/tool?name=alpha_search&from=2026-11-01&to=2026-11-07", b.read_key)).text();
     expect(toolForB).toContain('data-card="calls" data-value="0"');
   });
 
@@ -205,7 +245,7 @@ describe("dashboard pages", () => {
     const p = await createProject();
     const evil = '<script>alert("x")</script>';
     await seedHour({ projectId: p.project_id, hourMs: dayMs("2026-11-02"), tool: evil, client: `"><img src=x onerror=alert(1)>`, counters: { calls: 1, ok: 1 } });
-    for (const path of ["/?from=2026-11-01&to=2026-11-07", `/tools/${encodeURIComponent(evil)}?from=2026-11-01&to=2026-11-07`]) {
+    for (const path of ["/?from=2026-11-01&to=2026-11-07", `/tool?name=${encodeURIComponent(evil)}&from=2026-11-01&to=2026-11-07`]) {
       const html = await (await page(path, p.read_key)).text();
       expect(html).not.toContain(evil);
       expect(html).not.toContain("<img src=x");

@@ -1,9 +1,11 @@
 // Small building blocks shared by the dashboard pages: metric cards, status pills, the tools table.
 import type { Child, FC } from "hono/jsx";
 import type { Insight } from "../metrics/insights.ts";
+import type { NameList, Paged } from "../metrics/page-data.ts";
 import type { ToolRow } from "../metrics/reports.ts";
 import { formatChars, formatInt, formatMs, formatRate, type Delta } from "./format.ts";
-import { toolHref, type PageQuery } from "./layout.tsx";
+import { pageHref, toolHref, type PageQuery } from "./layout.tsx";
+import { Name, WithNames } from "./name.tsx";
 
 export const Card: FC<{ label: string; value: string; raw: number | null; delta?: Delta | null; sub?: Child; id: string }> = (p) => (
   <div class="card" data-card={p.id} data-value={p.raw === null ? "" : String(p.raw)}>
@@ -49,7 +51,7 @@ const N: FC<{ value: number | null; text: string; cls?: string; col: string }> =
 );
 
 export const ToolsTable: FC<{ rows: ToolRow[]; query: PageQuery }> = ({ rows, query }) => {
-  if (rows.length === 0) return <p class="empty-state">No tool was called or registered in this range.</p>;
+  if (rows.length === 0) return <p class="empty-state">No tool was called or registered in this range, or none matches the search.</p>;
   return (
     <div class="scroll">
       <table class="sortable" id="tools-table">
@@ -75,7 +77,7 @@ export const ToolsTable: FC<{ rows: ToolRow[]; query: PageQuery }> = ({ rows, qu
           {rows.map((r) => (
             <tr data-tool={r.tool_name}>
               <td class="tool" data-value={r.tool_name}>
-                <a href={toolHref(r.tool_name, query)}>{r.tool_name}</a>
+                <a href={toolHref(r.tool_name, query)}><Name text={r.tool_name} /></a>
                 <ToolStatus row={r} />
               </td>
               <N col="calls" value={r.calls} text={formatInt(r.calls)} />
@@ -99,6 +101,53 @@ export const ToolsTable: FC<{ rows: ToolRow[]; query: PageQuery }> = ({ rows, qu
   );
 };
 
+/** An insight names its tools in its message; more than this many are listed, not quoted. */
+const NAMES_IN_MESSAGE = 10;
+
+/** Tool names, each linked to its page, and how many more there are. */
+export const Names: FC<{ list: NameList; query: PageQuery }> = ({ list, query }) => (
+  <>
+    {list.rows.map((t, i) => (
+      <>
+        {i > 0 ? ", " : ""}
+        <a class="mono" href={toolHref(t, query)}><Name text={t} /></a>
+      </>
+    ))}
+    {list.total > list.rows.length ? ` and ${(list.total - list.rows.length).toLocaleString("en-US")} more` : ""}
+  </>
+);
+
+/** Under a cut list: how many rows it left out, and where to see them all. */
+export const More: FC<{ shown: number; total: number; api: string }> = ({ shown, total, api }) =>
+  total > shown ? (
+    <p class="muted more" data-more={String(total - shown)}>
+      …and {(total - shown).toLocaleString("en-US")} more — search by name above, or {api} for all of them
+    </p>
+  ) : null;
+
+/** The search box over a page's names: the range and client go along, the page starts at 1. */
+export const SearchBox: FC<{ path: string; query: PageQuery; hidden?: Record<string, string>; what: string }> = ({ path, query, hidden, what }) => (
+  <form class="search" method="get" action={path} id="search">
+    {Object.entries({ ...hidden, from: query.from, to: query.to, client: query.client }).map(([name, value]) =>
+      value === undefined ? null : <input type="hidden" name={name} value={value} />,
+    )}
+    <input type="search" name="q" value={query.q ?? ""} placeholder={`Search ${what}`} aria-label={`Search ${what}`} maxlength={200} />
+    <button type="submit">Search</button>
+  </form>
+);
+
+/** Previous and next page of a paged list, and where this page is. */
+export const Pager: FC<{ list: Paged<unknown>; path: string; query: PageQuery; hidden?: Record<string, string> }> = ({ list, path, query, hidden }) =>
+  list.pages > 1 ? (
+    <nav class="pager" aria-label="Pages" data-page={String(list.page)} data-pages={String(list.pages)}>
+      {list.page > 1 ? <a rel="prev" href={pageHref(path, { ...query, page: list.page - 1 }, hidden)}>‹ Previous</a> : <span />}
+      <span class="muted">
+        page {list.page.toLocaleString("en-US")} of {list.pages.toLocaleString("en-US")} · {list.total.toLocaleString("en-US")} rows
+      </span>
+      {list.page < list.pages ? <a rel="next" href={pageHref(path, { ...query, page: list.page + 1 }, hidden)}>Next ›</a> : <span />}
+    </nav>
+  ) : null;
+
 export const InsightList: FC<{ insights: Insight[]; query: PageQuery; limit?: number }> = ({ insights, query, limit = 8 }) => {
   if (insights.length === 0) return <p class="empty-state">Nothing to fix: no tool crosses a threshold (rates need ≥ 20 calls).</p>;
   return (
@@ -109,11 +158,18 @@ export const InsightList: FC<{ insights: Insight[]; query: PageQuery; limit?: nu
           <span>
             {i.tool_name ? (
               <>
-                <a class="mono" href={toolHref(i.tool_name, query)}>{i.tool_name}</a>
+                <a class="mono" href={toolHref(i.tool_name, query)}><Name text={i.tool_name} /></a>
                 {" — "}
               </>
             ) : null}
-            {i.message}
+            {i.tools.length > NAMES_IN_MESSAGE ? (
+              // A converged description may name thousands of tools: the first few, linked, and a count.
+              <>
+                <Names list={{ rows: i.tools.slice(0, NAMES_IN_MESSAGE), total: i.tools.length }} query={query} /> read the same to a model
+              </>
+            ) : (
+              <WithNames text={i.message} names={i.tools} />
+            )}
           </span>
         </li>
       ))}

@@ -1,24 +1,40 @@
 // The dashboard's page frame: header, date range and client pickers, inline CSS and script.
-import type { Child, FC } from "hono/jsx";
+import { createContext, useContext, type Child, type FC } from "hono/jsx";
 import { isoDate, type DateRange } from "../metrics/query.ts";
 import { DAY_MS } from "../time.ts";
-import { DASHBOARD_CSS, SORT_SCRIPT } from "./styles.ts";
+import { Name, shortName } from "./name.tsx";
+import { DASHBOARD_CSS, PAGE_SCRIPT } from "./styles.ts";
 
-export type PageQuery = { from?: string | undefined; to?: string | undefined; client?: string | undefined };
+export type PageQuery = {
+  from?: string | undefined;
+  to?: string | undefined;
+  client?: string | undefined;
+  q?: string | undefined;
+  page?: number | undefined;
+};
 
-/** A dashboard link carrying the range and client along. */
-export function pageHref(path: string, q: PageQuery): string {
-  const params = new URLSearchParams();
+/** A dashboard link carrying the range and client along (and the search and page when given). */
+export function pageHref(path: string, q: PageQuery, extra: Record<string, string> = {}): string {
+  const params = new URLSearchParams(extra);
   if (q.from !== undefined) params.set("from", q.from);
   if (q.to !== undefined) params.set("to", q.to);
   if (q.client !== undefined) params.set("client", q.client);
+  if (q.q !== undefined) params.set("q", q.q);
+  if (q.page !== undefined && q.page > 1) params.set("page", String(q.page));
   const s = params.toString();
   return s ? `${path}?${s}` : path;
 }
 
+/**
+ * A tool's page. The name goes in the query, not the path: a browser resolves `/tools/.` and
+ * `/tools/%2E%2E` as dot segments, so tools named `.` and `..` could not have a page there.
+ */
 export function toolHref(tool: string, q: PageQuery): string {
-  return pageHref(`/tools/${encodeURIComponent(tool)}`, q);
+  return pageHref("/tool", { from: q.from, to: q.to, client: q.client }, { name: tool });
 }
+
+/** Longest client name a picker option shows; the option's value is the whole name. */
+const OPTION_CHARS = 48;
 
 const Logo: FC = () => (
   <svg width="22" height="22" viewBox="0 0 24 24" aria-hidden="true">
@@ -27,18 +43,20 @@ const Logo: FC = () => (
   </svg>
 );
 
+/** This request's Content-Security-Policy nonce: the one script of a page runs only with it (SPEC §3). */
+export const ScriptNonce = createContext("");
+
 export const Document: FC<{ title: string; children?: Child }> = ({ title, children }) => (
   <html lang="en">
     <head>
       <meta charset="utf-8" />
       <meta name="viewport" content="width=device-width, initial-scale=1" />
-      <meta name="referrer" content="no-referrer" />
       <title>{title}</title>
       <style dangerouslySetInnerHTML={{ __html: DASHBOARD_CSS }} />
     </head>
     <body>
       {children}
-      <script dangerouslySetInnerHTML={{ __html: SORT_SCRIPT }} />
+      <script nonce={useContext(ScriptNonce)} dangerouslySetInnerHTML={{ __html: PAGE_SCRIPT }} />
     </body>
   </html>
 );
@@ -53,6 +71,8 @@ export type FrameProps = {
   clients: string[];
   /** Path the pickers submit to (the current page). */
   path: string;
+  /** Parameters the pickers keep (the tool page's `name`). */
+  hidden?: Record<string, string>;
   todayMs: number;
   children?: Child;
 };
@@ -74,7 +94,7 @@ export const Frame: FC<FrameProps> = (p) => {
         <a class="brand" href={pageHref("/", { from: p.range.from, to: p.range.to, client: p.client })}>
           <Logo /> MCPulse
         </a>
-        <span class="project" data-project>{p.projectName}</span>
+        <span class="project" data-project><Name text={p.projectName} /></span>
         <span class="spacer" />
         <form method="post" action="/signout">
           <button type="submit">Sign out</button>
@@ -94,13 +114,14 @@ export const Frame: FC<FrameProps> = (p) => {
               const from = isoDate(p.todayMs - (days - 1) * DAY_MS);
               const on = p.range.to === today && p.range.from === from;
               return (
-                <a class={on ? "on" : ""} href={pageHref(p.path, { from, to: today, client: p.client })} data-quick={String(days)}>
+                <a class={on ? "on" : ""} href={pageHref(p.path, { from, to: today, client: p.client }, p.hidden)} data-quick={String(days)}>
                   {label}
                 </a>
               );
             })}
           </nav>
           <form class="picker" method="get" action={p.path} id="range-picker">
+            {Object.entries(p.hidden ?? {}).map(([name, value]) => <input type="hidden" name={name} value={value} />)}
             <label>
               From
               <input type="date" name="from" value={p.range.from} required />
@@ -114,7 +135,7 @@ export const Frame: FC<FrameProps> = (p) => {
               <select name="client" data-autosubmit>
                 <option value="" selected={p.client === undefined}>All clients</option>
                 {clientOptions.map((c) => (
-                  <option value={c} selected={c === p.client}>{c}</option>
+                  <option value={c} selected={c === p.client} title={c.length > OPTION_CHARS ? shortName(c, 1000) : undefined}>{shortName(c, OPTION_CHARS)}</option>
                 ))}
               </select>
             </label>
@@ -141,6 +162,31 @@ export const SignInPage: FC<{ error?: string | undefined; next?: string | undefi
         {next && next !== "/" ? <input type="hidden" name="next" value={next} /> : null}
         <button type="submit">Sign in</button>
       </form>
+    </div>
+  </Document>
+);
+
+/**
+ * Where a `?key=` link lands: the key's project and a button. Only the button (a same-origin form)
+ * signs in, so a link planted on another site cannot switch a browser to the attacker's project. The
+ * page's script drops the key from the address bar and history.
+ */
+export const ConfirmSignInPage: FC<{ projectName: string; signInKey: string; next: string }> = ({ projectName, signInKey, next }) => (
+  <Document title="Sign in · MCPulse">
+    <div class="signin" data-confirm-signin data-clean-url={next}>
+      <h1 style="display:flex;align-items:center;gap:10px">
+        <Logo /> MCPulse
+      </h1>
+      <p>
+        This link signs this browser in to the project <b data-confirm-project><Name text={projectName} /></b>. Continue only if you
+        expected to open that project.
+      </p>
+      <form method="post" action="/signin">
+        <input type="hidden" name="key" value={signInKey} />
+        {next !== "/" ? <input type="hidden" name="next" value={next} /> : null}
+        <button type="submit">Sign in to this project</button>
+      </form>
+      <p style="margin:12px 0 0"><a href="/">Cancel</a></p>
     </div>
   </Document>
 );

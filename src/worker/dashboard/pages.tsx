@@ -1,12 +1,15 @@
 // The two dashboard pages: the project overview and one tool's page.
 import type { FC } from "hono/jsx";
-import type { OverviewData, ToolPageData } from "../metrics/page-data.ts";
+import { PAGE_ROWS, type OverviewData, type ToolPageData } from "../metrics/page-data.ts";
 import type { DateRange, Grain } from "../metrics/query.ts";
 import { UTF16_UNITS_PER_TOKEN, type TimeseriesBucket } from "../metrics/reports.ts";
 import { CallsChart, LatencyHistogram, OutcomeBar, RateChart, type TimePoint } from "./charts.tsx";
-import { Card, InsightList, ToolStatus, ToolsTable, badRateClass, firstCallClass } from "./components.tsx";
+import { Card, InsightList, More, Names, Pager, SearchBox, ToolStatus, ToolsTable, badRateClass, firstCallClass } from "./components.tsx";
 import { formatChars, formatDelta, formatInt, formatMs, formatRate, formatTokens, formatUsd } from "./format.ts";
 import { Frame, pageHref, toolHref, type PageQuery } from "./layout.tsx";
+import { Name, visibleName } from "./name.tsx";
+
+const PAGE_NOTE = `${PAGE_ROWS} per page`;
 
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 
@@ -25,18 +28,25 @@ function timePoints(series: TimeseriesBucket[], grain: Grain): TimePoint[] {
   }));
 }
 
-type Common = { projectName: string; range: DateRange; client: string | undefined; todayMs: number; pricePerMillion: number };
+type Common = {
+  projectName: string;
+  range: DateRange;
+  client: string | undefined;
+  search: string | undefined;
+  todayMs: number;
+  pricePerMillion: number;
+};
 
-export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projectName, range, client, todayMs }) => {
+export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projectName, range, client, search, todayMs }) => {
   const q: PageQuery = { from: range.from, to: range.to, client };
+  const searched: PageQuery = { ...q, q: search };
   const t = data.totals;
   const pt = data.previousTotals;
-  const dead = data.tools.filter((r) => r.dead);
-  const deadTokens = dead.reduce((n, r) => n + (r.schema_bytes ?? 0) / UTF16_UNITS_PER_TOKEN, 0);
+  const deadTokens = data.deadSchemaBytes / UTF16_UNITS_PER_TOKEN;
   const periodNote = `previous ${range.days} day${range.days === 1 ? "" : "s"}`;
   return (
     <Frame
-      title={`${projectName} · MCPulse`}
+      title={`${visibleName(projectName)} · MCPulse`}
       heading="Overview"
       projectName={projectName}
       asOf={data.asOf}
@@ -66,8 +76,8 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
         <Card id="cost_per_session_usd" label="Cost per session" value={formatUsd(data.sessions.cost_per_session_usd)} raw={data.sessions.cost_per_session_usd}
           delta={formatDelta(data.sessions.cost_per_session_usd, data.previousSessions.cost_per_session_usd, { relative: true, higherIsBetter: false })}
           sub={`${formatTokens(data.sessions.response_tokens_per_session)} response + ${formatTokens(data.sessions.schema_tokens_per_session)} schema tokens`} />
-        <Card id="dead_tools" label="Dead tools" value={formatInt(dead.length)} raw={dead.length}
-          sub={dead.length ? `${formatTokens(deadTokens)} wasted tokens per session` : "every registered tool was used"} />
+        <Card id="dead_tools" label="Dead tools" value={formatInt(data.deadCount)} raw={data.deadCount}
+          sub={data.deadCount ? `${formatTokens(deadTokens)} wasted tokens per session` : "every registered tool was used"} />
       </div>
 
       <div class="grid2">
@@ -85,11 +95,18 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
         </section>
       </div>
 
-      <section class="panel">
+      <section class="panel" id="tools">
         <h2>
-          Tools <small>{data.tools.length} · click a header to sort, a name for details</small>
+          Tools{" "}
+          <small data-tool-count={String(data.toolCount)}>
+            {formatInt(data.toolCount)}
+            {search !== undefined ? ` · ${formatInt(data.tools.total)} match the search` : ""} · most calls first, {PAGE_NOTE} · click a
+            header to sort this page, a name for details
+          </small>
         </h2>
-        <ToolsTable rows={data.tools} query={q} />
+        <SearchBox path="/" query={searched} what="tools and clients" />
+        <ToolsTable rows={data.tools.rows} query={q} />
+        <Pager list={data.tools} path="/" query={searched} />
       </section>
 
       <div class="grid2 even">
@@ -97,7 +114,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
           <h2>
             Dead tools <small>registered, never called in this range — their schema is paid every session</small>
           </h2>
-          {dead.length === 0 ? (
+          {data.dead.rows.length === 0 ? (
             <p class="empty-state">None.</p>
           ) : (
             <table>
@@ -105,9 +122,9 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
                 <tr><th>Tool</th><th class="n">Schema chars</th><th class="n">Tokens / session</th></tr>
               </thead>
               <tbody>
-                {[...dead].sort((a, b) => (b.schema_bytes ?? 0) - (a.schema_bytes ?? 0)).map((r) => (
+                {data.dead.rows.map((r) => (
                   <tr data-tool={r.tool_name}>
-                    <td class="tool"><a href={toolHref(r.tool_name, q)}>{r.tool_name}</a></td>
+                    <td class="tool"><a href={toolHref(r.tool_name, q)}><Name text={r.tool_name} /></a></td>
                     <td class="n">{formatInt(r.schema_bytes ?? 0)}</td>
                     <td class="n">{formatTokens((r.schema_bytes ?? 0) / UTF16_UNITS_PER_TOKEN)}</td>
                   </tr>
@@ -115,35 +132,37 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
               </tbody>
             </table>
           )}
+          <More shown={data.dead.rows.length} total={data.dead.total} api="GET /v1/metrics/tools" />
         </section>
         <section class="panel" id="pairs">
           <h2>
             Tool pairs <small>which tool the model calls next</small>
           </h2>
-          {data.pairs.length === 0 ? (
+          {data.pairs.rows.length === 0 ? (
             <p class="empty-state">No pairs in this range.</p>
           ) : (
             <table>
               <thead><tr><th>From</th><th>Then</th><th class="n">Times</th></tr></thead>
               <tbody>
-                {data.pairs.slice(0, 10).map((p) => (
+                {data.pairs.rows.map((p) => (
                   <tr>
-                    <td class="tool"><a href={toolHref(p.from_tool, q)}>{p.from_tool}</a></td>
-                    <td class="tool"><a href={toolHref(p.to_tool, q)}>{p.to_tool}</a></td>
+                    <td class="tool"><a href={toolHref(p.from_tool, q)}><Name text={p.from_tool} /></a></td>
+                    <td class="tool"><a href={toolHref(p.to_tool, q)}><Name text={p.to_tool} /></a></td>
                     <td class="n">{formatInt(p.count)}</td>
                   </tr>
                 ))}
               </tbody>
             </table>
           )}
+          <More shown={data.pairs.rows.length} total={data.pairs.total} api="GET /v1/metrics/pairs" />
         </section>
       </div>
 
       <div class="grid2 even">
         <section class="panel" id="clients">
           <h2>Clients</h2>
-          {data.clientRows.length === 0 ? (
-            <p class="empty-state">No calls in this range.</p>
+          {data.clientRows.rows.length === 0 ? (
+            <p class="empty-state">No calls in this range, or no client matches the search.</p>
           ) : (
             <table class="sortable">
               <thead>
@@ -153,9 +172,9 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
                 </tr>
               </thead>
               <tbody>
-                {data.clientRows.map((c) => (
+                {data.clientRows.rows.map((c) => (
                   <tr data-client={c.client_name}>
-                    <td data-value={c.client_name}><a href={pageHref("/", { from: range.from, to: range.to, client: c.client_name })}>{c.client_name}</a></td>
+                    <td data-value={c.client_name}><a href={pageHref("/", { from: range.from, to: range.to, client: c.client_name })}><Name text={c.client_name} /></a></td>
                     <td class="n" data-value={String(c.calls)}>{formatInt(c.calls)}</td>
                     <td class={`n ${firstCallClass(c.first_call_rate)}`} data-value={String(c.first_call_rate ?? "")}>{formatRate(c.first_call_rate)}</td>
                     <td class="n" data-value={String(c.error_rate ?? "")}>{formatRate(c.error_rate)}</td>
@@ -166,6 +185,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
               </tbody>
             </table>
           )}
+          <More shown={data.clientRows.rows.length} total={data.clientRows.total} api="GET /v1/metrics/clients" />
         </section>
         <section class="panel" id="descriptions">
           <h2>
@@ -187,46 +207,42 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
 
 const Descriptions: FC<{ data: OverviewData["descriptions"]; query: PageQuery }> = ({ data, query }) => (
   <>
-    {data.churn.length === 0 && data.convergence.length === 0 ? (
+    {data.churn.total === 0 && data.convergence.total === 0 ? (
       <p class="empty-state">No description churn and no two tools with the same normalised description.</p>
     ) : null}
-    {data.churn.map((c) => (
+    {data.churn.rows.map((c) => (
       <p data-churn={c.tool_name}>
-        <a class="mono" href={toolHref(c.tool_name, query)}>{c.tool_name}</a> — description changed{" "}
+        <a class="mono" href={toolHref(c.tool_name, query)}><Name text={c.tool_name} /></a> — description changed{" "}
         <b>{c.description_versions - 1}</b> time{c.description_versions === 2 ? "" : "s"} while its schema{" "}
         <span class="mono">{c.schema_hash}</span> stayed the same
         <span class="muted"> (last change {c.descriptions[c.descriptions.length - 1]?.first_seen.slice(0, 10)})</span>
       </p>
     ))}
-    {data.convergence.map((c) => (
+    <More shown={data.churn.rows.length} total={data.churn.total} api="GET /v1/metrics/descriptions" />
+    {data.convergence.rows.map((c) => (
       <p data-convergence={c.description_norm}>
-        <span class="pill medium">converged</span>{" "}
-        {c.tools.map((t, i) => (
-          <>
-            {i > 0 ? ", " : ""}
-            <a class="mono" href={toolHref(t, query)}>{t}</a>
-          </>
-        ))}{" "}
-        read the same to a model (<span class="mono">{c.description_norm}</span>)
+        <span class="pill medium">converged</span> <Names list={c.tools} query={query} /> read the same to a model (
+        <span class="mono"><Name text={c.description_norm} wide /></span>)
       </p>
     ))}
+    <More shown={data.convergence.rows.length} total={data.convergence.total} api="GET /v1/metrics/descriptions" />
   </>
 );
 
 const Agreement: FC<{ data: OverviewData["agreement"]; query: PageQuery }> = ({ data, query }) => (
   <>
-    {data.agreement.length === 0 && data.silent.length === 0 ? <p class="empty-state">No agreement checks declared or run.</p> : null}
-    {data.agreement.length > 0 ? (
+    {data.agreement.total === 0 && data.silent.total === 0 ? <p class="empty-state">No agreement checks declared or run.</p> : null}
+    {data.agreement.rows.length > 0 ? (
       <table>
         <thead>
           <tr><th>Field</th><th>Tool A</th><th>Tool B</th><th class="n">Checks</th><th class="n">Disagreements</th><th class="n">Rate</th></tr>
         </thead>
         <tbody>
-          {data.agreement.map((a) => (
+          {data.agreement.rows.map((a) => (
             <tr>
-              <td class="mono">{a.field}</td>
-              <td class="tool"><a href={toolHref(a.tool_a, query)}>{a.tool_a}</a></td>
-              <td class="tool"><a href={toolHref(a.tool_b, query)}>{a.tool_b}</a></td>
+              <td class="mono"><Name text={a.field} /></td>
+              <td class="tool"><a href={toolHref(a.tool_a, query)}><Name text={a.tool_a} /></a></td>
+              <td class="tool"><a href={toolHref(a.tool_b, query)}><Name text={a.tool_b} /></a></td>
               <td class="n">{formatInt(a.checks)}</td>
               <td class="n">{formatInt(a.disagreements)}</td>
               <td class={`n ${badRateClass(a.disagreement_rate, 0.05)}`}>{formatRate(a.disagreement_rate)}</td>
@@ -235,16 +251,21 @@ const Agreement: FC<{ data: OverviewData["agreement"]; query: PageQuery }> = ({ 
         </tbody>
       </table>
     ) : null}
-    {data.silent.map((s) => (
+    <More shown={data.agreement.rows.length} total={data.agreement.total} api="GET /v1/metrics/agreement" />
+    {data.silent.rows.map((s) => (
       <p class="muted" data-silent={s.field}>
-        <span class="pill low">silent</span> <span class="mono">{s.field}</span> is declared on {s.tools.join(", ")} but had no verdict in this range
+        <span class="pill low">silent</span> <span class="mono"><Name text={s.field} /></span> is declared on <Names list={s.tools} query={query} /> but had
+        no verdict in this range
       </p>
     ))}
+    <More shown={data.silent.rows.length} total={data.silent.total} api="GET /v1/metrics/agreement" />
   </>
 );
 
-export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ tool, data, projectName, range, client, todayMs, pricePerMillion }) => {
+export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ tool, data, projectName, range, client, search, todayMs, pricePerMillion }) => {
   const q: PageQuery = { from: range.from, to: range.to, client };
+  const searched: PageQuery = { ...q, q: search };
+  const hidden = { name: tool };
   const r = data.row;
   const p = data.previous;
   const labels = data.series.map((b) => bucketLabel(b.start, data.grain));
@@ -254,11 +275,11 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
   const reg = data.regression;
   return (
     <Frame
-      title={`${tool} · ${projectName} · MCPulse`}
+      title={`${visibleName(tool)} · ${visibleName(projectName)} · MCPulse`}
       heading={
         <>
           <div class="crumbs"><a href={pageHref("/", q)}>Overview</a> / tool</div>
-          <span class="mono" style="font-size:20px" data-tool-name>{tool}</span> {r ? <ToolStatus row={r} /> : null}
+          <span class="mono" style="font-size:20px" data-tool-name><Name text={tool} wide /></span> {r ? <ToolStatus row={r} /> : null}
         </>
       }
       projectName={projectName}
@@ -266,7 +287,8 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
       range={range}
       client={client}
       clients={data.clients}
-      path={`/tools/${encodeURIComponent(tool)}`}
+      path="/tool"
+      hidden={hidden}
       todayMs={todayMs}
     >
       {!r ? <div class="error">This tool has no calls in this range and is not registered.</div> : null}
@@ -326,14 +348,15 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
 
       <div class="grid2 even">
         <section class="panel" id="tool-clients">
-          <h2>Clients <small>all clients, this tool</small></h2>
-          {data.clientRows.length === 0 ? <p class="empty-state">No calls in this range.</p> : (
+          <h2>Clients <small>all clients, this tool · most calls first, {PAGE_NOTE}</small></h2>
+          <SearchBox path="/tool" query={searched} hidden={hidden} what="clients" />
+          {data.clientRows.rows.length === 0 ? <p class="empty-state">No calls in this range, or no client matches the search.</p> : (
             <table>
               <thead><tr><th>Client</th><th class="n">Calls</th><th class="n">First-call ok</th><th class="n">Errors</th><th class="n">Empty</th><th class="n">p95</th></tr></thead>
               <tbody>
-                {data.clientRows.map((c) => (
+                {data.clientRows.rows.map((c) => (
                   <tr data-client={c.client_name}>
-                    <td><a href={toolHref(tool, { ...q, client: c.client_name })}>{c.client_name}</a></td>
+                    <td><a href={toolHref(tool, { ...q, client: c.client_name })}><Name text={c.client_name} /></a></td>
                     <td class="n" data-value={String(c.calls)}>{formatInt(c.calls)}</td>
                     <td class={`n ${firstCallClass(c.first_call_rate)}`}>{formatRate(c.first_call_rate)}</td>
                     <td class="n">{formatRate(c.error_rate)}</td>
@@ -344,6 +367,7 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
               </tbody>
             </table>
           )}
+          <Pager list={data.clientRows} path="/tool" query={searched} hidden={hidden} />
         </section>
         <section class="panel" id="tool-pairs">
           <h2>Pairs</h2>
@@ -353,9 +377,9 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
               <tbody>
                 {Array.from({ length: Math.min(8, Math.max(before.length, after.length)) }, (_, i) => (
                   <tr>
-                    <td class="tool">{before[i] ? <a href={toolHref(before[i].from_tool, q)}>{before[i].from_tool}</a> : ""}</td>
+                    <td class="tool">{before[i] ? <a href={toolHref(before[i].from_tool, q)}><Name text={before[i].from_tool} /></a> : ""}</td>
                     <td class="n">{before[i] ? formatInt(before[i].count) : ""}</td>
-                    <td class="tool">{after[i] ? <a href={toolHref(after[i].to_tool, q)}>{after[i].to_tool}</a> : ""}</td>
+                    <td class="tool">{after[i] ? <a href={toolHref(after[i].to_tool, q)}><Name text={after[i].to_tool} /></a> : ""}</td>
                     <td class="n">{after[i] ? formatInt(after[i].count) : ""}</td>
                   </tr>
                 ))}

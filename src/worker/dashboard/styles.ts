@@ -71,11 +71,27 @@ svg text{font:11px system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;fill:#66
 .crumbs{font-size:12px;color:var(--muted);margin-bottom:4px}
 dl.facts{display:grid;grid-template-columns:auto 1fr;gap:6px 14px;margin:0;font-size:13px}
 dl.facts dt{color:var(--muted)}dl.facts dd{margin:0;font-variant-numeric:tabular-nums}
+bdi.name{display:inline-block;max-width:22em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;vertical-align:bottom}
+bdi.name.wide{max-width:min(60vw,48em)}
+header.top bdi.name{max-width:30vw}
+td.tool bdi.name,td bdi.name{max-width:14em}
+#tools-table td,#tools-table th{padding-left:6px;padding-right:6px}
+.cc{display:inline-block;font:600 9px/1.3 ui-monospace,Menlo,monospace;color:var(--bad);border:1px solid currentColor;border-radius:3px;padding:0 2px;margin:0 1px;vertical-align:1px}
+.picker select{max-width:16em}
+form.search{display:flex;gap:6px;margin:0 0 10px}
+form.search input{font:inherit;font-size:13px;border:1px solid var(--line);border-radius:6px;padding:4px 8px;min-width:16em}
+form.search button{font:inherit;font-size:12px;border:1px solid var(--line);border-radius:6px;padding:4px 10px;background:#fff;cursor:pointer}
+nav.pager{display:flex;justify-content:space-between;align-items:center;font-size:13px;margin-top:10px}
+p.more{font-size:12px;margin:6px 0 0}
 footer.foot{color:var(--muted);font-size:12px;text-align:center;margin-top:24px}
 `;
 
-/** Sorts any table.sortable by the clicked header: numbers by data-value, text otherwise. */
-export const SORT_SCRIPT = `
+/**
+ * The pages' one script (it runs by the CSP nonce, app.ts): sorts any table.sortable by the clicked
+ * header (numbers by data-value, text otherwise), submits the form when the client select changes,
+ * and takes a sign-in link's key out of the address bar and history.
+ */
+export const PAGE_SCRIPT = `
 document.querySelectorAll("table.sortable").forEach(function(table){
   table.querySelectorAll("th[data-sort]").forEach(function(th, index){
     th.addEventListener("click", function(){
@@ -100,5 +116,8 @@ document.querySelectorAll("table.sortable").forEach(function(table){
 });
 document.querySelectorAll("[data-autosubmit]").forEach(function(el){
   el.addEventListener("change", function(){ el.form.submit(); });
+});
+document.querySelectorAll("[data-clean-url]").forEach(function(el){
+  history.replaceState(null, "", el.getAttribute("data-clean-url"));
 });
 `;

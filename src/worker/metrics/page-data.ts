@@ -1,6 +1,8 @@
 // What each dashboard page shows, from the same pure functions the read API answers with
 // (reports.ts), so page and API can never disagree. A page is a few statements in parallel: every
-// counter sum it needs is one statement (counter-sums.ts), `as_of` is read once (scope.ts).
+// counter sum it needs is one statement (counter-sums.ts), `as_of` is read once (scope.ts). Every
+// list of a page is bounded (SPEC §3): the main list by pages of PAGE_ROWS, the others cut to their
+// top rows, all of them narrowed by the search box; totals and cards still count every row.
 import {
   listAgreementDeclarations,
   listRegisteredTools,
@@ -15,7 +17,7 @@ import type { DurationHistogram } from "../histogram.ts";
 import { sumCounters, type CounterRequest } from "./counter-sums.ts";
 import { counterFigures, emptyGroup, mergeGroups, type CounterFigures, type CounterGroup } from "./counters.ts";
 import { buildInsights, type Insight } from "./insights.ts";
-import { previousRange, type DateRange, type Grain } from "./query.ts";
+import { previousRange, type DateRange, type Grain, type PageParams } from "./query.ts";
 import {
   agreementFrom,
   bucketsFrom,
@@ -36,6 +38,41 @@ import {
 } from "./reports.ts";
 import { loadSchemaRegressions, type SchemaRegression } from "./schema-regressions.ts";
 import { asOfIso, type ReadScope } from "./scope.ts";
+
+/** Rows of a page's main list (the overview's tools, a tool page's clients) per page. */
+export const PAGE_ROWS = 100;
+/** Rows of every other list of a page: the top ones, by the list's own order. */
+export const SIDE_ROWS = 20;
+/** Names shown inside one row (a converged description's tools, a silent field's tools). */
+export const NAMES_PER_ROW = 10;
+/** Clients the picker offers: the busiest; any other is one click away in the clients table. */
+export const PICKER_CLIENTS = 50;
+
+/** One bounded list: the rows shown and how many rows there are in all (after the search). */
+export type Listed<T> = { rows: T[]; total: number };
+/** The main list of a page: one page of it. */
+export type Paged<T> = Listed<T> & { page: number; pages: number };
+
+function cut<T>(rows: T[], max: number): Listed<T> {
+  return { rows: rows.slice(0, max), total: rows.length };
+}
+
+function pageOf<T>(rows: T[], page: number): Paged<T> {
+  const pages = Math.max(1, Math.ceil(rows.length / PAGE_ROWS));
+  return { rows: rows.slice((page - 1) * PAGE_ROWS, page * PAGE_ROWS), total: rows.length, page, pages };
+}
+
+/** The search box's match: part of the name, ignoring case. */
+export function nameMatches(name: string, search: string | undefined): boolean {
+  return search === undefined || name.toLowerCase().includes(search.toLowerCase());
+}
+
+/** Names of one row, cut to NAMES_PER_ROW (the rest counted). */
+export type NameList = Listed<string>;
+
+function names(list: string[]): NameList {
+  return cut(list, NAMES_PER_ROW);
+}
 
 /** The project's name for the page header ("" if it is gone). */
 export async function loadProjectName(scope: ReadScope): Promise<string> {
@@ -64,15 +101,68 @@ function byCodePoints(a: string, b: string): number {
   return x.length - y.length;
 }
 
-/** Every client with rows in the range (the picker), from a per-client sum without filters. */
-function clientNames(sums: Map<string, CounterGroup>): string[] {
-  return [...sums.keys()].sort(byCodePoints);
+/**
+ * The picker's clients: the PICKER_CLIENTS with most calls in the range (from a per-client sum
+ * without filters), in code-point order, and the chosen one even when it is not among them.
+ */
+function pickerClients(sums: Map<string, CounterGroup>, chosen: string | undefined): string[] {
+  const busiest = [...sums.entries()]
+    .sort(([a, x], [b, y]) => y.counters.calls - x.counters.calls || byCodePoints(a, b))
+    .slice(0, PICKER_CLIENTS)
+    .map(([name]) => name);
+  if (chosen !== undefined && !busiest.includes(chosen)) busiest.push(chosen);
+  return busiest.sort(byCodePoints);
+}
+
+/** A page's descriptions, bounded: the top churn and convergence rows, each group's tools cut. */
+export type PageDescriptions = {
+  churn: Listed<DescriptionsReport["churn"][number]>;
+  convergence: Listed<{ description_norm: string; tools: NameList }>;
+};
+
+function pageDescriptions(report: DescriptionsReport, search: string | undefined): PageDescriptions {
+  return {
+    churn: cut(report.churn.filter((c) => nameMatches(c.tool_name, search)), SIDE_ROWS),
+    convergence: cut(
+      report.convergence
+        .filter((c) => c.tools.some((t) => nameMatches(t, search)))
+        .map((c) => ({ description_norm: c.description_norm, tools: names(c.tools) })),
+      SIDE_ROWS,
+    ),
+  };
+}
+
+/** A page's agreement, bounded: the rows with most disagreements first, then the silent fields. */
+export type PageAgreement = {
+  agreement: Listed<AgreementReport["agreement"][number]>;
+  silent: Listed<{ field: string; tools: NameList }>;
+};
+
+function pageAgreement(report: AgreementReport, search: string | undefined): PageAgreement {
+  const hit = (...n: string[]) => n.some((x) => nameMatches(x, search));
+  return {
+    agreement: cut(
+      report.agreement.filter((a) => hit(a.field, a.tool_a, a.tool_b)).sort((a, b) => b.disagreements - a.disagreements || b.checks - a.checks),
+      SIDE_ROWS,
+    ),
+    silent: cut(
+      report.silent.filter((x) => hit(x.field, ...x.tools)).map((x) => ({ field: x.field, tools: names(x.tools) })),
+      SIDE_ROWS,
+    ),
+  };
 }
 
 export type OverviewData = {
   asOf: string | null;
   clients: string[];
-  tools: ToolRow[];
+  /** One page of the tools that match the search, in the API's order (calls, then name). */
+  tools: Paged<ToolRow>;
+  /** Tools of the range, whatever the search. */
+  toolCount: number;
+  /** Dead tools matching the search, largest schema first; the card counts every dead tool. */
+  dead: Listed<ToolRow>;
+  deadCount: number;
+  deadSchemaBytes: number;
   totals: CounterFigures;
   previousTotals: CounterFigures;
   sessions: SessionsReport;
@@ -80,18 +170,14 @@ export type OverviewData = {
   series: TimeseriesBucket[];
   grain: Grain;
   insights: Insight[];
-  pairs: PairRow[];
-  descriptions: DescriptionsReport;
-  agreement: AgreementReport;
-  clientRows: ClientRow[];
+  pairs: Listed<PairRow>;
+  descriptions: PageDescriptions;
+  agreement: PageAgreement;
+  clientRows: Listed<ClientRow>;
 };
 
-export async function loadOverview(
-  scope: ReadScope,
-  range: DateRange,
-  client: string | undefined,
-  price: number,
-): Promise<OverviewData> {
+export async function loadOverview(scope: ReadScope, params: PageParams, price: number): Promise<OverviewData> {
+  const { range, client, search, page } = params;
   const grain = chartGrain(range);
   const [[toolSums, previousSums, seriesSums, clientSums], registered, [sessions, previousSessions], pairs, versions, agreementRows, declarations, asOf] =
     await Promise.all([
@@ -116,10 +202,18 @@ export async function loadOverview(
   const tools = toolsFrom(toolSums ?? new Map(), registered, { client });
   const allClients = clientSums ?? new Map<string, CounterGroup>();
   const filteredClients = client === undefined ? allClients : new Map([...allClients].filter(([name]) => name === client));
+  const dead = tools.rows.filter((r) => r.dead);
   return {
     asOf,
-    clients: clientNames(allClients),
-    tools: tools.rows,
+    clients: pickerClients(allClients, client),
+    tools: pageOf(tools.rows.filter((r) => nameMatches(r.tool_name, search)), page),
+    toolCount: tools.rows.length,
+    dead: cut(
+      dead.filter((r) => nameMatches(r.tool_name, search)).sort((a, b) => (b.schema_bytes ?? 0) - (a.schema_bytes ?? 0)),
+      SIDE_ROWS,
+    ),
+    deadCount: dead.length,
+    deadSchemaBytes: dead.reduce((n, r) => n + (r.schema_bytes ?? 0), 0),
     totals: counterFigures(mergeGroups(tools.groups.values())),
     previousTotals: counterFigures(previousSums?.get("") ?? emptyGroup()),
     sessions: sessions as SessionsReport,
@@ -127,10 +221,10 @@ export async function loadOverview(
     series: bucketsFrom(seriesSums ?? new Map(), range, grain),
     grain,
     insights: buildInsights(tools.rows, tools.histograms, tools.registered),
-    pairs,
-    descriptions: descriptionsFrom(versions, registered, {}, asOf),
-    agreement: agreementFrom(agreementRows, declarations, range, {}, asOf),
-    clientRows: clientRowsFrom(filteredClients),
+    pairs: cut(pairs.filter((p) => nameMatches(p.from_tool, search) || nameMatches(p.to_tool, search)), SIDE_ROWS),
+    descriptions: pageDescriptions(descriptionsFrom(versions, registered, {}, asOf), search),
+    agreement: pageAgreement(agreementFrom(agreementRows, declarations, range, {}, asOf), search),
+    clientRows: cut(clientRowsFrom(filteredClients).filter((c) => nameMatches(c.client_name, search)), SIDE_ROWS),
   };
 }
 
@@ -142,21 +236,17 @@ export type ToolPageData = {
   previous: CounterFigures;
   series: TimeseriesBucket[];
   grain: Grain;
-  clientRows: ClientRow[];
+  /** One page of this tool's clients that match the search, most calls first. */
+  clientRows: Paged<ClientRow>;
   pairs: PairRow[];
   regression: SchemaRegression | undefined;
-  descriptions: DescriptionsReport;
-  agreement: AgreementReport;
+  descriptions: PageDescriptions;
+  agreement: PageAgreement;
   sessions: SessionsReport;
 };
 
-export async function loadToolPage(
-  scope: ReadScope,
-  tool: string,
-  range: DateRange,
-  client: string | undefined,
-  price: number,
-): Promise<ToolPageData> {
+export async function loadToolPage(scope: ReadScope, tool: string, params: PageParams, price: number): Promise<ToolPageData> {
+  const { range, client, search, page } = params;
   const grain = chartGrain(range);
   const registeredRows = listRegisteredTools(scope.db, scope.projectId);
   const versionRows = listToolVersions(scope.db, scope.projectId, tool);
@@ -183,17 +273,17 @@ export async function loadToolPage(
   const tools = toolsFrom(toolSums ?? new Map(), registered, { client, tool });
   return {
     asOf,
-    clients: clientNames(allClientSums ?? new Map()),
+    clients: pickerClients(allClientSums ?? new Map(), client),
     row: tools.rows[0],
     histogram: tools.histograms.get(tool) ?? {},
     previous: counterFigures(previousSums?.get("") ?? emptyGroup()),
     series: bucketsFrom(seriesSums ?? new Map(), range, grain),
     grain,
-    clientRows: clientRowsFrom(clientSums ?? new Map()),
+    clientRows: pageOf(clientRowsFrom(clientSums ?? new Map()).filter((c) => nameMatches(c.client_name, search)), page),
     pairs,
     regression: regressions[0],
-    descriptions: descriptionsFrom(versions, registered, { tool }, asOf),
-    agreement: agreementFrom(agreementRows, declarations, range, { tool }, asOf),
+    descriptions: pageDescriptions(descriptionsFrom(versions, registered, { tool }, asOf), undefined),
+    agreement: pageAgreement(agreementFrom(agreementRows, declarations, range, { tool }, asOf), undefined),
     sessions: sessions as SessionsReport,
   };
 }

@@ -1,7 +1,8 @@
 // Query parameters of the read API and the dashboard (SPEC §3), as Zod schemas: inclusive UTC date
 // ranges, the client/tool filters and the timeseries grain. The API validates them with
 // `validQuery(schema)` and the dashboard with `parseQuery(schema, url)`; both answer a bad parameter
-// with a 400 whose message names the parameter but never quotes its value.
+// with a 400 whose message names the parameter by our own name for it but never repeats anything
+// the request held — not a value, not an unknown parameter's name (SPEC §3).
 import { zValidator } from "@hono/zod-validator";
 import { HTTPException } from "hono/http-exception";
 import { z } from "zod";
@@ -80,7 +81,7 @@ function dateParam(name: "from" | "to") {
 }
 
 /** A client or tool filter: an exact name, never longer than the wire allows (SPEC §1.2), so it can match. */
-function nameParam(name: "client" | "tool", maxChars: number) {
+function nameParam(name: "client" | "tool" | "name", maxChars: number) {
   return single(
     name,
     z
@@ -114,7 +115,7 @@ function toRange(q: RangeInput, maxDays: number, ctx: z.RefinementCtx): DateRang
   }
   const days = (toMs - fromMs) / DAY_MS + 1;
   if (days > maxDays) {
-    ctx.addIssue({ code: "custom", message: `the range is ${days} days; at most ${maxDays} are allowed` });
+    ctx.addIssue({ code: "custom", message: `the range is longer than ${maxDays} days` });
     return undefined;
   }
   return rangeFromDays(fromMs, toMs);
@@ -152,18 +153,46 @@ export const schemaRegressionsQuery = z
   .strictObject({ client: PARAMS.client, tool: PARAMS.tool })
   .transform((q) => ({ filters: filtersOf(q) }));
 
+/** The dashboard's search box: part of a name, at most as long as the longest name (SPEC §1.2). */
+export const MAX_SEARCH_CHARS = MAX_TOOL_NAME_CHARS;
+/** Pages of a dashboard list past the last one answer 400; 10,000 pages of 100 rows hold any project. */
+export const MAX_LIST_PAGE = 10_000;
+
 /**
- * A dashboard page: the overview's range and client filter. The form's "All clients" sends
+ * A dashboard page's parameters: the range and client filter, the search box `q` (part of a name;
+ * empty means none) and the `page` of the page's long list. The form's "All clients" sends
  * `client=`, which means no filter; `key` is the sign-in link's, handled before the page.
  */
-export const pageQuery = z
-  .strictObject({
-    from: PARAMS.from,
-    to: PARAMS.to,
-    client: z.preprocess((value) => (value === "" ? undefined : value), PARAMS.client),
-    key: z.unknown().optional(),
-  })
-  .transform((q, ctx) => ({ range: toRange(q, MAX_RANGE_DAYS, ctx) as DateRange, client: q.client }));
+const PAGE_PARAMS = {
+  from: PARAMS.from,
+  to: PARAMS.to,
+  client: z.preprocess((value) => (value === "" ? undefined : value), PARAMS.client),
+  q: single("q", z.string().max(MAX_SEARCH_CHARS, { error: `'q' is longer than ${MAX_SEARCH_CHARS} characters` })).optional(),
+  page: single(
+    "page",
+    z
+      .string()
+      .regex(/^[1-9]\d{0,4}$/, { error: "'page' must be a page number", abort: true })
+      .transform(Number)
+      .pipe(z.number().max(MAX_LIST_PAGE, { error: `'page' is over ${MAX_LIST_PAGE}` })),
+  ).optional(),
+  key: z.unknown().optional(),
+};
+
+type PageInput = RangeInput & { client?: string | undefined; q?: string | undefined; page?: number | undefined };
+
+function pageOf(q: PageInput, ctx: z.RefinementCtx) {
+  return { range: toRange(q, MAX_RANGE_DAYS, ctx) as DateRange, client: q.client, search: q.q || undefined, page: q.page ?? 1 };
+}
+
+export const pageQuery = z.strictObject(PAGE_PARAMS).transform(pageOf);
+
+/** A tool's page, `/tool?name=…`: the name in the query, so `.` and `..` are names like any other. */
+export const toolPageQuery = z
+  .strictObject({ ...PAGE_PARAMS, name: nameParam("name", MAX_TOOL_NAME_CHARS).unwrap() })
+  .transform((q, ctx) => ({ ...pageOf(q, ctx), tool: q.name }));
+
+export type PageParams = z.output<typeof pageQuery>;
 
 // ---------------------------------------------------------------------------------------------
 // Errors
@@ -173,16 +202,13 @@ export function badParameter(message: string): HTTPException {
   return new HTTPException(400, { message });
 }
 
-/** A parameter name is quoted back only when it looks like one (lower-case letters and `_`). */
-const QUOTABLE_NAME = /^[a-z_]{1,32}$/;
-
-/** The first problem, as a message that names parameters but never repeats a value. */
+/**
+ * The first problem, as a message built only from our own words: an unknown parameter is answered
+ * with the names this endpoint allows, never with the name the request used (SPEC §3).
+ */
 export function messageOf(error: z.core.$ZodError, allowed: readonly string[]): string {
-  const unknown = error.issues.find((issue) => issue.code === "unrecognized_keys");
-  if (unknown && unknown.code === "unrecognized_keys") {
-    const name = unknown.keys[0] ?? "";
-    const quoted = QUOTABLE_NAME.test(name) ? ` '${name}'` : "";
-    return `unknown parameter${quoted} (allowed: ${allowed.join(", ") || "none"})`;
+  if (error.issues.some((issue) => issue.code === "unrecognized_keys")) {
+    return `unknown parameter (allowed: ${allowed.join(", ") || "none"})`;
   }
   return error.issues[0]?.message ?? "bad parameter";
 }

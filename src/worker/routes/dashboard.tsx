@@ -1,18 +1,19 @@
-// GET / and GET /tools/:name: the dashboard, server-rendered with Hono JSX (no build step, no
-// network). Sign-in with a read key: `?key=` once (then a cookie and a redirect that drops it from
-// the URL) or the sign-in form. The cookie holds the read key itself and is checked on every page
-// exactly like a Bearer key, so a page can only ever show the key's own project (SPEC §3).
+// GET / and GET /tool?name=: the dashboard, server-rendered with Hono JSX (no build step, no
+// network). Sign-in with a read key: the sign-in form, or a `?key=` link, which lands on a
+// confirmation step whose button signs in (a link alone never sets the cookie: SPEC §3, login CSRF).
+// The cookie holds the read key itself and is checked on every page exactly like a Bearer key, so a
+// page can only ever show the key's own project (SPEC §3).
 import { Hono, type Context } from "hono";
+import { csrf } from "hono/csrf";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
 import type { JSX } from "hono/jsx/jsx-runtime";
-import { MAX_TOOL_NAME_CHARS } from "../../shared/limits.ts";
 import { authenticateKey } from "../auth.ts";
-import { ErrorPage, SignInPage } from "../dashboard/layout.tsx";
+import { ConfirmSignInPage, ErrorPage, ScriptNonce, SignInPage } from "../dashboard/layout.tsx";
 import { OverviewPage, ToolPage } from "../dashboard/pages.tsx";
 import type { AppEnv } from "../env.ts";
 import { loadOverview, loadProjectName, loadToolPage } from "../metrics/page-data.ts";
-import { pageQuery, parseQuery } from "../metrics/query.ts";
+import { pageQuery, parseQuery, type PageParams, toolPageQuery } from "../metrics/query.ts";
 import { pricePerMillionTokens } from "../metrics/reports.ts";
 import { openReadScope } from "../metrics/scope.ts";
 import { DAY_MS } from "../time.ts";
@@ -30,19 +31,14 @@ export function isLocalHost(hostname: string): boolean {
   return hostname === "localhost" || hostname === "127.0.0.1" || hostname === "[::1]" || hostname.endsWith(".localhost");
 }
 
-const SECURITY_HEADERS: Record<string, string> = {
-  // Inline CSS and the small sort script only; nothing is fetched from anywhere.
-  "Content-Security-Policy":
-    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-  "Referrer-Policy": "no-referrer",
-  "X-Frame-Options": "DENY",
-  "X-Content-Type-Options": "nosniff",
-  "Cache-Control": "private, no-store",
-};
-
+/**
+ * A page as HTML. Its script carries this request's CSP nonce (app.ts's secureHeaders makes it when
+ * the policy is built); pages are per key and never cached.
+ */
 async function render(c: Ctx, page: JSX.Element, status: 200 | 400 | 401 = 200): Promise<Response> {
-  const html = "<!DOCTYPE html>" + (await page.toString());
-  return c.html(html, status, SECURITY_HEADERS);
+  const nonce = c.get("secureHeadersNonce") ?? "";
+  const html = "<!DOCTYPE html>" + (await (<ScriptNonce.Provider value={nonce}>{page}</ScriptNonce.Provider>).toString());
+  return c.html(html, status, { "Cache-Control": "private, no-store" });
 }
 
 function setKeyCookie(c: Ctx, key: string): void {
@@ -62,20 +58,21 @@ function clearKeyCookie(c: Ctx): void {
 type PageAuth = { projectId: string } | { response: Response };
 
 /**
- * The project of this page request: `?key=` (answered with the cookie and a redirect to the same
- * URL without it), else the cookie; otherwise the sign-in page.
+ * The project of this page request: the cookie, else the sign-in page. A `?key=` link is answered
+ * with a confirmation step naming the key's project — never with the cookie: any site can send a
+ * browser to such a link, and only a form of this site (POST /signin) may change the cookie.
  */
 async function authenticatePage(c: Ctx): Promise<PageAuth> {
   const url = new URL(c.req.url);
   const keys = url.searchParams.getAll("key");
   if (keys.length > 0) {
-    const auth = keys.length === 1 ? await authenticateKey(c.env.DB, keys[0] ?? "", "read") : null;
+    const key = keys[0] ?? "";
+    const auth = keys.length === 1 ? await authenticateKey(c.env.DB, key, "read") : null;
     if (!auth) return { response: await render(c, <SignInPage error="That is not a valid read key." />, 401) };
-    setKeyCookie(c, keys[0] ?? "");
     url.searchParams.delete("key");
-    c.header("Cache-Control", "no-store");
-    c.header("Referrer-Policy", "no-referrer");
-    return { response: c.redirect(url.pathname + url.search, 303) };
+    const projectName = await loadProjectName(openReadScope(c.env.DB, auth.project_id));
+    const next = safeNextPath(url.pathname + url.search);
+    return { response: await render(c, <ConfirmSignInPage projectName={projectName} signInKey={key} next={next} />) };
   }
   const cookie = getCookie(c, SESSION_COOKIE);
   const next = url.pathname + url.search;
@@ -88,11 +85,6 @@ async function authenticatePage(c: Ctx): Promise<PageAuth> {
   return { projectId: auth.project_id };
 }
 
-/** Range and client of a page, by the API's own schema (metrics/query.ts). */
-function pageParams(c: Ctx) {
-  return parseQuery(pageQuery, new URL(c.req.url));
-}
-
 async function withBadParameters(c: Ctx, page: () => Promise<Response>): Promise<Response> {
   try {
     return await page();
@@ -102,11 +94,12 @@ async function withBadParameters(c: Ctx, page: () => Promise<Response>): Promise
   }
 }
 
-function common(c: Ctx, projectName: string, q: ReturnType<typeof pageParams>) {
+function common(c: Ctx, projectName: string, q: PageParams) {
   return {
     projectName,
     range: q.range,
     client: q.client,
+    search: q.search,
     todayMs: Math.floor(Date.now() / DAY_MS) * DAY_MS,
     pricePerMillion: pricePerMillionTokens(c.env.PRICE_PER_MILLION_TOKENS_USD),
   };
@@ -116,32 +109,34 @@ dashboardApp.get("/", async (c) => {
   const auth = await authenticatePage(c);
   if ("response" in auth) return auth.response;
   return withBadParameters(c, async () => {
-    const q = pageParams(c);
+    // Range, client, search and page by the API's own schemas (metrics/query.ts).
+    const q = parseQuery(pageQuery, new URL(c.req.url));
     const props = common(c, "", q);
     const scope = openReadScope(c.env.DB, auth.projectId);
-    const [projectName, data] = await Promise.all([
-      loadProjectName(scope),
-      loadOverview(scope, q.range, q.client, props.pricePerMillion),
-    ]);
+    const [projectName, data] = await Promise.all([loadProjectName(scope), loadOverview(scope, q, props.pricePerMillion)]);
     return render(c, <OverviewPage {...props} projectName={projectName} data={data} />);
   });
 });
 
-dashboardApp.get("/tools/:name", async (c) => {
+/** A tool's page. Its name is a query parameter, capped in code points like every tool name (SPEC §1.2). */
+dashboardApp.get("/tool", async (c) => {
   const auth = await authenticatePage(c);
   if ("response" in auth) return auth.response;
   return withBadParameters(c, async () => {
-    const tool = c.req.param("name");
-    if (tool.length === 0 || tool.length > MAX_TOOL_NAME_CHARS) throw new HTTPException(400, { message: "not a tool name" });
-    const q = pageParams(c);
+    const q = parseQuery(toolPageQuery, new URL(c.req.url));
     const props = common(c, "", q);
     const scope = openReadScope(c.env.DB, auth.projectId);
-    const [projectName, data] = await Promise.all([
-      loadProjectName(scope),
-      loadToolPage(scope, tool, q.range, q.client, props.pricePerMillion),
-    ]);
-    return render(c, <ToolPage {...props} projectName={projectName} tool={tool} data={data} />);
+    const [projectName, data] = await Promise.all([loadProjectName(scope), loadToolPage(scope, q.tool, q, props.pricePerMillion)]);
+    return render(c, <ToolPage {...props} projectName={projectName} tool={q.tool} data={data} />);
   });
+});
+
+/** The tool pages' former address, kept for links and bookmarks: the same page at /tool?name=. */
+dashboardApp.get("/tools/:name", (c) => {
+  const url = new URL(c.req.url);
+  const params = new URLSearchParams(url.search);
+  params.delete("name");
+  return c.redirect(`/tool?${new URLSearchParams([["name", c.req.param("name")], ...params])}`, 308);
 });
 
 /**
@@ -154,7 +149,15 @@ export function safeNextPath(next: unknown): string {
   return next;
 }
 
-dashboardApp.post("/signin", async (c) => {
+/**
+ * Sign-in and sign-out change the cookie, so only a page of this site may ask: Hono's csrf() lets a
+ * form POST through when `Sec-Fetch-Site` is same-origin or `Origin` is this origin, else 403
+ * (SPEC §3). The cookie's SameSite=Strict does not help here: it limits sending a cookie, not
+ * setting one from a cross-site form's answer.
+ */
+const sameOriginForm = csrf();
+
+dashboardApp.post("/signin", sameOriginForm, async (c) => {
   const form = await c.req.parseBody();
   const key = typeof form.key === "string" ? form.key.trim() : "";
   const next = safeNextPath(form.next);
@@ -164,7 +167,7 @@ dashboardApp.post("/signin", async (c) => {
   return c.redirect(next, 303);
 });
 
-dashboardApp.post("/signout", (c) => {
+dashboardApp.post("/signout", sameOriginForm, (c) => {
   clearKeyCookie(c);
   return c.redirect("/", 303);
 });

@@ -1,4 +1,5 @@
-// The read API's 400 messages name the parameter and never repeat what the caller wrote (SPEC §3),
+// The read API's 400 messages name the parameter and never repeat what the caller wrote — not a
+// value, not an unknown parameter's name (SPEC §3),
 // and the dashboard refuses exactly what the API refuses (one schema, metrics/query.ts).
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
@@ -27,7 +28,7 @@ describe("read API error messages", () => {
     }
   });
 
-  it("quote an unknown parameter's name only when it is plainly a name", async () => {
+  it("never quote an unknown parameter's name, however plain; they list the allowed names", async () => {
     const p = await createProject();
     const odd = await getJson<{ error: string }>(`/v1/metrics/tools?${encodeURIComponent(MARK)}=1`, p.read_key);
     expect(odd.status).toBe(400);
@@ -35,7 +36,24 @@ describe("read API error messages", () => {
     const long = await getJson<{ error: string }>(`/v1/metrics/tools?${"a".repeat(33)}=1`, p.read_key);
     expect(long.body.error).not.toContain("aaa");
     const typo = await getJson<{ error: string }>("/v1/metrics/sessions?tools=x", p.read_key);
-    expect(typo.body.error).toBe("unknown parameter 'tools' (allowed: from, to, client)");
+    expect(typo.body.error).toBe("unknown parameter (allowed: from, to, client)");
+    const plain = await getJson<{ error: string }>("/v1/metrics/tools?zqname=1", p.read_key);
+    expect(plain.body.error).not.toContain("zqname");
+  });
+
+  it("never echo anything the request held, on the API or the dashboard", async () => {
+    const p = await createProject();
+    const cookie = { cookie: `mcpulse_read_key=${p.read_key}` };
+    for (const q of ["zqname=1", "from=2026-01-01&zqname=1", `client=zq${"x".repeat(200)}`, "from=1999-01-01&to=2026-01-01"]) {
+      const api = await getJson<{ error: string }>(`/v1/metrics/tools?${q}`, p.read_key);
+      expect(api.status, q).toBe(400);
+      expect(api.body.error, q).not.toMatch(/zq|1999|2026/);
+      const page = await exports.default.fetch(`http://worker/?${q}`, { headers: cookie });
+      expect(page.status, q).toBe(400);
+      const message = /role="alert">([^<]*)</.exec(await page.text())?.[1] ?? "";
+      expect(message, q).not.toBe("");
+      expect(message, q).not.toMatch(/zq|1999|2026/);
+    }
   });
 
   it("the dashboard refuses what the API refuses, and takes client= as no filter", async () => {

@@ -51,7 +51,7 @@ describe("D1 statements per request", () => {
     expect(cold.statements.filter((s) => s.includes("rollup_state")).length).toBe(1);
     const defaults = await countedGet("/", cookie);
     expect(defaults.statements.length).toBeLessThanOrEqual(12);
-    const toolPage = await countedGet(`/tools/search?from=${iso(todayMs - 89 * DAY)}&to=${iso(todayMs)}`, cookie);
+    const toolPage = await countedGet(`/tool?name=search&from=${iso(todayMs - 89 * DAY)}&to=${iso(todayMs)}`, cookie);
     expect(toolPage.status).toBe(200);
     expect(toolPage.statements.length, toolPage.statements.join("\n")).toBeLessThanOrEqual(12);
     expect(toolPage.statements.filter((s) => s.includes("rollup_state")).length).toBe(1);
