@@ -113,7 +113,7 @@ describe("alert delivery to a real receiver", () => {
     expect(payload).toMatchObject({
       kind: "firing", state: "firing", metric: "error_rate", op: ">", value: 0.6, threshold: 0.2,
       scope: { tool: "search_orders", client: null }, project: { id: project.project_id, name: "shop" },
-      url: "https://mcpulse.example.com/tools/search_orders", window: { hours: 24 },
+      url: "https://mcpulse.example.com/tool?name=search_orders", window: { hours: 24 },
     });
     // A tampered body does not verify.
     expect(verify(secrets.get("/hook")!, hook.headers, hook.body.replace("0.6", "0.1"))).toBe(false);
@@ -121,7 +121,7 @@ describe("alert delivery to a real receiver", () => {
     expect(slack.blocks.map((b: { type: string }) => b.type)).toEqual(["header", "section", "actions", "context"]);
     expect(JSON.stringify(slack)).toContain("60.0% vs threshold &gt; 20.0%");
     const discord = JSON.parse(byPath("/discord")[0]!.body);
-    expect(discord.embeds[0].url).toBe("https://mcpulse.example.com/tools/search_orders");
+    expect(discord.embeds[0].url).toBe("https://mcpulse.example.com/tool?name=search_orders");
     // The slow target held one slot for the 5 s timeout; the others were answered long before.
     expect(hook.at - byPath("/slow")[0]!.at).toBeLessThan(5_000);
     expect(runMs).toBeLessThan(20_000);

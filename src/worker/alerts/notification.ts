@@ -34,7 +34,9 @@ export function dashboardUrl(publicUrl: string | undefined, scope: { tool: strin
   } catch {
     return null;
   }
-  const url = new URL(scope.tool === null ? "/" : `/tools/${encodeURIComponent(scope.tool)}`, base);
+  // A tool's page is /tool?name=… (names such as "." or ".." cannot be path segments).
+  const url = new URL(scope.tool === null ? "/" : "/tool", base);
+  if (scope.tool !== null) url.searchParams.set("name", scope.tool);
   if (scope.client !== null) url.searchParams.set("client", scope.client);
   return url.toString();
 }

@@ -3,7 +3,7 @@
 import { createHmac } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { discordMessage, renderRequest, slackMessage } from "../../../src/worker/alerts/formats.ts";
-import type { NotificationPayload } from "../../../src/worker/alerts/notification.ts";
+import { dashboardUrl, type NotificationPayload } from "../../../src/worker/alerts/notification.ts";
 import { nextAttemptAtMs } from "../../../src/worker/alerts/delivery.ts";
 import { checkTarget, urlHint } from "../../../src/worker/alerts/targets.ts";
 
@@ -19,7 +19,7 @@ const payload: NotificationPayload = {
   threshold: 0.1,
   window: { hours: 24, from: "2026-12-01T00:00:00.000Z", to: "2026-12-02T00:00:00.000Z" },
   at: "2026-12-01T12:05:00.000Z",
-  url: "https://mcpulse.example.com/tools/search",
+  url: "https://mcpulse.example.com/tool?name=search",
 };
 
 describe("formats", () => {
@@ -78,5 +78,14 @@ describe("targets and retries", () => {
     }
     expect(schedule).toEqual([1, 5, 30, 120, 360, 360, 360]);
     expect(at).toBeLessThanOrEqual(24 * 3_600_000);
+  });
+});
+
+describe("links to the dashboard", () => {
+  it("name the tool's page /tool?name=… (any name, '.' and '..' included) with the client, or the overview", () => {
+    expect(dashboardUrl("https://m.example", { tool: "..", client: "Claude Desktop+beta" })).toBe("https://m.example/tool?name=..&client=Claude+Desktop%2Bbeta");
+    expect(dashboardUrl("https://m.example/", { tool: "update order/€ 🔍", client: null })).toBe(`https://m.example/tool?name=${encodeURIComponent("update order/€ 🔍").replace(/%20/g, "+")}`);
+    expect(dashboardUrl("https://m.example", { tool: null, client: null })).toBe("https://m.example/");
+    expect(dashboardUrl(undefined, { tool: "x", client: null })).toBeNull();
   });
 });
