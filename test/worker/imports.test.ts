@@ -55,7 +55,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   "budget/": [],
   "rollup/": ["db/"],
   "metrics/": ["db/"],
-  "dashboard/": ["metrics/"],
+  "dashboard/": ["metrics/", "alerts/"],
   "mcp/": ["metrics/", "alerts/"],
   // Alerts evaluate with the read side's counter definitions (SPEC §5: the read API's figures).
   "alerts/": ["metrics/", "db/", "auth.ts"],

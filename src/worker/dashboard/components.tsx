@@ -1,5 +1,6 @@
 // Small building blocks shared by the dashboard pages: metric cards, status pills, the tools table.
 import type { Child, FC } from "hono/jsx";
+import { ruleForInsight } from "../alerts/suggest.ts";
 import type { Insight } from "../metrics/insights.ts";
 import type { NameList, Paged } from "../metrics/page-data.ts";
 import type { ToolRow } from "../metrics/reports.ts";
@@ -148,6 +149,13 @@ export const Pager: FC<{ list: Paged<unknown>; path: string; query: PageQuery; h
     </nav>
   ) : null;
 
+/** The alerts page with the rule this insight suggests (alerts/suggest.ts). */
+export function alertMeHref(kind: string, tool: string | null): string {
+  const q = new URLSearchParams({ suggest: kind });
+  if (tool !== null) q.set("tool", tool);
+  return `/alerts?${q.toString()}`;
+}
+
 export const InsightList: FC<{ insights: Insight[]; query: PageQuery; limit?: number }> = ({ insights, query, limit = 8 }) => {
   if (insights.length === 0) return <p class="empty-state">Nothing to fix: no tool crosses a threshold (rates need ≥ 20 calls).</p>;
   return (
@@ -171,6 +179,9 @@ export const InsightList: FC<{ insights: Insight[]; query: PageQuery; limit?: nu
               <WithNames text={i.message} names={i.tools} />
             )}
           </span>
+          {ruleForInsight(i.kind, i.tool_name) ? (
+            <a class="alert-me" data-alert-me href={alertMeHref(i.kind, i.tool_name)}>alert me on this</a>
+          ) : null}
         </li>
       ))}
       {insights.length > limit ? <li class="muted">…and {insights.length - limit} more (GET /v1/metrics/insights)</li> : null}

@@ -36,7 +36,7 @@ export function toolHref(tool: string, q: PageQuery): string {
 /** Longest client name a picker option shows; the option's value is the whole name. */
 const OPTION_CHARS = 48;
 
-const Logo: FC = () => (
+export const Logo: FC = () => (
   <svg width="22" height="22" viewBox="0 0 24 24" aria-hidden="true">
     <rect width="24" height="24" rx="6" fill="#4f46e5" />
     <path d="M4 13h3.5l2-5 3.5 9 2.5-6 1.5 2H20" fill="none" stroke="#fff" stroke-width="2" stroke-linecap="round" stroke-linejoin="round" />
@@ -96,6 +96,7 @@ export const Frame: FC<FrameProps> = (p) => {
         </a>
         <span class="project" data-project><Name text={p.projectName} /></span>
         <span class="spacer" />
+        <a class="nav" href="/alerts">Alerts</a>
         <form method="post" action="/signout">
           <button type="submit">Sign out</button>
         </form>

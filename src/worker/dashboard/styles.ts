@@ -55,6 +55,9 @@ ul.insights .pill{margin-left:0}
 .pill.medium{background:var(--warn-soft);color:var(--warn)}.pill.low{background:#f2f4f7;color:var(--muted)}
 .rate-bad{color:var(--bad);font-weight:600}.rate-warn{color:var(--warn);font-weight:600}
 ul.insights{list-style:none;margin:0;padding:0}
+ul.insights .alert-me{margin-left:auto;white-space:nowrap;font-size:12px}
+header.top a.nav{margin-right:12px}
+#suggested-rule pre{white-space:pre-wrap;word-break:break-all;background:#f8fafc;padding:10px;border-radius:6px}
 ul.insights li{display:flex;gap:10px;align-items:baseline;padding:8px 0;border-bottom:1px solid #f2f4f7}
 ul.insights li:last-child{border-bottom:0}
 .muted{color:var(--muted)}.empty-state{color:var(--muted);font-size:13px;padding:8px 0}

@@ -8,7 +8,10 @@ import { csrf } from "hono/csrf";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
 import type { JSX } from "hono/jsx/jsx-runtime";
+import { alertsReport, DELIVERY_LOG_LIMIT } from "../alerts/report.ts";
+import { alertsPageQuery, ruleForInsight } from "../alerts/suggest.ts";
 import { authenticateKey } from "../auth.ts";
+import { AlertsPage } from "../dashboard/alerts-page.tsx";
 import { ConfirmSignInPage, ErrorPage, ScriptNonce, SignInPage } from "../dashboard/layout.tsx";
 import { OverviewPage, ToolPage } from "../dashboard/pages.tsx";
 import type { AppEnv } from "../env.ts";
@@ -115,6 +118,19 @@ dashboardApp.get("/", async (c) => {
     const scope = openReadScope(c.env.DB, auth.projectId);
     const [projectName, data] = await Promise.all([loadProjectName(scope), loadOverview(scope, q, props.pricePerMillion)]);
     return render(c, <OverviewPage {...props} projectName={projectName} data={data} />);
+  });
+});
+
+/** The alerts page (SPEC §5): rules, states and the delivery log, read only; `?suggest=` from an insight. */
+dashboardApp.get("/alerts", async (c) => {
+  const auth = await authenticatePage(c);
+  if ("response" in auth) return auth.response;
+  return withBadParameters(c, async () => {
+    const q = parseQuery(alertsPageQuery, new URL(c.req.url));
+    const scope = openReadScope(c.env.DB, auth.projectId);
+    const [projectName, report] = await Promise.all([loadProjectName(scope), alertsReport(c.env.DB, auth.projectId, DELIVERY_LOG_LIMIT)]);
+    const suggested = q.suggest ? ruleForInsight(q.suggest, q.tool ?? null) : null;
+    return render(c, <AlertsPage projectName={projectName} report={report} suggested={suggested} origin={new URL(c.req.url).origin} />);
   });
 });
 
