@@ -105,6 +105,13 @@ const wasRetriedBy = (nextSeq: string) =>
   `COALESCE((SELECT (${retryGapSql("k", "x")}) AND x.args_hash <> k.args_hash FROM raw_calls x WHERE x.call_seq = ${nextSeq}), 0)`;
 const toolOf = (seq: string) => `(SELECT x.tool_name FROM raw_calls x WHERE x.call_seq = ${seq})`;
 
+/** Two sparse JSON histograms {"<bucket>": count} added key by key, keys in bucket order. */
+const mergeHistograms = (stored: string, added: string) => `CASE WHEN ${added} = '{}' THEN ${stored} ELSE (
+      SELECT json_group_object(key, calls) FROM (
+        SELECT key, SUM(value) AS calls FROM (
+          SELECT key, value FROM json_each(${stored}) UNION ALL SELECT key, value FROM json_each(${added}))
+        GROUP BY key ORDER BY CAST(key AS INTEGER))) END`;
+
 export const CALL_CHUNK_SQL = {
   // Ingest appends to incoming_calls, which has no secondary index (the hot path stays a bare
   // insert); the chunk moves its oldest rows, in receive order, into the indexed raw_calls.
@@ -122,8 +129,19 @@ export const CALL_CHUNK_SQL = {
   // A call older than the raw rows retention keeps (`raw_kept_from_ms`) may have lost neighbours
   // to retention; both of its flag sets are computed from the same rows, and no call the ingest
   // still accepts can be within 30 s of it (docs/metrics.md, "Retention"), so its change is 0.
-  stageCounterDeltas: `INSERT INTO rollup_chunk_deltas (project_id, hour_start_ms, tool_name, client_name, ${COUNTER_COLUMNS})
+  //
+  // The staging row also carries the new calls' latency buckets (SPEC §2.3) as a JSON object.
+  stageCounterDeltas: `INSERT INTO rollup_chunk_deltas (project_id, hour_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, duration_histogram_json)
     WITH ${touchedCtes("tool")},
+    histograms AS (
+      SELECT project_id, hour_start_ms, tool_name, client_name, json_group_object(CAST(bucket AS TEXT), calls) AS histogram
+      FROM (
+        SELECT c.project_id, ${hourStartSql("c.started_at_ms")} AS hour_start_ms, c.tool_name, c.client_name,
+          c.duration_bucket AS bucket, COUNT(*) AS calls
+        FROM new_calls n JOIN raw_calls c ON c.call_seq = n.call_seq
+        GROUP BY c.project_id, hour_start_ms, c.tool_name, c.client_name, c.duration_bucket
+        ORDER BY c.duration_bucket)
+      GROUP BY project_id, hour_start_ms, tool_name, client_name),
     flags AS (
       SELECT k.project_id, ${hourStartSql("k.started_at_ms")} AS hour_start_ms, k.tool_name, k.client_name,
         k.is_new AS n, k.outcome, k.outcome = 'ok' AS is_ok, k.is_empty, k.response_bytes, k.duration_ms,
@@ -131,7 +149,7 @@ export const CALL_CHUNK_SQL = {
         CASE WHEN k.is_new THEN NULL ELSE ${isRetryOf("k.old_tool_prev")} END AS old_retry,
         CASE WHEN k.is_new THEN NULL ELSE ${wasRetriedBy("k.old_tool_next")} END AS old_retried
       FROM linked k)
-    SELECT * FROM (
+    SELECT d.*, COALESCE(h.histogram, '{}') FROM (
       SELECT project_id, hour_start_ms, tool_name, client_name,
         SUM(n) AS calls, SUM(n * is_ok) AS ok, SUM(n * is_ok * is_empty) AS empty, SUM(n * (outcome = 'bad_args')) AS bad_args,
         SUM(n * (outcome = 'tool_error')) AS tool_error, SUM(n * (outcome = 'crashed')) AS crashed,
@@ -142,46 +160,31 @@ export const CALL_CHUNK_SQL = {
           - SUM(COALESCE(old_retry = 0 AND is_ok AND is_empty = 0 AND old_retried = 0, 0)) AS first_call_ok
       FROM flags
       GROUP BY project_id, hour_start_ms, tool_name, client_name
-    ) WHERE calls <> 0 OR retries <> 0 OR first_call_attempts <> 0 OR first_call_ok <> 0`,
+    ) AS d LEFT JOIN histograms h USING (project_id, hour_start_ms, tool_name, client_name)
+    WHERE d.calls <> 0 OR d.retries <> 0 OR d.first_call_attempts <> 0 OR d.first_call_ok <> 0`,
 
+  // The histogram is merged in the same upsert: bucket counts added key by key, in bucket order.
   applyHourDeltas: `INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, duration_histogram_json)
-    SELECT project_id, hour_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, '{}' FROM rollup_chunk_deltas WHERE true
-    ON CONFLICT (project_id, hour_start_ms, tool_name, client_name) DO UPDATE SET ${ADD_COUNTERS}`,
+    SELECT project_id, hour_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, duration_histogram_json FROM rollup_chunk_deltas WHERE true
+    ON CONFLICT (project_id, hour_start_ms, tool_name, client_name) DO UPDATE SET ${ADD_COUNTERS},
+      duration_histogram_json = ${mergeHistograms("tool_hour_metrics.duration_histogram_json", "excluded.duration_histogram_json")}`,
 
   // A day row is the sum of its hour rows, so it takes the sum of their changes.
   applyDayDeltas: `INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, duration_histogram_json)
-    SELECT project_id, hour_start_ms - hour_start_ms % ${DAY_MS} AS day_start_ms, tool_name, client_name, ${SUM_COUNTERS}, '{}'
-    FROM rollup_chunk_deltas WHERE true GROUP BY project_id, day_start_ms, tool_name, client_name
-    ON CONFLICT (project_id, day_start_ms, tool_name, client_name) DO UPDATE SET ${ADD_COUNTERS}`,
-
-  addHourBuckets: `INSERT INTO tool_hour_duration_buckets (project_id, hour_start_ms, tool_name, client_name, bucket, calls)
-    WITH ${CHUNK_CTES}
-    SELECT c.project_id, ${hourStartSql("c.started_at_ms")} AS hour_start_ms, c.tool_name, c.client_name, c.duration_bucket, COUNT(*)
-    FROM new_calls n JOIN raw_calls c ON c.call_seq = n.call_seq
-    WHERE true GROUP BY c.project_id, hour_start_ms, c.tool_name, c.client_name, c.duration_bucket
-    ON CONFLICT (project_id, hour_start_ms, tool_name, client_name, bucket) DO UPDATE SET calls = calls + excluded.calls`,
-
-  addDayBuckets: `INSERT INTO tool_day_duration_buckets (project_id, day_start_ms, tool_name, client_name, bucket, calls)
-    WITH ${CHUNK_CTES}
-    SELECT c.project_id, ${dayStartSql("c.started_at_ms")} AS day_start_ms, c.tool_name, c.client_name, c.duration_bucket, COUNT(*)
-    FROM new_calls n JOIN raw_calls c ON c.call_seq = n.call_seq
-    WHERE true GROUP BY c.project_id, day_start_ms, c.tool_name, c.client_name, c.duration_bucket
-    ON CONFLICT (project_id, day_start_ms, tool_name, client_name, bucket) DO UPDATE SET calls = calls + excluded.calls`,
-
-  // The JSON histogram of every row that gained calls, rewritten whole from its bucket counts.
-  refreshHourHistograms: `UPDATE tool_hour_metrics SET duration_histogram_json = (
-      SELECT json_group_object(CAST(b.bucket AS TEXT), b.calls) FROM tool_hour_duration_buckets b
-      WHERE b.project_id = tool_hour_metrics.project_id AND b.hour_start_ms = tool_hour_metrics.hour_start_ms
-        AND b.tool_name = tool_hour_metrics.tool_name AND b.client_name = tool_hour_metrics.client_name)
-    WHERE (project_id, hour_start_ms, tool_name, client_name) IN
-      (SELECT project_id, hour_start_ms, tool_name, client_name FROM rollup_chunk_deltas WHERE calls > 0)`,
-
-  refreshDayHistograms: `UPDATE tool_day_metrics SET duration_histogram_json = (
-      SELECT json_group_object(CAST(b.bucket AS TEXT), b.calls) FROM tool_day_duration_buckets b
-      WHERE b.project_id = tool_day_metrics.project_id AND b.day_start_ms = tool_day_metrics.day_start_ms
-        AND b.tool_name = tool_day_metrics.tool_name AND b.client_name = tool_day_metrics.client_name)
-    WHERE (project_id, day_start_ms, tool_name, client_name) IN
-      (SELECT project_id, hour_start_ms - hour_start_ms % ${DAY_MS}, tool_name, client_name FROM rollup_chunk_deltas WHERE calls > 0)`,
+    WITH days AS (
+      SELECT project_id, hour_start_ms - hour_start_ms % ${DAY_MS} AS day_start_ms, tool_name, client_name, ${SUM_COUNTERS.split(", ").map((sum, i) => `${sum} AS ${COUNTERS[i]}`).join(", ")}
+      FROM rollup_chunk_deltas GROUP BY project_id, day_start_ms, tool_name, client_name),
+    day_buckets AS (
+      SELECT project_id, day_start_ms, tool_name, client_name, json_group_object(bucket, calls) AS histogram FROM (
+        SELECT d.project_id, d.hour_start_ms - d.hour_start_ms % ${DAY_MS} AS day_start_ms, d.tool_name, d.client_name,
+          b.key AS bucket, SUM(b.value) AS calls
+        FROM rollup_chunk_deltas d, json_each(d.duration_histogram_json) AS b
+        GROUP BY d.project_id, day_start_ms, d.tool_name, d.client_name, b.key ORDER BY CAST(b.key AS INTEGER))
+      GROUP BY project_id, day_start_ms, tool_name, client_name)
+    SELECT d.project_id, d.day_start_ms, d.tool_name, d.client_name, ${COUNTERS.map((c) => `d.${c}`).join(", ")}, COALESCE(h.histogram, '{}')
+    FROM days d LEFT JOIN day_buckets h USING (project_id, day_start_ms, tool_name, client_name) WHERE true
+    ON CONFLICT (project_id, day_start_ms, tool_name, client_name) DO UPDATE SET ${ADD_COUNTERS},
+      duration_histogram_json = ${mergeHistograms("tool_day_metrics.duration_histogram_json", "excluded.duration_histogram_json")}`,
 
   // Pairs change by the difference between each touched call's next tool before and with the
   // chunk (SPEC §2.4; pairs have no time window, so retention keeps each (session, client)'s
@@ -246,8 +249,7 @@ export type CallChunkReport = { new_calls: number; touched_hours: number; more: 
 export function callChunkStatements(db: D1Database, chunkCalls: number): D1PreparedStatement[] {
   const order = [
     "moveIncomingCalls", "deleteMovedCalls", "stageCounterDeltas", "applyHourDeltas", "applyDayDeltas",
-    "addHourBuckets", "addDayBuckets", "refreshHourHistograms", "refreshDayHistograms", "applyPairDeltas",
-    "dropEmptyPairs", "addSessionCounters", "report", "advanceWatermark", "clearChunkDeltas",
+    "applyPairDeltas", "dropEmptyPairs", "addSessionCounters", "report", "advanceWatermark", "clearChunkDeltas",
   ] as const satisfies readonly (keyof typeof CALL_CHUNK_SQL)[];
   return order.map((name) => {
     const sql = CALL_CHUNK_SQL[name];
@@ -256,9 +258,9 @@ export function callChunkStatements(db: D1Database, chunkCalls: number): D1Prepa
 }
 
 /** Statements one calls chunk costs against the per-invocation query budget. */
-export const CALL_CHUNK_STATEMENTS = 15;
+export const CALL_CHUNK_STATEMENTS = 11;
 /** Position of the report statement in the chunk's batch. */
-const REPORT_INDEX = 12;
+const REPORT_INDEX = 8;
 
 /** Runs one calls chunk; returns what it did (new_calls 0 when there was nothing to fold in). */
 export async function rollupCallChunk(db: D1Database, chunkCalls: number): Promise<CallChunkReport> {

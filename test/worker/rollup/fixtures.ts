@@ -67,10 +67,7 @@ const TABLES_TO_RESET = [
   "agreement_days",
   "agreement_declarations",
   "rollup_state",
-  "rollup_chunk_call_rows",
   "rollup_chunk_deltas",
-  "tool_hour_duration_buckets",
-  "tool_day_duration_buckets",
   "rollup_chunk_startups",
 ];
 
