@@ -212,19 +212,3 @@ CREATE INDEX raw_calls_by_client_tool
 
 CREATE INDEX raw_calls_by_client
   ON raw_calls (project_id, session_id, client_name, started_at_ms, call_seq);
-
-CREATE TABLE "incoming_calls" (
-  call_seq INTEGER PRIMARY KEY,
-  project_id TEXT NOT NULL,
-  session_id TEXT NOT NULL,
-  client_name TEXT NOT NULL,
-  tool_name TEXT NOT NULL,
-  started_at_ms REAL NOT NULL,
-  duration_ms INTEGER NOT NULL,
-  outcome TEXT NOT NULL CHECK (outcome IN ('ok', 'bad_args', 'tool_error', 'crashed')),
-  response_bytes INTEGER NOT NULL,
-  is_empty INTEGER NOT NULL CHECK (is_empty IN (0, 1)),
-  args_hash TEXT NOT NULL,
-  duration_bucket INTEGER NOT NULL,
-  received_at_ms INTEGER NOT NULL
-);

@@ -65,17 +65,18 @@ function jsonChunks(tuples: readonly unknown[]): string[] {
 }
 
 /**
- * The call_seq before a statement's first call: above every number in use in incoming_calls and
- * raw_calls and above the rollup's calls watermark, so a number is never handed out twice even
- * once the tables are emptied (what AUTOINCREMENT guaranteed, without the sqlite_sequence row it
- * rewrites on every statement, migration 0004). Both MAX are rowid seeks; one statement is atomic.
+ * The call_seq before a statement's first call: above every number in use in raw_calls and above
+ * the rollup's calls watermark, so a number is never handed out twice even once retention emptied
+ * the table (what AUTOINCREMENT guaranteed, without the sqlite_sequence row it rewrites on every
+ * statement, migration 0004). MAX is a rowid seek; one statement is atomic.
  */
 export const CALL_SEQ_BASE_SQL = `SELECT MAX(
-    COALESCE((SELECT MAX(call_seq) FROM incoming_calls), 0),
     COALESCE((SELECT MAX(call_seq) FROM raw_calls), 0),
     COALESCE((SELECT value FROM rollup_state WHERE name = 'calls_seq'), 0)) AS base`;
 
-const INSERT_CALLS_SQL = `INSERT INTO incoming_calls (call_seq, project_id, session_id, client_name, tool_name, started_at_ms,
+// Calls go straight into the table the rollup reads (migration 0006): a move from an inbox cost
+// an inbox row and its delete on top of the indexed row.
+const INSERT_CALLS_SQL = `INSERT INTO raw_calls (call_seq, project_id, session_id, client_name, tool_name, started_at_ms,
   duration_ms, outcome, response_bytes, is_empty, args_hash, duration_bucket, received_at_ms)
 SELECT seq.base + j.key + 1, ?2, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5,
   j.value ->> 6, j.value ->> 7, j.value ->> 8, j.value ->> 9, ?3

@@ -113,12 +113,6 @@ const mergeHistograms = (stored: string, added: string) => `CASE WHEN ${added} =
         GROUP BY key ORDER BY CAST(key AS INTEGER))) END`;
 
 export const CALL_CHUNK_SQL = {
-  // Ingest appends to incoming_calls, which has no secondary index (the hot path stays a bare
-  // insert); the chunk moves its oldest rows, in receive order, into the indexed raw_calls.
-  moveIncomingCalls: `INSERT INTO raw_calls (call_seq, ${RAW_COLUMNS}, received_at_ms)
-    SELECT call_seq, ${RAW_COLUMNS}, received_at_ms FROM incoming_calls ORDER BY call_seq LIMIT ?1`,
-  deleteMovedCalls: `DELETE FROM incoming_calls WHERE call_seq IN (SELECT call_seq FROM incoming_calls ORDER BY call_seq LIMIT ?1)`,
-
   // Each call contributes to the counter row of its hour, tool and client (SPEC §2.1–2.3): a
   // chain counts in its first call's hour and client and a retry in its own (SPEC §2.2), and both
   // are the hour and client of the call carrying the flag. The chunk's change to a row is the sum
@@ -233,7 +227,7 @@ export const CALL_CHUNK_SQL = {
   report: `WITH ${CHUNK_CTES}
     SELECT (SELECT COUNT(*) FROM new_calls) AS new_calls,
       (SELECT COUNT(DISTINCT project_id || ' ' || hour_start_ms) FROM rollup_chunk_deltas) AS touched_hours,
-      EXISTS (SELECT 1 FROM incoming_calls) OR EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > (SELECT top FROM bounds)) AS more`,
+      EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > (SELECT top FROM bounds)) AS more`,
 
   advanceWatermark: `INSERT INTO rollup_state (name, value)
     WITH ${CHUNK_CTES}
@@ -248,7 +242,7 @@ export type CallChunkReport = { new_calls: number; touched_hours: number; more: 
 /** The statements of one calls chunk, in order; run them as one `db.batch()`. */
 export function callChunkStatements(db: D1Database, chunkCalls: number): D1PreparedStatement[] {
   const order = [
-    "moveIncomingCalls", "deleteMovedCalls", "stageCounterDeltas", "applyHourDeltas", "applyDayDeltas",
+    "stageCounterDeltas", "applyHourDeltas", "applyDayDeltas",
     "applyPairDeltas", "dropEmptyPairs", "addSessionCounters", "report", "advanceWatermark", "clearChunkDeltas",
   ] as const satisfies readonly (keyof typeof CALL_CHUNK_SQL)[];
   return order.map((name) => {
@@ -258,9 +252,9 @@ export function callChunkStatements(db: D1Database, chunkCalls: number): D1Prepa
 }
 
 /** Statements one calls chunk costs against the per-invocation query budget. */
-export const CALL_CHUNK_STATEMENTS = 11;
+export const CALL_CHUNK_STATEMENTS = 9;
 /** Position of the report statement in the chunk's batch. */
-const REPORT_INDEX = 8;
+const REPORT_INDEX = 6;
 
 /** Runs one calls chunk; returns what it did (new_calls 0 when there was nothing to fold in). */
 export async function rollupCallChunk(db: D1Database, chunkCalls: number): Promise<CallChunkReport> {

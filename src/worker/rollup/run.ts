@@ -43,7 +43,7 @@ export interface RollupRunReport {
 }
 
 const PENDING_SQL = `SELECT
-  (EXISTS (SELECT 1 FROM incoming_calls) OR EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > ${stateValueSql(CALLS_WATERMARK)})) AS calls,
+  EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > ${stateValueSql(CALLS_WATERMARK)}) AS calls,
   EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${stateValueSql(STARTUPS_WATERMARK)}) AS startups,
   EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)}) AS agreements`;
 
@@ -56,7 +56,7 @@ const firstPendingReceivedSql = (table: string, seq: string, watermarkName: stri
 // It never moves backwards.
 const AS_OF_SQL = `INSERT INTO rollup_state (name, value)
   SELECT '${AS_OF}', MAX(${stateValueSql(AS_OF)}, MIN(?1,
-    ${firstPendingReceivedSql("incoming_calls", "call_seq", CALLS_WATERMARK)},
+    ${firstPendingReceivedSql("raw_calls", "call_seq", CALLS_WATERMARK)},
     ${firstPendingReceivedSql("raw_startups", "startup_seq", STARTUPS_WATERMARK)},
     ${firstPendingReceivedSql("raw_agreements", "agreement_seq", AGREEMENTS_WATERMARK)}))
   WHERE true

@@ -113,7 +113,7 @@ export async function storedRows(projectId: string) {
   const all = async (table: string, order: string) =>
     (await env.DB.prepare(`SELECT * FROM ${table} WHERE project_id = ?1 ORDER BY ${order}`).bind(projectId).all<Json>()).results;
   return {
-    calls: await all("incoming_calls", "call_seq"),
+    calls: await all("raw_calls", "call_seq"),
     startups: await all("raw_startups", "startup_seq"),
     agreements: await all("raw_agreements", "agreement_seq"),
     sessions: await all("sessions", "session_id"),

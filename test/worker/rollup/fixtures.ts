@@ -54,7 +54,6 @@ export type TestPayload =
 const TABLES_TO_RESET = [
   "api_keys",
   "projects",
-  "incoming_calls",
   "raw_calls",
   "raw_startups",
   "raw_agreements",
@@ -84,7 +83,7 @@ const UPSERT_SESSION = `INSERT INTO sessions (project_id, session_id, first_seen
     first_seen_ms = MIN(first_seen_ms, excluded.first_seen_ms),
     last_seen_ms = MAX(last_seen_ms, excluded.last_seen_ms)`;
 
-const INSERT_CALLS = `INSERT INTO incoming_calls (call_seq, project_id, session_id, client_name, tool_name, started_at_ms, duration_ms,
+const INSERT_CALLS = `INSERT INTO raw_calls (call_seq, project_id, session_id, client_name, tool_name, started_at_ms, duration_ms,
     outcome, response_bytes, is_empty, args_hash, duration_bucket, received_at_ms)
   SELECT seq.base + key + 1, json_extract(value, '$.project_id'), json_extract(value, '$.session_id'), json_extract(value, '$.client_name'),
     json_extract(value, '$.tool_name'), json_extract(value, '$.started_at_ms'), json_extract(value, '$.duration_ms'),
