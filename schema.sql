@@ -184,25 +184,6 @@ CREATE INDEX raw_calls_by_start
 
 CREATE INDEX tool_pair_days_emptied ON tool_pair_days (pair_count) WHERE pair_count = 0;
 
-CREATE TABLE rollup_chunk_deltas (
-  project_id TEXT NOT NULL,
-  hour_start_ms INTEGER NOT NULL,
-  tool_name TEXT NOT NULL,
-  client_name TEXT NOT NULL,
-  calls INTEGER NOT NULL,
-  ok INTEGER NOT NULL,
-  empty INTEGER NOT NULL,
-  bad_args INTEGER NOT NULL,
-  tool_error INTEGER NOT NULL,
-  crashed INTEGER NOT NULL,
-  response_bytes_sum INTEGER NOT NULL,
-  duration_ms_sum INTEGER NOT NULL,
-  retries INTEGER NOT NULL,
-  first_call_attempts INTEGER NOT NULL,
-  first_call_ok INTEGER NOT NULL, duration_histogram_json TEXT NOT NULL DEFAULT '{}',
-  PRIMARY KEY (project_id, hour_start_ms, tool_name, client_name)
-);
-
 CREATE TABLE rollup_chunk_startups (
   startup_seq INTEGER PRIMARY KEY
 );

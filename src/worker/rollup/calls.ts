@@ -112,21 +112,12 @@ const mergeHistograms = (stored: string, added: string) => `CASE WHEN ${added} =
           SELECT key, value FROM json_each(${stored}) UNION ALL SELECT key, value FROM json_each(${added}))
         GROUP BY key ORDER BY CAST(key AS INTEGER))) END`;
 
-export const CALL_CHUNK_SQL = {
-  // Each call contributes to the counter row of its hour, tool and client (SPEC §2.1–2.3): a
-  // chain counts in its first call's hour and client and a retry in its own (SPEC §2.2), and both
-  // are the hour and client of the call carrying the flag. The chunk's change to a row is the sum
-  // of (contribution with the chunk − contribution before it) of the touched calls: a new call adds
-  // all of its counters, a neighbour only moves between retries / first_call_attempts /
-  // first_call_ok when its flags changed.
-  //
-  // A call older than the raw rows retention keeps (`raw_kept_from_ms`) may have lost neighbours
-  // to retention; both of its flag sets are computed from the same rows, and no call the ingest
-  // still accepts can be within 30 s of it (docs/metrics.md, "Retention"), so its change is 0.
-  //
-  // The staging row also carries the new calls' latency buckets (SPEC §2.3) as a JSON object.
-  stageCounterDeltas: `INSERT INTO rollup_chunk_deltas (project_id, hour_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, duration_histogram_json)
-    WITH ${touchedCtes("tool")},
+/**
+ * The chunk's change to each counter row it touches, as the CTE `deltas` (one row per project,
+ * hour, tool and client; with the new calls' latency buckets as a JSON object, SPEC §2.3). Both
+ * counter upserts derive it: a staging table would cost a row and its delete per counter row.
+ */
+const DELTAS_CTES = `WITH ${touchedCtes("tool")},
     histograms AS (
       SELECT project_id, hour_start_ms, tool_name, client_name, json_group_object(CAST(bucket AS TEXT), calls) AS histogram
       FROM (
@@ -142,8 +133,9 @@ export const CALL_CHUNK_SQL = {
         ${isRetryOf("k.new_tool_prev")} AS new_retry, ${wasRetriedBy("k.new_tool_next")} AS new_retried,
         CASE WHEN k.is_new THEN NULL ELSE ${isRetryOf("k.old_tool_prev")} END AS old_retry,
         CASE WHEN k.is_new THEN NULL ELSE ${wasRetriedBy("k.old_tool_next")} END AS old_retried
-      FROM linked k)
-    SELECT d.*, COALESCE(h.histogram, '{}') FROM (
+      FROM linked k),
+    deltas AS MATERIALIZED (
+    SELECT d.*, COALESCE(h.histogram, '{}') AS duration_histogram_json FROM (
       SELECT project_id, hour_start_ms, tool_name, client_name,
         SUM(n) AS calls, SUM(n * is_ok) AS ok, SUM(n * is_ok * is_empty) AS empty, SUM(n * (outcome = 'bad_args')) AS bad_args,
         SUM(n * (outcome = 'tool_error')) AS tool_error, SUM(n * (outcome = 'crashed')) AS crashed,
@@ -155,24 +147,39 @@ export const CALL_CHUNK_SQL = {
       FROM flags
       GROUP BY project_id, hour_start_ms, tool_name, client_name
     ) AS d LEFT JOIN histograms h USING (project_id, hour_start_ms, tool_name, client_name)
-    WHERE d.calls <> 0 OR d.retries <> 0 OR d.first_call_attempts <> 0 OR d.first_call_ok <> 0`,
+    WHERE d.calls <> 0 OR d.retries <> 0 OR d.first_call_attempts <> 0 OR d.first_call_ok <> 0)`;
+
+export const CALL_CHUNK_SQL = {
+  // Each call contributes to the counter row of its hour, tool and client (SPEC §2.1–2.3): a
+  // chain counts in its first call's hour and client and a retry in its own (SPEC §2.2), and both
+  // are the hour and client of the call carrying the flag. The chunk's change to a row is the sum
+  // of (contribution with the chunk − contribution before it) of the touched calls: a new call adds
+  // all of its counters, a neighbour only moves between retries / first_call_attempts /
+  // first_call_ok when its flags changed.
+  //
+  // A call older than the raw rows retention keeps (`raw_kept_from_ms`) may have lost neighbours
+  // to retention; both of its flag sets are computed from the same rows, and no call the ingest
+  // still accepts can be within 30 s of it (docs/metrics.md, "Retention"), so its change is 0.
+  // (DELTAS_CTES computes that change per counter row.)
 
   // The histogram is merged in the same upsert: bucket counts added key by key, in bucket order.
   applyHourDeltas: `INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, duration_histogram_json)
-    SELECT project_id, hour_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, duration_histogram_json FROM rollup_chunk_deltas WHERE true
+    ${DELTAS_CTES}
+    SELECT project_id, hour_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, duration_histogram_json FROM deltas WHERE true
     ON CONFLICT (project_id, hour_start_ms, tool_name, client_name) DO UPDATE SET ${ADD_COUNTERS},
       duration_histogram_json = ${mergeHistograms("tool_hour_metrics.duration_histogram_json", "excluded.duration_histogram_json")}`,
 
   // A day row is the sum of its hour rows, so it takes the sum of their changes.
   applyDayDeltas: `INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, duration_histogram_json)
-    WITH days AS (
+    ${DELTAS_CTES},
+    days AS (
       SELECT project_id, hour_start_ms - hour_start_ms % ${DAY_MS} AS day_start_ms, tool_name, client_name, ${SUM_COUNTERS.split(", ").map((sum, i) => `${sum} AS ${COUNTERS[i]}`).join(", ")}
-      FROM rollup_chunk_deltas GROUP BY project_id, day_start_ms, tool_name, client_name),
+      FROM deltas GROUP BY project_id, day_start_ms, tool_name, client_name),
     day_buckets AS (
       SELECT project_id, day_start_ms, tool_name, client_name, json_group_object(bucket, calls) AS histogram FROM (
         SELECT d.project_id, d.hour_start_ms - d.hour_start_ms % ${DAY_MS} AS day_start_ms, d.tool_name, d.client_name,
           b.key AS bucket, SUM(b.value) AS calls
-        FROM rollup_chunk_deltas d, json_each(d.duration_histogram_json) AS b
+        FROM deltas d, json_each(d.duration_histogram_json) AS b
         GROUP BY d.project_id, day_start_ms, d.tool_name, d.client_name, b.key ORDER BY CAST(b.key AS INTEGER))
       GROUP BY project_id, day_start_ms, tool_name, client_name)
     SELECT d.project_id, d.day_start_ms, d.tool_name, d.client_name, ${COUNTERS.map((c) => `d.${c}`).join(", ")}, COALESCE(h.histogram, '{}')
@@ -226,7 +233,7 @@ export const CALL_CHUNK_SQL = {
   // Also reports the chunk (read before the watermark moves): its new calls and the touched hours.
   report: `WITH ${CHUNK_CTES}
     SELECT (SELECT COUNT(*) FROM new_calls) AS new_calls,
-      (SELECT COUNT(DISTINCT project_id || ' ' || hour_start_ms) FROM rollup_chunk_deltas) AS touched_hours,
+      (SELECT COUNT(DISTINCT c.project_id || ' ' || ${hourStartSql("c.started_at_ms")}) FROM new_calls n JOIN raw_calls c ON c.call_seq = n.call_seq) AS touched_hours,
       EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > (SELECT top FROM bounds)) AS more`,
 
   advanceWatermark: `INSERT INTO rollup_state (name, value)
@@ -234,7 +241,6 @@ export const CALL_CHUNK_SQL = {
     SELECT '${CALLS_WATERMARK}', top FROM bounds WHERE top IS NOT NULL
     ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
 
-  clearChunkDeltas: `DELETE FROM rollup_chunk_deltas`,
 } as const;
 
 export type CallChunkReport = { new_calls: number; touched_hours: number; more: number };
@@ -242,8 +248,8 @@ export type CallChunkReport = { new_calls: number; touched_hours: number; more: 
 /** The statements of one calls chunk, in order; run them as one `db.batch()`. */
 export function callChunkStatements(db: D1Database, chunkCalls: number): D1PreparedStatement[] {
   const order = [
-    "stageCounterDeltas", "applyHourDeltas", "applyDayDeltas",
-    "applyPairDeltas", "dropEmptyPairs", "addSessionCounters", "report", "advanceWatermark", "clearChunkDeltas",
+    "applyHourDeltas", "applyDayDeltas",
+    "applyPairDeltas", "dropEmptyPairs", "addSessionCounters", "report", "advanceWatermark",
   ] as const satisfies readonly (keyof typeof CALL_CHUNK_SQL)[];
   return order.map((name) => {
     const sql = CALL_CHUNK_SQL[name];
@@ -252,9 +258,9 @@ export function callChunkStatements(db: D1Database, chunkCalls: number): D1Prepa
 }
 
 /** Statements one calls chunk costs against the per-invocation query budget. */
-export const CALL_CHUNK_STATEMENTS = 9;
+export const CALL_CHUNK_STATEMENTS = 7;
 /** Position of the report statement in the chunk's batch. */
-const REPORT_INDEX = 6;
+const REPORT_INDEX = 5;
 
 /** Runs one calls chunk; returns what it did (new_calls 0 when there was nothing to fold in). */
 export async function rollupCallChunk(db: D1Database, chunkCalls: number): Promise<CallChunkReport> {

@@ -66,7 +66,6 @@ const TABLES_TO_RESET = [
   "agreement_days",
   "agreement_declarations",
   "rollup_state",
-  "rollup_chunk_deltas",
   "rollup_chunk_startups",
 ];
 
