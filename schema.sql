@@ -193,3 +193,14 @@ CREATE INDEX raw_calls_by_client_tool
 
 CREATE INDEX raw_calls_by_client
   ON raw_calls (project_id, session_id, client_name, started_at_ms, call_seq);
+
+CREATE TABLE call_batches (
+  -- Receive order of the requests (rowid: above every batch still waiting, which is all the rollup needs).
+  batch_seq INTEGER PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  received_at_ms INTEGER NOT NULL,
+  call_count INTEGER NOT NULL,
+  -- JSON array of [session_id, client_name, tool_name, started_at_ms, duration_ms, outcome,
+  -- response_bytes, is_empty, args_hash, duration_bucket] in the request's order.
+  calls_json TEXT NOT NULL
+);

@@ -217,7 +217,7 @@ function ingestTarget(name, workerScript) {
       });
       return { path: "/v1/ingest", headers: { authorization: `Bearer ${project.ingest_key}`, "content-type": "application/json" } };
     },
-    async ({ DB: db }) => (await db.prepare("SELECT COUNT(*) AS n FROM raw_calls").first()).n,
+    async ({ DB: db }) => (await db.prepare("SELECT COALESCE(SUM(call_count), 0) AS n FROM call_batches").first()).n,
   );
 }
 

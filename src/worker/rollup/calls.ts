@@ -149,7 +149,31 @@ const DELTAS_CTES = `WITH ${touchedCtes("tool")},
     ) AS d LEFT JOIN histograms h USING (project_id, hour_start_ms, tool_name, client_name)
     WHERE d.calls <> 0 OR d.retries <> 0 OR d.first_call_attempts <> 0 OR d.first_call_ok <> 0)`;
 
+/**
+ * The call_seq before the chunk's first call: above every number in use in raw_calls and above the
+ * calls watermark, so a number is never handed out twice even once retention emptied the table.
+ */
+export const CALL_SEQ_BASE_SQL = `SELECT MAX(
+    COALESCE((SELECT MAX(call_seq) FROM raw_calls), 0),
+    COALESCE((SELECT value FROM rollup_state WHERE name = '${CALLS_WATERMARK}'), 0)) AS base`;
+
+/** The oldest waiting requests, as long as the calls before each are fewer than ?1 (at least one). */
+const TAKEN_BATCHES = `SELECT batch_seq, project_id, received_at_ms, calls_json FROM (
+      SELECT batch_seq, project_id, received_at_ms, calls_json, SUM(call_count) OVER (ORDER BY batch_seq) - call_count AS calls_before
+      FROM (SELECT * FROM call_batches ORDER BY batch_seq LIMIT ?1))
+    WHERE calls_before < ?1`;
+
 export const CALL_CHUNK_SQL = {
+  // Ingest stores each request's calls as one row; the chunk numbers the oldest requests' calls
+  // into raw_calls in receive order (SPEC §2.2 ties) and deletes those rows.
+  numberNewCalls: `INSERT INTO raw_calls (call_seq, ${RAW_COLUMNS}, received_at_ms)
+    WITH taken AS (${TAKEN_BATCHES}), seq AS (${CALL_SEQ_BASE_SQL})
+    SELECT seq.base + ROW_NUMBER() OVER (ORDER BY t.batch_seq, j.key), t.project_id, j.value ->> 0, j.value ->> 1,
+      j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7, j.value ->> 8, j.value ->> 9,
+      t.received_at_ms
+    FROM taken t, json_each(t.calls_json) AS j, seq ORDER BY t.batch_seq, j.key`,
+  deleteNumberedBatches: `DELETE FROM call_batches WHERE batch_seq IN (SELECT batch_seq FROM (${TAKEN_BATCHES}))`,
+
   // Each call contributes to the counter row of its hour, tool and client (SPEC §2.1–2.3): a
   // chain counts in its first call's hour and client and a retry in its own (SPEC §2.2), and both
   // are the hour and client of the call carrying the flag. The chunk's change to a row is the sum
@@ -234,7 +258,7 @@ export const CALL_CHUNK_SQL = {
   report: `WITH ${CHUNK_CTES}
     SELECT (SELECT COUNT(*) FROM new_calls) AS new_calls,
       (SELECT COUNT(DISTINCT c.project_id || ' ' || ${hourStartSql("c.started_at_ms")}) FROM new_calls n JOIN raw_calls c ON c.call_seq = n.call_seq) AS touched_hours,
-      EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > (SELECT top FROM bounds)) AS more`,
+      EXISTS (SELECT 1 FROM call_batches) OR EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > (SELECT top FROM bounds)) AS more`,
 
   advanceWatermark: `INSERT INTO rollup_state (name, value)
     WITH ${CHUNK_CTES}
@@ -248,7 +272,7 @@ export type CallChunkReport = { new_calls: number; touched_hours: number; more: 
 /** The statements of one calls chunk, in order; run them as one `db.batch()`. */
 export function callChunkStatements(db: D1Database, chunkCalls: number): D1PreparedStatement[] {
   const order = [
-    "applyHourDeltas", "applyDayDeltas",
+    "numberNewCalls", "deleteNumberedBatches", "applyHourDeltas", "applyDayDeltas",
     "applyPairDeltas", "dropEmptyPairs", "addSessionCounters", "report", "advanceWatermark",
   ] as const satisfies readonly (keyof typeof CALL_CHUNK_SQL)[];
   return order.map((name) => {
@@ -258,9 +282,9 @@ export function callChunkStatements(db: D1Database, chunkCalls: number): D1Prepa
 }
 
 /** Statements one calls chunk costs against the per-invocation query budget. */
-export const CALL_CHUNK_STATEMENTS = 7;
+export const CALL_CHUNK_STATEMENTS = 9;
 /** Position of the report statement in the chunk's batch. */
-const REPORT_INDEX = 5;
+const REPORT_INDEX = 7;
 
 /** Runs one calls chunk; returns what it did (new_calls 0 when there was nothing to fold in). */
 export async function rollupCallChunk(db: D1Database, chunkCalls: number): Promise<CallChunkReport> {

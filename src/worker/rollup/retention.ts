@@ -93,7 +93,8 @@ export const RETENTION_SQL = {
   // rollup (they cannot, ingest refuses calls over 7 days old, but then they must not be skipped).
   advanceScanFrom: `INSERT INTO rollup_state (name, value)
     SELECT '${RETENTION_SCAN_FROM}', ?1 - ${DAY_MS}
-    WHERE NOT EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > ${stateValueSql(CALLS_WATERMARK)} AND started_at_ms < ?1)
+    WHERE NOT EXISTS (SELECT 1 FROM call_batches b, json_each(b.calls_json) AS j WHERE j.value ->> 3 < ?1)
+      AND NOT EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > ${stateValueSql(CALLS_WATERMARK)} AND started_at_ms < ?1)
     ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value)`,
 
   // Startups and verdicts are folded in by increments (never re-read), so only the watermark

@@ -43,7 +43,7 @@ export interface RollupRunReport {
 }
 
 const PENDING_SQL = `SELECT
-  EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > ${stateValueSql(CALLS_WATERMARK)}) AS calls,
+  (EXISTS (SELECT 1 FROM call_batches) OR EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > ${stateValueSql(CALLS_WATERMARK)})) AS calls,
   EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${stateValueSql(STARTUPS_WATERMARK)}) AS startups,
   EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)}) AS agreements`;
 
@@ -57,6 +57,7 @@ const firstPendingReceivedSql = (table: string, seq: string, watermarkName: stri
 const AS_OF_SQL = `INSERT INTO rollup_state (name, value)
   SELECT '${AS_OF}', MAX(${stateValueSql(AS_OF)}, MIN(?1,
     ${firstPendingReceivedSql("raw_calls", "call_seq", CALLS_WATERMARK)},
+    COALESCE((SELECT received_at_ms - 1 FROM call_batches ORDER BY batch_seq LIMIT 1), ?1),
     ${firstPendingReceivedSql("raw_startups", "startup_seq", STARTUPS_WATERMARK)},
     ${firstPendingReceivedSql("raw_agreements", "agreement_seq", AGREEMENTS_WATERMARK)}))
   WHERE true
