@@ -14,8 +14,10 @@ export interface RollupOptions {
    */
   maxQueries?: number;
   /**
-   * New calls per chunk (one transaction). Default 25,000: two chunks fit the free plan's budget, so
-   * one run folds in 50,000 calls — five minutes of one key at its default budget (SPEC §1.1).
+   * New calls per chunk (one transaction). Default 17,000: a chunk is 9 statements, so a free-plan
+   * run fits three even with a startups and a verdicts chunk pending (51,000 calls — five minutes
+   * of one key at its default budget, SPEC §1.1 — and five, 85,000, when none is), and a chunk
+   * holds the database for about a second at most (bench:rollup).
    */
   chunkCalls?: number;
   /** New startups per chunk; each lists up to 500 tools (SPEC §1.2). Default 200. */
@@ -26,7 +28,7 @@ export interface RollupOptions {
 
 export const DEFAULT_ROLLUP_OPTIONS: Required<RollupOptions> = {
   maxQueries: 48,
-  chunkCalls: 25_000,
+  chunkCalls: 17_000,
   chunkStartups: 200,
   chunkAgreements: 10_000,
 };
