@@ -83,10 +83,10 @@ const CHUNK_CTES = `new_calls AS MATERIALIZED (
  * same raw rows, among the calls at or below the watermark, exactly as the chunk that counted
  * them saw them.
  */
-const touchedCtes = (sequence: "tool" | "session") => {
+const touchedCtes = (sequence: "tool" | "session", withLinks = true) => {
   const linked = sequence === "tool" ? (["tool_prev", "tool_next"] as const) : (["session_prev"] as const);
   const links = sequence === "tool" ? (["tool_prev", "tool_next"] as const) : (["session_next"] as const);
-  return `${CHUNK_CTES},
+  const ctes = `${CHUNK_CTES},
     touched AS MATERIALIZED (
       SELECT call_seq FROM new_calls
       ${linked.map((k) => `UNION SELECT ${neighbour(k, "b.top")} FROM new_calls n JOIN raw_calls c ON c.call_seq = n.call_seq, bounds b`).join("\n      ")}),
@@ -95,6 +95,7 @@ const touchedCtes = (sequence: "tool" | "session") => {
         ${links.map((k) => `${neighbour(k, "b.top")} AS new_${k}, CASE WHEN c.call_seq > b.wm THEN NULL ELSE ${neighbour(k, "b.wm")} END AS old_${k}`).join(",\n        ")}
       FROM touched t JOIN raw_calls c ON c.call_seq = t.call_seq, bounds b
       WHERE t.call_seq IS NOT NULL)`;
+  return withLinks ? ctes : ctes.slice(0, ctes.indexOf(",\n    linked AS MATERIALIZED"));
 };
 
 // SPEC §2.2: c was retried when its next call n starts 0 ≤ gap ≤ 30,000 ms after c ended and has a
@@ -193,23 +194,33 @@ export const CALL_CHUNK_SQL = {
     ON CONFLICT (project_id, hour_start_ms, tool_name, client_name) DO UPDATE SET ${ADD_COUNTERS},
       duration_histogram_json = ${mergeHistograms("tool_hour_metrics.duration_histogram_json", "excluded.duration_histogram_json")}`,
 
-  // A day row is the sum of its hour rows, so it takes the sum of their changes.
+  // A day row is the sum of its hour rows: the days the chunk can have changed (its new calls' and
+  // their (session, client, tool) neighbours', which share tool and client) are summed again from
+  // their hour rows, after the hour upsert, and overwritten (recomputed, never incremented, so the
+  // flags are derived once per chunk for the counters, not once per table).
   applyDayDeltas: `INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, duration_histogram_json)
-    ${DELTAS_CTES},
-    days AS (
-      SELECT project_id, hour_start_ms - hour_start_ms % ${DAY_MS} AS day_start_ms, tool_name, client_name, ${SUM_COUNTERS.split(", ").map((sum, i) => `${sum} AS ${COUNTERS[i]}`).join(", ")}
-      FROM deltas GROUP BY project_id, day_start_ms, tool_name, client_name),
+    WITH ${touchedCtes("tool", false)},
+    days AS MATERIALIZED (
+      SELECT DISTINCT c.project_id, ${dayStartSql("c.started_at_ms")} AS day_start_ms, c.tool_name, c.client_name
+      FROM touched t JOIN raw_calls c ON c.call_seq = t.call_seq WHERE t.call_seq IS NOT NULL),
+    hours AS MATERIALIZED (
+      SELECT h.* FROM days d JOIN tool_hour_metrics h ON h.project_id = d.project_id AND h.tool_name = d.tool_name
+        AND h.client_name = d.client_name AND h.hour_start_ms >= d.day_start_ms AND h.hour_start_ms < d.day_start_ms + ${DAY_MS}),
+    sums AS (
+      SELECT project_id, hour_start_ms - hour_start_ms % ${DAY_MS} AS day_start_ms, tool_name, client_name,
+        ${SUM_COUNTERS.split(", ").map((sum, i) => `${sum} AS ${COUNTERS[i]}`).join(", ")}
+      FROM hours GROUP BY project_id, day_start_ms, tool_name, client_name),
     day_buckets AS (
       SELECT project_id, day_start_ms, tool_name, client_name, json_group_object(bucket, calls) AS histogram FROM (
-        SELECT d.project_id, d.hour_start_ms - d.hour_start_ms % ${DAY_MS} AS day_start_ms, d.tool_name, d.client_name,
+        SELECT h.project_id, h.hour_start_ms - h.hour_start_ms % ${DAY_MS} AS day_start_ms, h.tool_name, h.client_name,
           b.key AS bucket, SUM(b.value) AS calls
-        FROM deltas d, json_each(d.duration_histogram_json) AS b
-        GROUP BY d.project_id, day_start_ms, d.tool_name, d.client_name, b.key ORDER BY CAST(b.key AS INTEGER))
+        FROM hours h, json_each(h.duration_histogram_json) AS b
+        GROUP BY h.project_id, day_start_ms, h.tool_name, h.client_name, b.key ORDER BY CAST(b.key AS INTEGER))
       GROUP BY project_id, day_start_ms, tool_name, client_name)
     SELECT d.project_id, d.day_start_ms, d.tool_name, d.client_name, ${COUNTERS.map((c) => `d.${c}`).join(", ")}, COALESCE(h.histogram, '{}')
-    FROM days d LEFT JOIN day_buckets h USING (project_id, day_start_ms, tool_name, client_name) WHERE true
-    ON CONFLICT (project_id, day_start_ms, tool_name, client_name) DO UPDATE SET ${ADD_COUNTERS},
-      duration_histogram_json = ${mergeHistograms("tool_day_metrics.duration_histogram_json", "excluded.duration_histogram_json")}`,
+    FROM sums d LEFT JOIN day_buckets h USING (project_id, day_start_ms, tool_name, client_name) WHERE true
+    ON CONFLICT (project_id, day_start_ms, tool_name, client_name) DO UPDATE SET
+      ${COUNTERS.map((c) => `${c} = excluded.${c}`).join(", ")}, duration_histogram_json = excluded.duration_histogram_json`,
 
   // Pairs change by the difference between each touched call's next tool before and with the
   // chunk (SPEC §2.4; pairs have no time window, so retention keeps each (session, client)'s
