@@ -84,18 +84,30 @@ const CHUNK_CTES = `new_calls AS MATERIALIZED (
  * them saw them.
  */
 const touchedCtes = (sequence: "tool" | "session", withLinks = true) => {
+  // The neighbours that touch calls (a new call's predecessor and successor for retries, its
+  // predecessor for pairs) and the neighbours each touched call's figures depend on.
   const linked = sequence === "tool" ? (["tool_prev", "tool_next"] as const) : (["session_prev"] as const);
   const links = sequence === "tool" ? (["tool_prev", "tool_next"] as const) : (["session_next"] as const);
+  const newLinks = [...new Set([...linked, ...links])];
+  // A new call's neighbours are looked up once, and used both to find the touched calls and as
+  // its own neighbours with the chunk (it has none before).
   const ctes = `${CHUNK_CTES},
+    new_links AS MATERIALIZED (
+      SELECT c.call_seq, ${newLinks.map((k) => `${neighbour(k, "b.top")} AS new_${k}`).join(", ")}
+      FROM new_calls n JOIN raw_calls c ON c.call_seq = n.call_seq, bounds b),
     touched AS MATERIALIZED (
       SELECT call_seq FROM new_calls
-      ${linked.map((k) => `UNION SELECT ${neighbour(k, "b.top")} FROM new_calls n JOIN raw_calls c ON c.call_seq = n.call_seq, bounds b`).join("\n      ")}),
+      ${linked.map((k) => `UNION SELECT new_${k} FROM new_links`).join("\n      ")})`;
+  if (!withLinks) return ctes;
+  return `${ctes},
     linked AS MATERIALIZED (
-      SELECT c.*, c.call_seq > b.wm AS is_new, b.kept_from,
-        ${links.map((k) => `${neighbour(k, "b.top")} AS new_${k}, CASE WHEN c.call_seq > b.wm THEN NULL ELSE ${neighbour(k, "b.wm")} END AS old_${k}`).join(",\n        ")}
+      SELECT c.*, 1 AS is_new, b.kept_from, ${links.map((k) => `nl.new_${k}, NULL AS old_${k}`).join(", ")}
+      FROM new_links nl JOIN raw_calls c ON c.call_seq = nl.call_seq, bounds b
+      UNION ALL
+      SELECT c.*, 0 AS is_new, b.kept_from,
+        ${links.map((k) => `${neighbour(k, "b.top")} AS new_${k}, ${neighbour(k, "b.wm")} AS old_${k}`).join(",\n        ")}
       FROM touched t JOIN raw_calls c ON c.call_seq = t.call_seq, bounds b
-      WHERE t.call_seq IS NOT NULL)`;
-  return withLinks ? ctes : ctes.slice(0, ctes.indexOf(",\n    linked AS MATERIALIZED"));
+      WHERE t.call_seq IS NOT NULL AND t.call_seq <= b.wm)`;
 };
 
 // SPEC §2.2: c was retried when its next call n starts 0 ≤ gap ≤ 30,000 ms after c ended and has a
