@@ -212,11 +212,13 @@ other jobs — timings are noisy; each figure is the median of ${REPEAT} runs on
 ratios, measured in the same run, more than the absolute seconds.
 
 The real worker (bundled) runs in Miniflare/workerd with a local D1; the benchmark seeds raw calls
-(50 concurrent sessions of 200 calls per 10,000 calls, 8 tools, 5 argument hashes, 3 clients, 20
+as ingest stores them (one \`call_batches\` row of 500 calls per request: 50 concurrent sessions of 200 calls per 10,000 calls, 8 tools, 5 argument hashes, 3 clients, 20
 calls/s so 72,000 per hour, 1 % of calls 10 minutes late), then calls the scheduled handler
-(\`${ROLLUP_CRON}\`) with default options (≤ 45 D1 statements and 2 chunks of 10,000 calls per
-invocation) until the watermark reaches the newest call. Time = all invocations plus a one-row
-progress check after each. Baseline = one \`GROUP BY\` pass over the same raw rows (no retries,
+(\`${ROLLUP_CRON}\`) with default options (≤ 48 D1 statements, chunks of 17,000 calls: 5 per
+invocation) until the watermark reaches the newest call, so the time includes numbering the calls into the indexed
+\`raw_calls\` (before migration 0008 the seeds went into \`incoming_calls\` and the rollup moved them; since 0005
+the flags are recomputed per chunk instead of stored). Time = all invocations plus a one-row
+progress check after each. Baseline = one \`GROUP BY\` pass over the same raw calls (no retries,
 pairs, sessions or histograms): what merely reading the calls once costs. The incremental run adds
 1 % more calls after the ${largest.toLocaleString("en-US")} already rolled up (the next minutes of the same
 traffic, 1 % of them 10 minutes late, so they land between rolled-up calls) and rolls up again.
