@@ -22,11 +22,9 @@
 // The chunk bounds come from `rollup_state` read inside the batch, so two overlapping cron runs
 // simply take consecutive chunks.
 import { DAY_MS, dayStartSql, hourStartSql, retryGapSql } from "../time.ts";
-import { CALLS_WATERMARK, RAW_KEPT_FROM, stateValueSql } from "./state.ts";
+import { CALLS_WATERMARK, stateValueSql } from "./state.ts";
 
 const watermark = stateValueSql(CALLS_WATERMARK);
-/** Raw calls that start before this may have been deleted by retention (src/worker/rollup/retention.ts). */
-const keptFrom = stateValueSql(RAW_KEPT_FROM);
 
 /** Row-value order of the SPEC: started_at, then receive order. */
 const before = (a: string, b: string) => `(${a}.started_at_ms, ${a}.call_seq) < (${b}.started_at_ms, ${b}.call_seq)`;
@@ -72,7 +70,7 @@ const RAW_COLUMNS =
 const CHUNK_CTES = `new_calls AS MATERIALIZED (
       SELECT call_seq FROM raw_calls WHERE call_seq > ${watermark} ORDER BY call_seq LIMIT ?1),
     bounds AS MATERIALIZED (
-      SELECT ${watermark} AS wm, (SELECT MAX(call_seq) FROM new_calls) AS top, ${keptFrom} AS kept_from)`;
+      SELECT ${watermark} AS wm, (SELECT MAX(call_seq) FROM new_calls) AS top)`;
 
 /**
  * The calls whose figures the chunk can change, with their neighbours in the sequence with the
@@ -101,10 +99,10 @@ const touchedCtes = (sequence: "tool" | "session", withLinks = true) => {
   if (!withLinks) return ctes;
   return `${ctes},
     linked AS MATERIALIZED (
-      SELECT c.*, 1 AS is_new, b.kept_from, ${links.map((k) => `nl.new_${k}, NULL AS old_${k}`).join(", ")}
-      FROM new_links nl JOIN raw_calls c ON c.call_seq = nl.call_seq, bounds b
+      SELECT c.*, 1 AS is_new, ${links.map((k) => `nl.new_${k}, NULL AS old_${k}`).join(", ")}
+      FROM new_links nl JOIN raw_calls c ON c.call_seq = nl.call_seq
       UNION ALL
-      SELECT c.*, 0 AS is_new, b.kept_from,
+      SELECT c.*, 0 AS is_new,
         ${links.map((k) => `${neighbour(k, "b.top")} AS new_${k}, ${neighbour(k, "b.wm")} AS old_${k}`).join(",\n        ")}
       FROM touched t JOIN raw_calls c ON c.call_seq = t.call_seq, bounds b
       WHERE t.call_seq IS NOT NULL AND t.call_seq <= b.wm)`;
