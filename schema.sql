@@ -34,14 +34,7 @@ CREATE TABLE raw_calls (
   args_hash TEXT NOT NULL,
   -- Latency histogram bucket of duration_ms (src/worker/histogram.ts), computed at ingest.
   duration_bucket INTEGER NOT NULL,
-  received_at_ms INTEGER NOT NULL,
-  -- Derived by the rollup (NULL until rolled up), SPEC §2.2/§2.4: whether this call is a retry of
-  -- its predecessor / was retried by its successor in its (session, tool) sequence, and the tool of
-  -- the session's very next call (NULL when there is none).
-  is_retry INTEGER,
-  was_retried INTEGER,
-  next_tool_name TEXT
-);
+  received_at_ms INTEGER NOT NULL);
 
 CREATE TABLE raw_startups (
   startup_seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -191,53 +184,6 @@ CREATE INDEX raw_calls_by_start
 
 CREATE INDEX tool_pair_days_emptied ON tool_pair_days (pair_count) WHERE pair_count = 0;
 
-CREATE TABLE rollup_chunk_call_rows (
-  call_seq INTEGER PRIMARY KEY,
-  is_new INTEGER NOT NULL,
-  project_id TEXT NOT NULL,
-  session_id TEXT NOT NULL,
-  client_name TEXT NOT NULL,
-  tool_name TEXT NOT NULL,
-  started_at_ms REAL NOT NULL,
-  duration_ms INTEGER NOT NULL,
-  outcome TEXT NOT NULL,
-  response_bytes INTEGER NOT NULL,
-  is_empty INTEGER NOT NULL,
-  args_hash TEXT NOT NULL,
-  duration_bucket INTEGER NOT NULL,
-  old_is_retry INTEGER,
-  old_was_retried INTEGER,
-  old_next_tool_name TEXT,
-  -- The call's neighbours (call_seq) among the calls visible to the chunk, once looked up.
-  neighbours_found INTEGER NOT NULL DEFAULT 0,
-  prev_tool_seq INTEGER,
-  next_tool_seq INTEGER,
-  prev_session_seq INTEGER,
-  next_session_seq INTEGER,
-  is_retry INTEGER,
-  was_retried INTEGER,
-  next_tool_name TEXT
-);
-
-CREATE TABLE rollup_chunk_deltas (
-  project_id TEXT NOT NULL,
-  hour_start_ms INTEGER NOT NULL,
-  tool_name TEXT NOT NULL,
-  client_name TEXT NOT NULL,
-  calls INTEGER NOT NULL,
-  ok INTEGER NOT NULL,
-  empty INTEGER NOT NULL,
-  bad_args INTEGER NOT NULL,
-  tool_error INTEGER NOT NULL,
-  crashed INTEGER NOT NULL,
-  response_bytes_sum INTEGER NOT NULL,
-  duration_ms_sum INTEGER NOT NULL,
-  retries INTEGER NOT NULL,
-  first_call_attempts INTEGER NOT NULL,
-  first_call_ok INTEGER NOT NULL,
-  PRIMARY KEY (project_id, hour_start_ms, tool_name, client_name)
-);
-
 CREATE TABLE rollup_chunk_startups (
   startup_seq INTEGER PRIMARY KEY
 );
@@ -248,41 +194,16 @@ CREATE INDEX raw_calls_by_client_tool
 CREATE INDEX raw_calls_by_client
   ON raw_calls (project_id, session_id, client_name, started_at_ms, call_seq);
 
-CREATE TABLE "incoming_calls" (
-  call_seq INTEGER PRIMARY KEY,
+CREATE TABLE call_batches (
+  -- Receive order of the requests (rowid: above every batch still waiting, which is all the rollup needs).
+  batch_seq INTEGER PRIMARY KEY,
   project_id TEXT NOT NULL,
-  session_id TEXT NOT NULL,
-  client_name TEXT NOT NULL,
-  tool_name TEXT NOT NULL,
-  started_at_ms REAL NOT NULL,
-  duration_ms INTEGER NOT NULL,
-  outcome TEXT NOT NULL CHECK (outcome IN ('ok', 'bad_args', 'tool_error', 'crashed')),
-  response_bytes INTEGER NOT NULL,
-  is_empty INTEGER NOT NULL CHECK (is_empty IN (0, 1)),
-  args_hash TEXT NOT NULL,
-  duration_bucket INTEGER NOT NULL,
-  received_at_ms INTEGER NOT NULL
+  received_at_ms INTEGER NOT NULL,
+  call_count INTEGER NOT NULL,
+  -- JSON array of [session_id, client_name, tool_name, started_at_ms, duration_ms, outcome,
+  -- response_bytes, is_empty, args_hash, duration_bucket] in the request's order.
+  calls_json TEXT NOT NULL
 );
-
-CREATE TABLE "tool_hour_duration_buckets" (
-  project_id TEXT NOT NULL,
-  hour_start_ms INTEGER NOT NULL,
-  tool_name TEXT NOT NULL,
-  client_name TEXT NOT NULL,
-  bucket INTEGER NOT NULL,
-  calls INTEGER NOT NULL,
-  PRIMARY KEY (project_id, hour_start_ms, tool_name, client_name, bucket)
-) WITHOUT ROWID;
-
-CREATE TABLE "tool_day_duration_buckets" (
-  project_id TEXT NOT NULL,
-  day_start_ms INTEGER NOT NULL,
-  tool_name TEXT NOT NULL,
-  client_name TEXT NOT NULL,
-  bucket INTEGER NOT NULL,
-  calls INTEGER NOT NULL,
-  PRIMARY KEY (project_id, day_start_ms, tool_name, client_name, bucket)
-) WITHOUT ROWID;
 
 CREATE TABLE alert_destinations (
   destination_id TEXT PRIMARY KEY,

@@ -16,6 +16,10 @@ import { fileURLToPath } from "node:url";
 import { writeBenchmarkSection } from "./benchmarks-md.mjs";
 import { bundleWorker } from "./bundle-worker.mjs";
 import { migrateToHead } from "../scripts/migrations.ts";
+import { AGREEMENT_CHUNK_STATEMENTS } from "../src/worker/rollup/agreements.ts";
+import { CALL_CHUNK_STATEMENTS } from "../src/worker/rollup/calls.ts";
+import { DEFAULT_ROLLUP_OPTIONS } from "../src/worker/rollup/run.ts";
+import { STARTUP_CHUNK_STATEMENTS } from "../src/worker/rollup/startups.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const tmp = join(root, ".bench-tmp", "cost");
@@ -307,6 +311,14 @@ function capacityTable(results: Result[]) {
   for (let i = 0; i < caps[0]!.limits.length; i++) lines.push(`| free plan, calls/day by ${caps[0]!.limits[i]![0]} | ${caps.map((c) => fmt(c.limits[i]![1])).join(" | ")} |`);
   lines.push(`| **free plan, calls/day (the binding limit)** | ${caps.map((c) => `**${fmt(c.binding[1])}** (${c.binding[0].split(" (")[0]})`).join(" | ")} |`);
   lines.push(`| one 10 GB database, calls/day (30-day window + a year kept forever) | ${caps.map((c) => fmt(c.tenGbCallsPerDay)).join(" | ")} |`);
+  // What one 5-minute rollup run folds in under each plan's statement budget (the probe and as_of,
+  // a startups and a verdicts chunk pending, then as many calls chunks as fit), per second.
+  const fresh = (maxQueries: number) => {
+    const chunks = Math.floor((maxQueries - 2 - STARTUP_CHUNK_STATEMENTS - AGREEMENT_CHUNK_STATEMENTS) / CALL_CHUNK_STATEMENTS);
+    return `${fmt((chunks * DEFAULT_ROLLUP_OPTIONS.chunkCalls) / 300)} calls/s (${chunks} chunks of ${DEFAULT_ROLLUP_OPTIONS.chunkCalls.toLocaleString("en-US")} a run)`;
+  };
+  lines.push(`| free plan (48 statements a run), sustained calls kept fresh within 5 minutes, startups and verdicts pending | ${results.map(() => fresh(48)).join(" | ")} |`);
+  lines.push(`| paid plan (1,000 statements a run), same | ${results.map(() => fresh(1000)).join(" | ")} |`);
   lines.push(`| paid plan, $ per million calls (rows written only) | ${caps.map((c) => `$${c.dollarsRows.toFixed(2)}`).join(" | ")} |`);
   lines.push(`| paid plan, $ per million calls (rows, reads, Worker and DO requests, AE points) | ${caps.map((c) => `$${c.dollars.toFixed(2)}`).join(" | ")} |`);
   return lines.join("\n");

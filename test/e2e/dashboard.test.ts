@@ -37,7 +37,7 @@ async function api<T>(path: string): Promise<T> {
 async function rawRowCount(): Promise<number> {
   const row = await worker.db
     .prepare(
-      "SELECT (SELECT COUNT(*) FROM incoming_calls WHERE project_id = ?1) + (SELECT COUNT(*) FROM raw_calls WHERE project_id = ?1) + " +
+      "SELECT (SELECT COUNT(*) FROM raw_calls WHERE project_id = ?1) + (SELECT COALESCE(SUM(call_count), 0) FROM call_batches WHERE project_id = ?1) + " +
         "(SELECT COUNT(*) FROM raw_startups WHERE project_id = ?1) + " +
         "(SELECT COUNT(*) FROM raw_agreements WHERE project_id = ?1) AS n",
     )

@@ -198,6 +198,20 @@ test("a first-release database migrated to head answers every metric as a fresh 
   await rollBoth();
   await sendBoth(verdicts(nowMs - 120_000));
 
+  // Calls still waiting for the rollup at the upgrade (in the first release's incoming_calls, moved
+  // into raw_calls by 0006), late, between calls already rolled up: they turn their neighbours into
+  // retries and move pairs, and the head rollup must fold them in exactly.
+  const lateCall = (session: string, client: string, tool: string, offsetMs: number, hash: string): Item => ({
+    type: "call", session_id: session, client_name: client, tool_name: tool,
+    startedUs: (nowMs - 3_600_000 + offsetMs) * 1000, duration_ms: 100, outcome: "ok", response_bytes: 10,
+    is_empty: false, args_hash: hash,
+  });
+  const sendCalls = (items: Item[]) => sendBoth(items.map((item) => toPayload(item, workload.wire[0]!)));
+  await sendCalls([
+    lateCall("s_two_clients", CLIENTS[0]!, CALLED_TOOLS[0]!, 500, "dddd77778888"),
+    lateCall("s_two_clients", CLIENTS[1]!, CALLED_TOOLS[1]!, 2_500, "eeee99990000"),
+  ]);
+
   // The upgrade, as `npm run deploy` does it: the first release's worker stops, the pending
   // migrations are applied (0001 recognises the existing tables), the head worker starts on the
   // same database, and its next cron runs.
@@ -209,6 +223,18 @@ test("a first-release database migrated to head answers every metric as a fresh 
   });
   cleanup.push(() => upgraded.stop());
   targets[0]!.worker = upgraded;
+  targets[0]!.rows = storedPayloadRows;
+  await rollBoth();
+
+  // The migrated layout keeps taking data: more late calls between folded ones, and a new session
+  // with a retry chain, ingested by the head worker into both databases.
+  await sendCalls([
+    lateCall("s_two_clients", CLIENTS[0]!, CALLED_TOOLS[0]!, 1_200, "ffff11112222"),
+    lateCall("s_two_clients", CLIENTS[1]!, CALLED_TOOLS[2]!, 3_200, "aaaa11112222"),
+    lateCall("s_after_upgrade", CLIENTS[0]!, CALLED_TOOLS[1]!, 10_000, "aaaa11112222"),
+    lateCall("s_after_upgrade", CLIENTS[0]!, CALLED_TOOLS[1]!, 10_200, "bbbb33334444"),
+    lateCall("s_after_upgrade", CLIENTS[0]!, CALLED_TOOLS[2]!, 10_400, "bbbb33334444"),
+  ]);
   await rollBoth();
 
   const today = dayOf(nowMs);

@@ -64,22 +64,10 @@ function jsonChunks(tuples: readonly unknown[]): string[] {
   return chunks;
 }
 
-/**
- * The call_seq before a statement's first call: above every number in use in incoming_calls and
- * raw_calls and above the rollup's calls watermark, so a number is never handed out twice even
- * once the tables are emptied (what AUTOINCREMENT guaranteed, without the sqlite_sequence row it
- * rewrites on every statement, migration 0004). Both MAX are rowid seeks; one statement is atomic.
- */
-export const CALL_SEQ_BASE_SQL = `SELECT MAX(
-    COALESCE((SELECT MAX(call_seq) FROM incoming_calls), 0),
-    COALESCE((SELECT MAX(call_seq) FROM raw_calls), 0),
-    COALESCE((SELECT value FROM rollup_state WHERE name = 'calls_seq'), 0)) AS base`;
-
-const INSERT_CALLS_SQL = `INSERT INTO incoming_calls (call_seq, project_id, session_id, client_name, tool_name, started_at_ms,
-  duration_ms, outcome, response_bytes, is_empty, args_hash, duration_bucket, received_at_ms)
-SELECT seq.base + j.key + 1, ?2, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5,
-  j.value ->> 6, j.value ->> 7, j.value ->> 8, j.value ->> 9, ?3
-FROM (${CALL_SEQ_BASE_SQL}) AS seq, json_each(?1) AS j ORDER BY j.key`;
+// A request's calls are ONE row (D1 bills rows, not bytes; migration 0008): the rollup numbers
+// them into raw_calls in receive order (batch_seq, then their order in the request).
+const INSERT_CALLS_SQL = `INSERT INTO call_batches (project_id, received_at_ms, call_count, calls_json)
+VALUES (?2, ?3, json_array_length(?1), ?1)`;
 
 const INSERT_STARTUPS_SQL = `INSERT INTO raw_startups (project_id, session_id, client_name, received_at_ms, sdk,
   mcp_sdk_version, transport, protocol_version, tools_json, agree_declared_json)

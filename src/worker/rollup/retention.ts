@@ -40,8 +40,6 @@ export interface RetentionReport {
   deletedCalls: number;
   deletedStartups: number;
   deletedAgreements: number;
-  /** Rows of tool_hour_duration_buckets and tool_day_duration_buckets. */
-  deletedBuckets: number;
   /** True when nothing was deleted because the rollup's as_of is older than MAX_ROLLUP_LAG_MS. */
   skippedBecauseRollupBehind: boolean;
   queries: number;
@@ -65,7 +63,7 @@ export function retentionCutoffMs(scheduledTimeMs: number, retentionDays: number
  * Retention runs only while the rollup is at most this far behind. The margins above assume
  * that every call still waiting for the rollup arrived recently (so started at most 7 days
  * before now); if the rollup stalls, a call that waited long enough could start before the cutoff
- * and find its neighbours or its hour's histogram buckets gone. 12 hours keeps 11 hours of margin.
+ * and find its neighbours gone. 12 hours keeps 11 hours of margin.
  */
 export const MAX_ROLLUP_LAG_MS = 12 * HOUR_MS;
 
@@ -95,22 +93,9 @@ export const RETENTION_SQL = {
   // rollup (they cannot, ingest refuses calls over 7 days old, but then they must not be skipped).
   advanceScanFrom: `INSERT INTO rollup_state (name, value)
     SELECT '${RETENTION_SCAN_FROM}', ?1 - ${DAY_MS}
-    WHERE NOT EXISTS (SELECT 1 FROM incoming_calls WHERE started_at_ms < ?1)
+    WHERE NOT EXISTS (SELECT 1 FROM call_batches b, json_each(b.calls_json) AS j WHERE j.value ->> 3 < ?1)
       AND NOT EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > ${stateValueSql(CALLS_WATERMARK)} AND started_at_ms < ?1)
     ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value)`,
-
-  // The per-bucket counts behind the histograms of the hours before the cutoff and of the days
-  // that end before it: no call the ingest still accepts can land there (it refuses calls over
-  // 7 days old; the cutoff is 8 days and an hour back), so those histograms are final and their
-  // buckets are never read again. Without this the bucket tables would keep ~50 rows per counter
-  // row forever.
-  deleteHourBuckets: `DELETE FROM tool_hour_duration_buckets WHERE (project_id, hour_start_ms, tool_name, client_name, bucket) IN (
-    SELECT project_id, hour_start_ms, tool_name, client_name, bucket FROM tool_hour_duration_buckets
-    WHERE project_id IN (SELECT project_id FROM projects) AND hour_start_ms < ?1 LIMIT ?2)`,
-
-  deleteDayBuckets: `DELETE FROM tool_day_duration_buckets WHERE (project_id, day_start_ms, tool_name, client_name, bucket) IN (
-    SELECT project_id, day_start_ms, tool_name, client_name, bucket FROM tool_day_duration_buckets
-    WHERE project_id IN (SELECT project_id FROM projects) AND day_start_ms < ?1 - ${DAY_MS} LIMIT ?2)`,
 
   // Startups and verdicts are folded in by increments (never re-read), so only the watermark
   // matters. Receive order follows *_seq: delete the run of seqs before the first young row.
@@ -132,7 +117,7 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
   const maxQueries = options.maxQueries ?? 45;
   const chunkRows = options.chunkRows ?? 20_000;
   const cutoffMs = retentionCutoffMs(scheduledTimeMs, retentionDays);
-  const report: RetentionReport = { cutoffMs, deletedCalls: 0, deletedStartups: 0, deletedAgreements: 0, deletedBuckets: 0, skippedBecauseRollupBehind: false, queries: 0, caughtUp: false };
+  const report: RetentionReport = { cutoffMs, deletedCalls: 0, deletedStartups: 0, deletedAgreements: 0, skippedBecauseRollupBehind: false, queries: 0, caughtUp: false };
 
   const kept = await db.prepare(RETENTION_SQL.keptFrom).bind(cutoffMs, scheduledTimeMs - MAX_ROLLUP_LAG_MS).run();
   report.queries += 1;
@@ -145,8 +130,6 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
     { sql: RETENTION_SQL.deleteCalls, key: "deletedCalls", done: RETENTION_SQL.advanceScanFrom },
     { sql: RETENTION_SQL.deleteStartups, key: "deletedStartups", done: null },
     { sql: RETENTION_SQL.deleteAgreements, key: "deletedAgreements", done: null },
-    { sql: RETENTION_SQL.deleteHourBuckets, key: "deletedBuckets", done: null },
-    { sql: RETENTION_SQL.deleteDayBuckets, key: "deletedBuckets", done: null },
   ] as const;
   let unfinished = false;
   for (const stream of streams) {

@@ -14,8 +14,10 @@ export interface RollupOptions {
    */
   maxQueries?: number;
   /**
-   * New calls per chunk (one transaction). Default 25,000: two chunks fit the free plan's budget, so
-   * one run folds in 50,000 calls — five minutes of one key at its default budget (SPEC §1.1).
+   * New calls per chunk (one transaction). Default 17,000: a chunk is 9 statements, so a free-plan
+   * run fits three even with a startups and a verdicts chunk pending (51,000 calls — five minutes
+   * of one key at its default budget, SPEC §1.1 — and five, 85,000, when none is), and a chunk
+   * holds the database for about a second at most (bench:rollup).
    */
   chunkCalls?: number;
   /** New startups per chunk; each lists up to 500 tools (SPEC §1.2). Default 200. */
@@ -26,7 +28,7 @@ export interface RollupOptions {
 
 export const DEFAULT_ROLLUP_OPTIONS: Required<RollupOptions> = {
   maxQueries: 48,
-  chunkCalls: 25_000,
+  chunkCalls: 17_000,
   chunkStartups: 200,
   chunkAgreements: 10_000,
 };
@@ -35,7 +37,6 @@ export interface RollupRunReport {
   /** D1 statements this invocation ran. */
   queries: number;
   newCalls: number;
-  recomputedCalls: number;
   /** (project, hour) pairs whose counter rows a chunk changed, summed over the run's chunks. */
   touchedHours: number;
   newStartups: number;
@@ -44,7 +45,7 @@ export interface RollupRunReport {
 }
 
 const PENDING_SQL = `SELECT
-  (EXISTS (SELECT 1 FROM incoming_calls) OR EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > ${stateValueSql(CALLS_WATERMARK)})) AS calls,
+  (EXISTS (SELECT 1 FROM call_batches) OR EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > ${stateValueSql(CALLS_WATERMARK)})) AS calls,
   EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${stateValueSql(STARTUPS_WATERMARK)}) AS startups,
   EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)}) AS agreements`;
 
@@ -57,7 +58,8 @@ const firstPendingReceivedSql = (table: string, seq: string, watermarkName: stri
 // It never moves backwards.
 const AS_OF_SQL = `INSERT INTO rollup_state (name, value)
   SELECT '${AS_OF}', MAX(${stateValueSql(AS_OF)}, MIN(?1,
-    ${firstPendingReceivedSql("incoming_calls", "call_seq", CALLS_WATERMARK)},
+    ${firstPendingReceivedSql("raw_calls", "call_seq", CALLS_WATERMARK)},
+    COALESCE((SELECT received_at_ms - 1 FROM call_batches ORDER BY batch_seq LIMIT 1), ?1),
     ${firstPendingReceivedSql("raw_startups", "startup_seq", STARTUPS_WATERMARK)},
     ${firstPendingReceivedSql("raw_agreements", "agreement_seq", AGREEMENTS_WATERMARK)}))
   WHERE true
@@ -65,7 +67,7 @@ const AS_OF_SQL = `INSERT INTO rollup_state (name, value)
 
 export async function runRollup(db: D1Database, scheduledTimeMs: number, options: RollupOptions = {}): Promise<RollupRunReport> {
   const o = { ...DEFAULT_ROLLUP_OPTIONS, ...options };
-  const report: RollupRunReport = { queries: 0, newCalls: 0, recomputedCalls: 0, touchedHours: 0, newStartups: 0, caughtUp: false };
+  const report: RollupRunReport = { queries: 0, newCalls: 0, touchedHours: 0, newStartups: 0, caughtUp: false };
   // The probe and the as_of write are always made.
   if (o.maxQueries < 2) throw new Error("rollup: maxQueries must be at least 2");
   const pendingRow = await db.prepare(PENDING_SQL).first<{ calls: number; startups: number; agreements: number }>();
@@ -96,7 +98,6 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
       budget -= CALL_CHUNK_STATEMENTS;
       report.queries += CALL_CHUNK_STATEMENTS;
       report.newCalls += r.new_calls;
-      report.recomputedCalls += r.recomputed_calls;
       report.touchedHours += r.touched_hours;
       pending.calls = !!r.more;
       ran = true;

@@ -113,7 +113,18 @@ export async function storedRows(projectId: string) {
   const all = async (table: string, order: string) =>
     (await env.DB.prepare(`SELECT * FROM ${table} WHERE project_id = ?1 ORDER BY ${order}`).bind(projectId).all<Json>()).results;
   return {
-    calls: await all("incoming_calls", "call_seq"),
+    // A request's calls are one call_batches row until the rollup numbers them into raw_calls.
+    calls: [
+      ...(await all("raw_calls", "call_seq")),
+      ...(
+        await env.DB.prepare(
+          `SELECT b.project_id, j.value ->> 0 AS session_id, j.value ->> 1 AS client_name, j.value ->> 2 AS tool_name,
+             j.value ->> 3 AS started_at_ms, j.value ->> 4 AS duration_ms, j.value ->> 5 AS outcome, j.value ->> 6 AS response_bytes,
+             j.value ->> 7 AS is_empty, j.value ->> 8 AS args_hash, j.value ->> 9 AS duration_bucket, b.received_at_ms
+           FROM call_batches b, json_each(b.calls_json) AS j WHERE b.project_id = ?1 ORDER BY b.batch_seq, j.key`,
+        ).bind(projectId).all<Json>()
+      ).results,
+    ],
     startups: await all("raw_startups", "startup_seq"),
     agreements: await all("raw_agreements", "agreement_seq"),
     sessions: await all("sessions", "session_id"),

@@ -1,6 +1,5 @@
 // Test helpers for the rollup: write raw rows straight into D1 (as ingest would), read every
 // rollup table back in a canonical form, and count D1 statements through a proxy.
-import { CALL_SEQ_BASE_SQL } from "../../../src/worker/db/raw-writes.ts";
 import { durationBucket } from "../../../src/worker/histogram.ts";
 
 export type Outcome = "ok" | "bad_args" | "tool_error" | "crashed";
@@ -52,9 +51,9 @@ export type TestPayload =
   | { type: "agreement"; agreement: TestAgreement };
 
 const TABLES_TO_RESET = [
+  "call_batches",
   "api_keys",
   "projects",
-  "incoming_calls",
   "raw_calls",
   "raw_startups",
   "raw_agreements",
@@ -67,10 +66,6 @@ const TABLES_TO_RESET = [
   "agreement_days",
   "agreement_declarations",
   "rollup_state",
-  "rollup_chunk_call_rows",
-  "rollup_chunk_deltas",
-  "tool_hour_duration_buckets",
-  "tool_day_duration_buckets",
   "rollup_chunk_startups",
 ];
 
@@ -87,13 +82,9 @@ const UPSERT_SESSION = `INSERT INTO sessions (project_id, session_id, first_seen
     first_seen_ms = MIN(first_seen_ms, excluded.first_seen_ms),
     last_seen_ms = MAX(last_seen_ms, excluded.last_seen_ms)`;
 
-const INSERT_CALLS = `INSERT INTO incoming_calls (call_seq, project_id, session_id, client_name, tool_name, started_at_ms, duration_ms,
-    outcome, response_bytes, is_empty, args_hash, duration_bucket, received_at_ms)
-  SELECT seq.base + key + 1, json_extract(value, '$.project_id'), json_extract(value, '$.session_id'), json_extract(value, '$.client_name'),
-    json_extract(value, '$.tool_name'), json_extract(value, '$.started_at_ms'), json_extract(value, '$.duration_ms'),
-    json_extract(value, '$.outcome'), json_extract(value, '$.response_bytes'), json_extract(value, '$.is_empty'),
-    json_extract(value, '$.args_hash'), json_extract(value, '$.duration_bucket'), ?2
-  FROM (${CALL_SEQ_BASE_SQL}) AS seq, json_each(?1) ORDER BY key`;
+// One row per run of calls of one project, as ingest stores a request's calls (migration 0008).
+const INSERT_CALLS = `INSERT INTO call_batches (project_id, received_at_ms, call_count, calls_json)
+  VALUES (?1, ?2, json_array_length(?3), ?3)`;
 
 /**
  * Writes one received batch of payloads in order, as ingest would: each payload gets the next
@@ -102,8 +93,9 @@ const INSERT_CALLS = `INSERT INTO incoming_calls (call_seq, project_id, session_
 export async function deliver(db: D1Database, payloads: TestPayload[], receivedAtMs: number): Promise<void> {
   const statements: D1PreparedStatement[] = [];
   let calls: unknown[] = [];
+  let callsProject = "";
   const flushCalls = () => {
-    if (calls.length) statements.push(db.prepare(INSERT_CALLS).bind(JSON.stringify(calls), receivedAtMs));
+    if (calls.length) statements.push(db.prepare(INSERT_CALLS).bind(callsProject, receivedAtMs, JSON.stringify(calls)));
     calls = [];
   };
   // Ingest only stores payloads of existing projects (the key names the project).
@@ -114,7 +106,9 @@ export async function deliver(db: D1Database, payloads: TestPayload[], receivedA
   for (const p of payloads) {
     if (p.type === "call") {
       const c = p.call;
-      calls.push({ ...c, is_empty: c.is_empty ? 1 : 0, duration_bucket: durationBucket(c.duration_ms) });
+      if (c.project_id !== callsProject) flushCalls();
+      callsProject = c.project_id;
+      calls.push([c.session_id, c.client_name, c.tool_name, c.started_at_ms, c.duration_ms, c.outcome, c.response_bytes, c.is_empty ? 1 : 0, c.args_hash, durationBucket(c.duration_ms)]);
       statements.push(db.prepare(UPSERT_SESSION).bind(c.project_id, c.session_id, c.started_at_ms, c.client_name));
       continue;
     }

@@ -25,7 +25,7 @@ it("rolls up what ingest stored: retries, first-call success, pairs, sessions, r
   ];
   const res = await postIngest({ batch }, { key: project.ingest_key });
   expect(res.status).toBe(202);
-  const stored = await env.DB.prepare("SELECT (SELECT COUNT(*) FROM incoming_calls WHERE project_id = ?1) + (SELECT COUNT(*) FROM raw_calls WHERE project_id = ?1) AS n").bind(project.project_id).first<{ n: number }>();
+  const stored = await env.DB.prepare("SELECT (SELECT COUNT(*) FROM raw_calls WHERE project_id = ?1) + (SELECT COALESCE(SUM(call_count), 0) FROM call_batches WHERE project_id = ?1) AS n").bind(project.project_id).first<{ n: number }>();
   expect(stored?.n).toBe(4);
 
   await worker.scheduled!(createScheduledController({ scheduledTime: Date.now(), cron: "*/5 * * * *" }), env);

@@ -4,6 +4,8 @@ import { createScheduledController, env } from "cloudflare:test";
 import { beforeEach, describe, expect, it } from "vitest";
 import worker from "../../../src/worker/index.ts";
 import { CALL_CHUNK_STATEMENTS } from "../../../src/worker/rollup/calls.ts";
+import { AGREEMENT_CHUNK_STATEMENTS } from "../../../src/worker/rollup/agreements.ts";
+import { STARTUP_CHUNK_STATEMENTS } from "../../../src/worker/rollup/startups.ts";
 import { AS_OF, DEFAULT_ROLLUP_OPTIONS, parseMaxQueries, runRollup } from "../../../src/worker/rollup/index.ts";
 import { call, calls, countingDb, deliver, resetDb, snapshot, type TestCall } from "./fixtures.ts";
 import { referenceRollup } from "./reference.ts";
@@ -117,10 +119,15 @@ describe("chunks and the query budget", () => {
     expect(runs * DEFAULT_ROLLUP_OPTIONS.chunkCalls).toBeGreaterThanOrEqual(50_000);
   });
 
+  it("folds two default chunks (50,000 calls) into one free-plan run even with startups and verdicts pending", () => {
+    const budget = DEFAULT_ROLLUP_OPTIONS.maxQueries - 2 - STARTUP_CHUNK_STATEMENTS - AGREEMENT_CHUNK_STATEMENTS;
+    expect(Math.floor(budget / CALL_CHUNK_STATEMENTS) * DEFAULT_ROLLUP_OPTIONS.chunkCalls).toBeGreaterThanOrEqual(50_000);
+  });
+
   it("a tiny chunk size takes several runs and gives the same tables as one big chunk", async () => {
     const workload = [...sessionCalls(60, "s1"), ...sessionCalls(25, "s2")];
     await deliver(db, calls(workload), NOW - 1_000);
-    const runs = await rollupUntilCaughtUp(db, { chunkCalls: 4 });
+    const runs = await rollupUntilCaughtUp(db, { chunkCalls: 2 });
     expect(runs).toBeGreaterThan(5);
     const chunked = await snapshot(db);
 

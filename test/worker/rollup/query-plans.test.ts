@@ -20,13 +20,7 @@ async function plan(sql: string): Promise<string[]> {
 // Retention of startups and verdicts finds "the first row received at or after the cutoff" by
 // walking the table in call_seq order from its start: everything before that row is deleted by
 // the same statement, so the walk reads the rows it deletes and stops at the first one it keeps.
-// incoming_calls is ingest's inbox, emptied by every chunk: the chunk takes its first rows in
-// call_seq order (stopping at the chunk size), and retention's check that nothing before the
-// cutoff still waits there reads what a 5-minute cron left in it.
 const EARLY_STOPPING_SCANS: Record<string, string[]> = {
-  moveIncomingCalls: ["SCAN incoming_calls"],
-  deleteMovedCalls: ["SCAN incoming_calls"],
-  advanceScanFrom: ["SCAN incoming_calls"],
   deleteStartups: ["SCAN raw_startups"],
   deleteAgreements: ["SCAN raw_agreements"],
 };

@@ -169,15 +169,8 @@ describe("retention", () => {
     await runRollup(db, NOW);
     const before = await snapshot(db);
 
-    const bucketRows = async (table: string, column: string, before: number) =>
-      (await db.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE ${column} < ?1`).bind(before).first<{ n: number }>())!.n;
-    expect(await bucketRows("tool_hour_duration_buckets", "hour_start_ms", CUTOFF_30)).toBeGreaterThan(0);
     const r = await runRetention(db, NOW);
     expect(r.deletedCalls).toBe(1 + 3);
-    expect(r.deletedBuckets).toBeGreaterThan(0);
-    expect(await bucketRows("tool_hour_duration_buckets", "hour_start_ms", CUTOFF_30)).toBe(0);
-    expect(await bucketRows("tool_day_duration_buckets", "day_start_ms", CUTOFF_30 - DAY)).toBe(0);
-    expect(await bucketRows("tool_hour_duration_buckets", "hour_start_ms", NOW)).toBe(1); // s3's hour stays
     expect(await snapshot(db)).toEqual(before);
 
     await send(newer, NOW - HOUR);

@@ -4,6 +4,7 @@
 import { env } from "cloudflare:test";
 import fc from "fast-check";
 import { CALL_CHUNK_STATEMENTS } from "../../../src/worker/rollup/calls.ts";
+import { STARTUP_CHUNK_STATEMENTS } from "../../../src/worker/rollup/startups.ts";
 import { runRollup, type RollupOptions } from "../../../src/worker/rollup/index.ts";
 import { deliver, type Outcome, type TestAgreement, type TestCall, type TestPayload, type TestStartup, type TestTool } from "./fixtures.ts";
 import type { Received } from "./reference.ts";
@@ -115,8 +116,9 @@ export const rollupOptionsArb: fc.Arbitrary<RollupOptions> = fc.record({
   chunkCalls: fc.constantFrom(1, 2, 3, 7, 10_000),
   chunkStartups: fc.constantFrom(1, 2, 200),
   chunkAgreements: fc.constantFrom(1, 3, 10_000),
-  // The probe, as_of and one calls chunk: the least budget that always makes progress.
-  maxQueries: fc.constantFrom(2 + CALL_CHUNK_STATEMENTS, 30, 45),
+  // The probe, as_of and the largest chunk (a calls or a startups chunk): the least budget that
+  // always makes progress on every stream.
+  maxQueries: fc.constantFrom(2 + Math.max(CALL_CHUNK_STATEMENTS, STARTUP_CHUNK_STATEMENTS), 30, 45),
 });
 
 export type Workload = typeof workloadArb extends fc.Arbitrary<infer T> ? T : never;
