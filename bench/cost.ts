@@ -20,6 +20,7 @@ import { AGREEMENT_CHUNK_STATEMENTS } from "../src/worker/rollup/agreements.ts";
 import { CALL_CHUNK_STATEMENTS } from "../src/worker/rollup/calls.ts";
 import { DEFAULT_ROLLUP_OPTIONS } from "../src/worker/rollup/run.ts";
 import { STARTUP_CHUNK_STATEMENTS } from "../src/worker/rollup/startups.ts";
+import { mulberry32 } from "../test/e2e/dashboard/demo-data.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const tmp = join(root, ".bench-tmp", "cost");
@@ -34,18 +35,6 @@ const DAY = 86_400_000;
 const HIGH_HOURS = Number(process.env.BENCH_HIGH_HOURS ?? 6);
 const TOOLS = ["search_orders", "get_order", "update_order", "list_items", "export_report", "refund", "get_customer", "ping"];
 const HASHES = ["a1b2c3d4e5f6", "0a0b0c0d0e0f", "ffeeddccbbaa", "123456789abc", "cafebabe0001"];
-
-/** A small deterministic PRNG (mulberry32), so every run sends the same payloads. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Request = { atMs: number; batch: Record<string, unknown>[]; calls: number };
 
@@ -66,7 +55,7 @@ function call(rand: () => number, session: string, client: string, atMs: number)
 
 /** Low traffic: 24 SDK processes a day, 250 calls each in bursts, flushed every 5 s (at most 30 a request). */
 function lowTraffic(t0: number): Request[] {
-  const rand = prng(7);
+  const rand = mulberry32(7);
   const requests: Request[] = [];
   for (let p = 0; p < 24; p++) {
     const session = `s_${(0xa00000000000 + p).toString(16)}`;
@@ -96,7 +85,7 @@ function lowTraffic(t0: number): Request[] {
 
 /** High traffic: 400,000 calls a day from 200 concurrent sessions, sent in 500-item batches. */
 function highTraffic(t0: number, hours: number): Request[] {
-  const rand = prng(11);
+  const rand = mulberry32(11);
   const perMs = 400_000 / DAY;
   const total = Math.round(400_000 * (hours / 24));
   const sessions = Array.from({ length: 200 }, (_, i) => `s_${(0xb00000000000 + i).toString(16)}`);
