@@ -8,6 +8,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from "playwrig
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { argsHash } from "../../src/shared/hash.ts";
 import { createProject, startWorker, type RunningWorker } from "./dashboard/start-worker.ts";
+import { storedPayloadRows } from "./helpers/stored-rows.ts";
 
 const CHROMIUM_ARGS = [
   "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -42,7 +43,8 @@ function attackerPage(path: string): string {
   }
 }
 
-async function ingestCalls(key: string, names: string[]): Promise<void> {
+async function ingestCalls(project: { project_id: string; ingest_key: string }, names: string[]): Promise<void> {
+  const key = project.ingest_key;
   const now = Date.now();
   const batch = names.flatMap((name, i) =>
     Array.from({ length: i + 1 }, (_, k) => ({
@@ -56,8 +58,7 @@ async function ingestCalls(key: string, names: string[]): Promise<void> {
   expect(res.status).toBe(202);
   const deadline = Date.now() + 20_000;
   for (;;) {
-    const row = await worker.db.prepare("SELECT (SELECT COUNT(*) FROM incoming_calls) + (SELECT COUNT(*) FROM raw_calls) AS n").first<{ n: number }>();
-    if ((row?.n ?? 0) >= batch.length) break;
+    if ((await storedPayloadRows(worker.db, project.project_id)) >= batch.length) break;
     if (Date.now() > deadline) throw new Error("ingest: rows did not land");
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -78,7 +79,7 @@ beforeAll(async () => {
   worker = await startWorker();
   victim = await createProject(worker, "Victim project");
   intruder = await createProject(worker, "Attacker project");
-  await ingestCalls(victim.ingest_key, NAMES);
+  await ingestCalls(victim, NAMES);
   await worker.runRollup();
   attacker = createServer((req, res) => {
     res.writeHead(200, { "content-type": "text/html" });
@@ -91,7 +92,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await new Promise((resolve) => attacker?.close(resolve));
+  if (attacker) await new Promise((resolve) => attacker.close(resolve));
   await worker?.stop();
 });
 
