@@ -5,7 +5,7 @@
 import type { FC } from "hono/jsx";
 import type { AlertsReport } from "../alerts/report.ts";
 import type { SuggestedRule } from "../alerts/suggest.ts";
-import { Document, Logo } from "./layout.tsx";
+import { Document, TopBar } from "./layout.tsx";
 import { Name } from "./name.tsx";
 
 
@@ -22,16 +22,7 @@ function scopeLabel(tool: string | null, client: string | null): string {
 
 export const AlertsPage: FC<{ projectName: string; report: AlertsReport; suggested: SuggestedRule | null; origin: string }> = ({ projectName, report, suggested, origin }) => (
   <Document title={`Alerts · ${projectName}`}>
-    <header class="top">
-      <a class="brand" href="/">
-        <Logo /> MCPulse
-      </a>
-      <span class="project" data-project><Name text={projectName} /></span>
-      <span class="spacer" />
-      <form method="post" action="/signout">
-        <button type="submit">Sign out</button>
-      </form>
-    </header>
+    <TopBar projectName={projectName} />
     <main>
       <div class="toolbar">
         <h1>

@@ -36,7 +36,7 @@ export function toolHref(tool: string, q: PageQuery): string {
 /** Longest client name a picker option shows; the option's value is the whole name. */
 const OPTION_CHARS = 48;
 
-export const Logo: FC = () => (
+const Logo: FC = () => (
   <svg width="22" height="22" viewBox="0 0 24 24" aria-hidden="true">
     <rect width="24" height="24" rx="6" fill="#4f46e5" />
     <path d="M4 13h3.5l2-5 3.5 9 2.5-6 1.5 2H20" fill="none" stroke="#fff" stroke-width="2" stroke-linecap="round" stroke-linejoin="round" />
@@ -59,6 +59,21 @@ export const Document: FC<{ title: string; children?: Child }> = ({ title, child
       <script nonce={useContext(ScriptNonce)} dangerouslySetInnerHTML={{ __html: PAGE_SCRIPT }} />
     </body>
   </html>
+);
+
+/** The bar on every signed-in page: the brand (home), the project, the alerts link, sign-out. */
+export const TopBar: FC<{ projectName: string; home?: string }> = ({ projectName, home = "/" }) => (
+  <header class="top">
+    <a class="brand" href={home}>
+      <Logo /> MCPulse
+    </a>
+    <span class="project" data-project><Name text={projectName} /></span>
+    <span class="spacer" />
+    <a class="nav" href="/alerts">Alerts</a>
+    <form method="post" action="/signout">
+      <button type="submit">Sign out</button>
+    </form>
+  </header>
 );
 
 export type FrameProps = {
@@ -90,17 +105,7 @@ export const Frame: FC<FrameProps> = (p) => {
   const clientOptions = p.client !== undefined && !p.clients.includes(p.client) ? [...p.clients, p.client] : p.clients;
   return (
     <Document title={p.title}>
-      <header class="top">
-        <a class="brand" href={pageHref("/", { from: p.range.from, to: p.range.to, client: p.client })}>
-          <Logo /> MCPulse
-        </a>
-        <span class="project" data-project><Name text={p.projectName} /></span>
-        <span class="spacer" />
-        <a class="nav" href="/alerts">Alerts</a>
-        <form method="post" action="/signout">
-          <button type="submit">Sign out</button>
-        </form>
-      </header>
+      <TopBar projectName={p.projectName} home={pageHref("/", { from: p.range.from, to: p.range.to, client: p.client })} />
       <main>
         <div class="toolbar">
           <h1>
