@@ -19,23 +19,6 @@ CREATE TABLE api_keys (
   revoked_at_ms INTEGER
 );
 
-CREATE TABLE raw_calls (
-  call_seq INTEGER PRIMARY KEY,
-  project_id TEXT NOT NULL,
-  session_id TEXT NOT NULL,
-  client_name TEXT NOT NULL,
-  tool_name TEXT NOT NULL,
-  -- Fractional milliseconds are kept (producers may send micro- or nanoseconds).
-  started_at_ms REAL NOT NULL,
-  duration_ms INTEGER NOT NULL,
-  outcome TEXT NOT NULL CHECK (outcome IN ('ok', 'bad_args', 'tool_error', 'crashed')),
-  response_bytes INTEGER NOT NULL,
-  is_empty INTEGER NOT NULL CHECK (is_empty IN (0, 1)),
-  args_hash TEXT NOT NULL,
-  -- Latency histogram bucket of duration_ms (src/worker/histogram.ts), computed at ingest.
-  duration_bucket INTEGER NOT NULL,
-  received_at_ms INTEGER NOT NULL);
-
 CREATE TABLE raw_startups (
   startup_seq INTEGER PRIMARY KEY AUTOINCREMENT,
   project_id TEXT NOT NULL,
@@ -179,30 +162,10 @@ CREATE TABLE rollup_state (
   value INTEGER NOT NULL
 );
 
-CREATE INDEX raw_calls_by_start
-  ON raw_calls (project_id, started_at_ms);
-
 CREATE INDEX tool_pair_days_emptied ON tool_pair_days (pair_count) WHERE pair_count = 0;
 
 CREATE TABLE rollup_chunk_startups (
   startup_seq INTEGER PRIMARY KEY
-);
-
-CREATE INDEX raw_calls_by_client_tool
-  ON raw_calls (project_id, session_id, client_name, tool_name, started_at_ms, call_seq);
-
-CREATE INDEX raw_calls_by_client
-  ON raw_calls (project_id, session_id, client_name, started_at_ms, call_seq);
-
-CREATE TABLE call_batches (
-  -- Receive order of the requests (rowid: above every batch still waiting, which is all the rollup needs).
-  batch_seq INTEGER PRIMARY KEY,
-  project_id TEXT NOT NULL,
-  received_at_ms INTEGER NOT NULL,
-  call_count INTEGER NOT NULL,
-  -- JSON array of [session_id, client_name, tool_name, started_at_ms, duration_ms, outcome,
-  -- response_bytes, is_empty, args_hash, duration_bucket] in the request's order.
-  calls_json TEXT NOT NULL
 );
 
 CREATE TABLE alert_destinations (
@@ -296,3 +259,28 @@ CREATE TABLE alert_delivery_attempts (
 );
 
 CREATE INDEX alert_delivery_attempts_by_project ON alert_delivery_attempts (project_id, attempted_at_ms);
+
+CREATE TABLE call_state (
+  project_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  client_name TEXT NOT NULL,
+  hour_start_ms INTEGER NOT NULL,
+  -- Longest duration_ms among the row's calls: how far around new calls the rollup must look.
+  max_duration_ms INTEGER NOT NULL,
+  call_count INTEGER NOT NULL,
+  -- JSON array of [call_seq, tool_name, started_at_ms, duration_ms, outcome, response_bytes,
+  -- is_empty, args_hash], in no particular order.
+  calls_json TEXT NOT NULL,
+  PRIMARY KEY (project_id, session_id, client_name, hour_start_ms)
+) WITHOUT ROWID;
+
+CREATE TABLE "call_batches" (
+  -- Receive order of the requests (rowid: above every batch still waiting, which is all the rollup needs).
+  batch_seq INTEGER PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  received_at_ms INTEGER NOT NULL,
+  call_count INTEGER NOT NULL,
+  -- JSON array of [session_id, client_name, tool_name, started_at_ms, duration_ms, outcome,
+  -- response_bytes, is_empty, args_hash, duration_bucket] in the request's order.
+  calls_json TEXT NOT NULL
+);

@@ -20,8 +20,8 @@ export function dayStartMs(ms: number): number {
  * SQL for the UTC hour / day start of a `*_ms` column. Timestamps are after 1970, so CAST's
  * truncation is a floor; the division is the same IEEE operation as in hourStartMs/dayStartMs.
  */
-export const hourStartSql = (column: string) => `(CAST(${column} / ${HOUR_MS} AS INTEGER) * ${HOUR_MS})`;
-export const dayStartSql = (column: string) => `(CAST(${column} / ${DAY_MS} AS INTEGER) * ${DAY_MS})`;
+export const hourStartSql = (column: string) => `(CAST((${column}) / ${HOUR_MS} AS INTEGER) * ${HOUR_MS})`;
+export const dayStartSql = (column: string) => `(CAST((${column}) / ${DAY_MS} AS INTEGER) * ${DAY_MS})`;
 
 /**
  * SPEC §2.2 gap between a call `c` and the next call `n`, in whole microseconds:
@@ -35,8 +35,10 @@ export function gapMicros(c: { started_at_ms: number; duration_ms: number }, n: 
   return Math.round(n.started_at_ms * 1000) - Math.round(c.started_at_ms * 1000) - c.duration_ms * 1000;
 }
 
-export const gapMicrosSql = (c: string, n: string) =>
-  `(ROUND(${n}.started_at_ms * 1000) - ROUND(${c}.started_at_ms * 1000) - ${c}.duration_ms * 1000)`;
+/** gapMicros in SQL, from the SQL expressions of c's start and duration and n's start. */
+export const gapMicrosSql = (cStartedAt: string, cDuration: string, nStartedAt: string) =>
+  `(ROUND(${nStartedAt} * 1000) - ROUND(${cStartedAt} * 1000) - ${cDuration} * 1000)`;
 
-/** SQL test for "0 ≤ gap ≤ 30,000 ms" between call alias `c` and its next call alias `n`. */
-export const retryGapSql = (c: string, n: string) => `${gapMicrosSql(c, n)} BETWEEN 0 AND ${RETRY_WINDOW_MS * 1000}`;
+/** SQL test for "0 ≤ gap ≤ 30,000 ms" between a call (its start and duration) and its next call's start. */
+export const retryGapSql = (cStartedAt: string, cDuration: string, nStartedAt: string) =>
+  `${gapMicrosSql(cStartedAt, cDuration, nStartedAt)} BETWEEN 0 AND ${RETRY_WINDOW_MS * 1000}`;

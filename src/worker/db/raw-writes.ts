@@ -1,5 +1,5 @@
-// Ingest's writes to D1 (SPEC §1.2, schema.sql): raw calls, startups, agreements and the session
-// rows, for one batch, in a constant number of statements whatever the batch size.
+// Ingest's writes to D1 (SPEC §1.2, schema.sql): raw calls, startups and agreements, for one batch
+// (the session rows are the rollup's: ingest writes no row per session), in a constant number of statements whatever the batch size.
 //
 // D1 allows 100 bound parameters per statement and 50 queries per invocation (free plan), so rows
 // are never bound one by one: each table gets one `INSERT … SELECT … FROM json_each(?1)` over a
@@ -33,7 +33,7 @@ export type BatchRows = {
   agreements: AgreementPayload[];
 };
 
-export type RowCounts = { calls: number; startups: number; agreements: number; sessions: number };
+export type RowCounts = { calls: number; startups: number; agreements: number };
 
 export function splitByType(payloads: readonly Payload[]): BatchRows {
   const rows: BatchRows = { calls: [], startups: [], agreements: [] };
@@ -90,42 +90,6 @@ const INSERT_AGREEMENTS_SQL = `INSERT INTO raw_agreements (project_id, session_i
   checked_at_ms, window_ms, received_at_ms)
 SELECT ?2, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, ?3
 FROM json_each(?1) ORDER BY key`;
-
-// Sessions (schema.sql): first/last seen over call started_at and startup receive times; the
-// client is the one of the payload with the latest such time (on a tie, the later received wins).
-// In an UPDATE every column reference reads the old row, so the CASE compares with the old
-// last_seen. `WHERE true` is SQLite's required disambiguation of INSERT … SELECT … ON CONFLICT.
-const UPSERT_SESSIONS_SQL = `INSERT INTO sessions (project_id, session_id, first_seen_ms, last_seen_ms, client_name)
-SELECT ?2, value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?1) WHERE true
-ON CONFLICT (project_id, session_id) DO UPDATE SET
-  first_seen_ms = MIN(sessions.first_seen_ms, excluded.first_seen_ms),
-  last_seen_ms = MAX(sessions.last_seen_ms, excluded.last_seen_ms),
-  client_name = CASE WHEN excluded.last_seen_ms >= sessions.last_seen_ms
-    THEN excluded.client_name ELSE sessions.client_name END`;
-
-type SessionSeen = { first_seen_ms: number; last_seen_ms: number; client_name: string };
-
-/** Folds one batch's calls and startups, in receive order, into one row per session. */
-export function sessionsOfBatch(payloads: readonly Payload[], receivedAtMs: number): Map<string, SessionSeen> {
-  const sessions = new Map<string, SessionSeen>();
-  for (const payload of payloads) {
-    if (payload.type === "agreement") continue;
-    const atMs = payload.type === "call" ? payload.started_at_ms : receivedAtMs;
-    // Keyed on the stored form, so one upsert never names the same row twice.
-    const sessionId = wellFormed(payload.session_id);
-    const seen = sessions.get(sessionId);
-    if (!seen) {
-      sessions.set(sessionId, { first_seen_ms: atMs, last_seen_ms: atMs, client_name: wellFormed(payload.client_name) });
-      continue;
-    }
-    seen.first_seen_ms = Math.min(seen.first_seen_ms, atMs);
-    if (atMs >= seen.last_seen_ms) {
-      seen.last_seen_ms = atMs;
-      seen.client_name = wellFormed(payload.client_name);
-    }
-  }
-  return sessions;
-}
 
 /** The statements that store one batch (at least one per non-empty table, more only for huge startups). */
 export function batchStatements(
@@ -196,15 +160,9 @@ export function batchStatements(
       a.window_ms,
     ]),
   );
-  const sessions = sessionsOfBatch(payloads, receivedAtMs);
-  add(
-    UPSERT_SESSIONS_SQL,
-    [...sessions].map(([sessionId, s]) => [sessionId, s.first_seen_ms, s.last_seen_ms, s.client_name]),
-    false,
-  );
   return {
     statements,
-    counts: { calls: rows.calls.length, startups: rows.startups.length, agreements: rows.agreements.length, sessions: sessions.size },
+    counts: { calls: rows.calls.length, startups: rows.startups.length, agreements: rows.agreements.length },
   };
 }
 
@@ -233,7 +191,7 @@ export async function persistBatch(
   try {
     built = batchStatements(db, projectId, payloads, receivedAtMs);
   } catch (err) {
-    log(JSON.stringify({ event: "ingest_write_failed", project_id: projectId, attempt: 0, error: errorName(err), calls: 0, startups: 0, agreements: 0, sessions: 0 } satisfies WriteFailureLog));
+    log(JSON.stringify({ event: "ingest_write_failed", project_id: projectId, attempt: 0, error: errorName(err), calls: 0, startups: 0, agreements: 0 } satisfies WriteFailureLog));
     return false;
   }
   const { statements, counts } = built;

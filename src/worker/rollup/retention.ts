@@ -1,25 +1,18 @@
 // The daily raw-row retention (`30 3 * * *`, SPEC §2.6): raw rows older than RAW_RETENTION_DAYS
-// (default 30, never under 8) are deleted in bounded chunks; counters are kept forever.
+// (default 30, never under 8) are deleted in bounded chunks; counters are kept forever. The raw
+// calls are the `call_state` rows, one per (project, session, client, hour), so a day of calls
+// costs one deleted row per (session, client, hour) it had, not one per call.
 //
 // What it never deletes (docs/metrics.md, "Retention"):
-// - a row above its rollup watermark (not folded in yet);
-// - a call whose retry flags a future call could change. Ingest accepts calls up to 7 days old and
-//   a call lasts at most 1 day (SPEC §1.2), so a call that a newly arriving call could retry or be
-//   retried by starts at most 8 days + 30 s before now; the cutoff is at least 8 days + 1 hour
-//   back (an hour of margin for clocks), and the rollup keeps the flags of calls before it as
-//   they are (`raw_kept_from_ms`);
-// - the latest call of each (session, client) before the cutoff: a new call's predecessor in its
+// - a row that a future call could need for its retry flags. Ingest accepts calls up to 7 days old
+//   and a call lasts at most 1 day (SPEC §1.2), so a call that a newly arriving call could retry or
+//   be retried by starts at most 8 days + 30 s before now; the cutoff is at least 8 days + 1 hour
+//   back (an hour of margin for clocks), and a row goes only when its whole hour is before it;
+// - the latest row of each (session, client) before the cutoff: a new call's predecessor in its
 //   (session, client) sequence can be any distance back (tool pairs have no time window, SPEC
-//   §2.4), so that call stays to carry the pair (one row per session and client at most).
-import {
-  AGREEMENTS_WATERMARK,
-  AS_OF,
-  CALLS_WATERMARK,
-  RAW_KEPT_FROM,
-  RETENTION_SCAN_FROM,
-  STARTUPS_WATERMARK,
-  stateValueSql,
-} from "./state.ts";
+//   §2.4), so that row stays to carry the pair (one row per session and client at most).
+// Calls still waiting in `call_batches` are not in call_state yet, so nothing here can touch them.
+import { AGREEMENTS_WATERMARK, AS_OF, RAW_KEPT_FROM, STARTUPS_WATERMARK, stateValueSql } from "./state.ts";
 import { DAY_MS, HOUR_MS, hourStartMs } from "../time.ts";
 
 export const DEFAULT_RAW_RETENTION_DAYS = 30;
@@ -37,7 +30,8 @@ export interface RetentionOptions {
 
 export interface RetentionReport {
   cutoffMs: number;
-  deletedCalls: number;
+  /** call_state rows deleted (one per session, client and hour). */
+  deletedCallRows: number;
   deletedStartups: number;
   deletedAgreements: number;
   /** True when nothing was deleted because the rollup's as_of is older than MAX_ROLLUP_LAG_MS. */
@@ -75,27 +69,14 @@ export const RETENTION_SQL = {
     SELECT '${RAW_KEPT_FROM}', ?1 WHERE ${stateValueSql(AS_OF)} >= ?2
     ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value)`,
 
-  // The scan starts a day before the previous run's cutoff, not at the beginning of time: below
-  // that lie only the calls kept on purpose (one per session and client), and a run must not re-read them all.
-  // A kept call whose session went on after a pause of more than a day stays (harmless).
-  deleteCalls: `DELETE FROM raw_calls WHERE call_seq IN (
-    SELECT x.call_seq FROM raw_calls x
-    WHERE x.project_id IN (SELECT project_id FROM projects)
-      AND x.started_at_ms >= ${stateValueSql(RETENTION_SCAN_FROM)}
-      AND x.started_at_ms < ?1 AND x.call_seq <= ${stateValueSql(CALLS_WATERMARK)}
-      AND EXISTS (SELECT 1 FROM raw_calls y
+  // Rows whose hour ends by the cutoff, except each (session, client)'s latest such row.
+  deleteCalls: `DELETE FROM call_state WHERE (project_id, session_id, client_name, hour_start_ms) IN (
+    SELECT x.project_id, x.session_id, x.client_name, x.hour_start_ms FROM call_state x
+    WHERE x.hour_start_ms + ${HOUR_MS} <= ?1
+      AND EXISTS (SELECT 1 FROM call_state y
         WHERE y.project_id = x.project_id AND y.session_id = x.session_id AND y.client_name = x.client_name
-          AND (y.started_at_ms, y.call_seq) > (x.started_at_ms, x.call_seq)
-          AND y.started_at_ms < ?1 AND y.call_seq <= ${stateValueSql(CALLS_WATERMARK)})
+          AND y.hour_start_ms > x.hour_start_ms AND y.hour_start_ms + ${HOUR_MS} <= ?1)
     LIMIT ?2)`,
-
-  // Once a run has deleted every call it may: unless calls before the cutoff still wait for the
-  // rollup (they cannot, ingest refuses calls over 7 days old, but then they must not be skipped).
-  advanceScanFrom: `INSERT INTO rollup_state (name, value)
-    SELECT '${RETENTION_SCAN_FROM}', ?1 - ${DAY_MS}
-    WHERE NOT EXISTS (SELECT 1 FROM call_batches b, json_each(b.calls_json) AS j WHERE j.value ->> 3 < ?1)
-      AND NOT EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > ${stateValueSql(CALLS_WATERMARK)} AND started_at_ms < ?1)
-    ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value)`,
 
   // Startups and verdicts are folded in by increments (never re-read), so only the watermark
   // matters. Receive order follows *_seq: delete the run of seqs before the first young row.
@@ -117,7 +98,7 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
   const maxQueries = options.maxQueries ?? 45;
   const chunkRows = options.chunkRows ?? 20_000;
   const cutoffMs = retentionCutoffMs(scheduledTimeMs, retentionDays);
-  const report: RetentionReport = { cutoffMs, deletedCalls: 0, deletedStartups: 0, deletedAgreements: 0, skippedBecauseRollupBehind: false, queries: 0, caughtUp: false };
+  const report: RetentionReport = { cutoffMs, deletedCallRows: 0, deletedStartups: 0, deletedAgreements: 0, skippedBecauseRollupBehind: false, queries: 0, caughtUp: false };
 
   const kept = await db.prepare(RETENTION_SQL.keptFrom).bind(cutoffMs, scheduledTimeMs - MAX_ROLLUP_LAG_MS).run();
   report.queries += 1;
@@ -127,9 +108,9 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
   }
 
   const streams = [
-    { sql: RETENTION_SQL.deleteCalls, key: "deletedCalls", done: RETENTION_SQL.advanceScanFrom },
-    { sql: RETENTION_SQL.deleteStartups, key: "deletedStartups", done: null },
-    { sql: RETENTION_SQL.deleteAgreements, key: "deletedAgreements", done: null },
+    { sql: RETENTION_SQL.deleteCalls, key: "deletedCallRows" },
+    { sql: RETENTION_SQL.deleteStartups, key: "deletedStartups" },
+    { sql: RETENTION_SQL.deleteAgreements, key: "deletedAgreements" },
   ] as const;
   let unfinished = false;
   for (const stream of streams) {
@@ -142,17 +123,7 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
       report.queries += 1;
       const deleted = result.meta.changes ?? 0;
       report[stream.key] += deleted;
-      if (deleted < chunkRows) {
-        if (stream.done) {
-          if (report.queries >= maxQueries) {
-            unfinished = true;
-            break;
-          }
-          await db.prepare(stream.done).bind(cutoffMs).run();
-          report.queries += 1;
-        }
-        break;
-      }
+      if (deleted < chunkRows) break;
     }
   }
   report.caughtUp = !unfinished;

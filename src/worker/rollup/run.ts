@@ -4,7 +4,7 @@
 // watermark, so nothing is lost or counted twice when an invocation stops (or dies) half-way.
 import { AGREEMENT_CHUNK_STATEMENTS, rollupAgreementChunk } from "./agreements.ts";
 import { CALL_CHUNK_STATEMENTS, rollupCallChunk } from "./calls.ts";
-import { AGREEMENTS_WATERMARK, AS_OF, CALLS_WATERMARK, STARTUPS_WATERMARK, stateValueSql } from "./state.ts";
+import { AGREEMENTS_WATERMARK, AS_OF, STARTUPS_WATERMARK, stateValueSql } from "./state.ts";
 import { STARTUP_CHUNK_STATEMENTS, rollupStartupChunk } from "./startups.ts";
 
 export interface RollupOptions {
@@ -45,7 +45,7 @@ export interface RollupRunReport {
 }
 
 const PENDING_SQL = `SELECT
-  (EXISTS (SELECT 1 FROM call_batches) OR EXISTS (SELECT 1 FROM raw_calls WHERE call_seq > ${stateValueSql(CALLS_WATERMARK)})) AS calls,
+  EXISTS (SELECT 1 FROM call_batches) AS calls,
   EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${stateValueSql(STARTUPS_WATERMARK)}) AS startups,
   EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)}) AS agreements`;
 
@@ -58,7 +58,6 @@ const firstPendingReceivedSql = (table: string, seq: string, watermarkName: stri
 // It never moves backwards.
 const AS_OF_SQL = `INSERT INTO rollup_state (name, value)
   SELECT '${AS_OF}', MAX(${stateValueSql(AS_OF)}, MIN(?1,
-    ${firstPendingReceivedSql("raw_calls", "call_seq", CALLS_WATERMARK)},
     COALESCE((SELECT received_at_ms - 1 FROM call_batches ORDER BY batch_seq LIMIT 1), ?1),
     ${firstPendingReceivedSql("raw_startups", "startup_seq", STARTUPS_WATERMARK)},
     ${firstPendingReceivedSql("raw_agreements", "agreement_seq", AGREEMENTS_WATERMARK)}))

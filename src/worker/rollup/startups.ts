@@ -79,16 +79,24 @@ export const STARTUP_CHUNK_SQL = {
     ON CONFLICT (project_id, field, tool_name) DO UPDATE SET
       last_declared_ms = MAX(last_declared_ms, excluded.last_declared_ms)`,
 
-  // SPEC §2.4: a session's schema bytes are the sum of its latest startup's schema_bytes. If ingest
-  // has not created the session row yet it is created as ingest would (seen at receive time).
+  // SPEC §2.4: a session's schema bytes are the sum of its latest startup's schema_bytes, and its
+  // startups' receive times count in its first/last seen (ingest writes no session row; the calls
+  // chunk folds in the calls' starts the same way): the client of the latest wins, a tie going to
+  // the one folded in later.
   setSessionSchemaBytes: `INSERT INTO sessions (project_id, session_id, first_seen_ms, last_seen_ms, client_name, schema_bytes_sum)
-    SELECT r.project_id, r.session_id, r.received_at_ms, r.received_at_ms, r.client_name,
+    SELECT r.project_id, r.session_id,
+      (SELECT MIN(r2.received_at_ms) FROM rollup_chunk_startups s CROSS JOIN raw_startups r2 ON r2.startup_seq = s.startup_seq
+        WHERE r2.project_id = r.project_id AND r2.session_id = r.session_id),
+      r.received_at_ms, r.client_name,
       COALESCE((SELECT SUM(json_extract(t.value, '$.schema_bytes')) FROM json_each(r.tools_json) AS t), 0)
     FROM raw_startups r
     WHERE r.startup_seq IN (
       SELECT MAX(s.startup_seq) FROM rollup_chunk_startups s CROSS JOIN raw_startups r2 ON r2.startup_seq = s.startup_seq
       GROUP BY r2.project_id, r2.session_id)
-    ON CONFLICT (project_id, session_id) DO UPDATE SET schema_bytes_sum = excluded.schema_bytes_sum`,
+    ON CONFLICT (project_id, session_id) DO UPDATE SET schema_bytes_sum = excluded.schema_bytes_sum,
+      client_name = CASE WHEN excluded.last_seen_ms >= sessions.last_seen_ms THEN excluded.client_name ELSE sessions.client_name END,
+      first_seen_ms = MIN(sessions.first_seen_ms, excluded.first_seen_ms),
+      last_seen_ms = MAX(sessions.last_seen_ms, excluded.last_seen_ms)`,
 
   advanceWatermark: `INSERT INTO rollup_state (name, value)
     SELECT '${STARTUPS_WATERMARK}', top FROM (SELECT MAX(startup_seq) AS top FROM rollup_chunk_startups) WHERE top IS NOT NULL

@@ -1,6 +1,6 @@
 // Names of the rollup's bookkeeping rows in `rollup_state` (integer values).
 
-/** Highest raw_calls.call_seq folded in. */
+/** The last call_seq handed out: the rollup numbers calls in receive order above it (SPEC §2.2 ties). */
 export const CALLS_WATERMARK = "calls_seq";
 /** Highest raw_startups.startup_seq folded in. */
 export const STARTUPS_WATERMARK = "startups_seq";
@@ -10,12 +10,6 @@ export const AGREEMENTS_WATERMARK = "agreements_seq";
 export const AS_OF = "as_of_ms";
 /** Retention may have deleted raw calls that start before this (epoch ms, hour-aligned). */
 export const RAW_KEPT_FROM = "raw_kept_from_ms";
-
-/**
- * Retention looks for raw calls to delete from this start time on (epoch ms): below it, only calls
- * it kept on purpose remain (each session's latest before an earlier cutoff).
- */
-export const RETENTION_SCAN_FROM = "retention_scan_from_ms";
 
 /** SQL reading one state value, `fallback` when the row is absent. */
 export const stateValueSql = (name: string, fallback = 0) =>

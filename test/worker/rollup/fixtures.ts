@@ -54,7 +54,7 @@ const TABLES_TO_RESET = [
   "call_batches",
   "api_keys",
   "projects",
-  "raw_calls",
+  "call_state",
   "raw_startups",
   "raw_agreements",
   "sessions",
@@ -72,15 +72,6 @@ const TABLES_TO_RESET = [
 export async function resetDb(db: D1Database): Promise<void> {
   await db.batch(TABLES_TO_RESET.map((t) => db.prepare(`DELETE FROM ${t}`)));
 }
-
-// Sessions are upserted the way ingest does (SPEC §2.4): first/last seen over call starts and
-// startup receive times, client of the latest.
-const UPSERT_SESSION = `INSERT INTO sessions (project_id, session_id, first_seen_ms, last_seen_ms, client_name)
-  VALUES (?1, ?2, ?3, ?3, ?4)
-  ON CONFLICT (project_id, session_id) DO UPDATE SET
-    client_name = CASE WHEN excluded.last_seen_ms >= last_seen_ms THEN excluded.client_name ELSE client_name END,
-    first_seen_ms = MIN(first_seen_ms, excluded.first_seen_ms),
-    last_seen_ms = MAX(last_seen_ms, excluded.last_seen_ms)`;
 
 // One row per run of calls of one project, as ingest stores a request's calls (migration 0008).
 const INSERT_CALLS = `INSERT INTO call_batches (project_id, received_at_ms, call_count, calls_json)
@@ -109,7 +100,6 @@ export async function deliver(db: D1Database, payloads: TestPayload[], receivedA
       if (c.project_id !== callsProject) flushCalls();
       callsProject = c.project_id;
       calls.push([c.session_id, c.client_name, c.tool_name, c.started_at_ms, c.duration_ms, c.outcome, c.response_bytes, c.is_empty ? 1 : 0, c.args_hash, durationBucket(c.duration_ms)]);
-      statements.push(db.prepare(UPSERT_SESSION).bind(c.project_id, c.session_id, c.started_at_ms, c.client_name));
       continue;
     }
     flushCalls();
@@ -122,7 +112,6 @@ export async function deliver(db: D1Database, payloads: TestPayload[], receivedA
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)`,
           )
           .bind(s.project_id, s.session_id, s.client_name, receivedAtMs, JSON.stringify(s.tools), JSON.stringify(s.agree_declared)),
-        db.prepare(UPSERT_SESSION).bind(s.project_id, s.session_id, receivedAtMs, s.client_name),
       );
     } else {
       const a = p.agreement;
@@ -137,7 +126,6 @@ export async function deliver(db: D1Database, payloads: TestPayload[], receivedA
     }
   }
   flushCalls();
-  // Keep the call rows in payload order even though session upserts are interleaved.
   if (statements.length) await db.batch(statements);
 }
 
@@ -186,7 +174,10 @@ export interface RollupSnapshot {
   hours: CounterRow[];
   days: CounterRow[];
   pairs: { project_id: string; day_start_ms: number; client_name: string; from_tool: string; to_tool: string; pair_count: number }[];
-  sessions: { project_id: string; session_id: string; calls: number; response_bytes_sum: number; schema_bytes_sum: number }[];
+  sessions: {
+    project_id: string; session_id: string; first_seen_ms: number; last_seen_ms: number; client_name: string;
+    calls: number; response_bytes_sum: number; schema_bytes_sum: number;
+  }[];
   registered: Record<string, unknown>[];
   versions: Record<string, unknown>[];
   agreementDays: Record<string, unknown>[];
@@ -209,7 +200,7 @@ export async function snapshot(db: D1Database): Promise<RollupSnapshot> {
       FROM tool_day_metrics ORDER BY project_id, day_start_ms, tool_name, client_name`),
     db.prepare(`SELECT project_id, day_start_ms, client_name, from_tool, to_tool, pair_count FROM tool_pair_days
       ORDER BY project_id, day_start_ms, client_name, from_tool, to_tool`),
-    db.prepare(`SELECT project_id, session_id, calls, response_bytes_sum, schema_bytes_sum FROM sessions ORDER BY project_id, session_id`),
+    db.prepare(`SELECT project_id, session_id, first_seen_ms, last_seen_ms, client_name, calls, response_bytes_sum, schema_bytes_sum FROM sessions ORDER BY project_id, session_id`),
     db.prepare(`SELECT project_id, tool_name, schema_bytes, schema_hash, description_hash, description_norm,
       requires_authorization, requires_verified_identity FROM registered_tools ORDER BY project_id, tool_name`),
     db.prepare(`SELECT project_id, tool_name, schema_hash, description_hash, description_norm, first_seen_ms, last_seen_ms, startups

@@ -25,7 +25,7 @@ it("rolls up what ingest stored: retries, first-call success, pairs, sessions, r
   ];
   const res = await postIngest({ batch }, { key: project.ingest_key });
   expect(res.status).toBe(202);
-  const stored = await env.DB.prepare("SELECT (SELECT COUNT(*) FROM raw_calls WHERE project_id = ?1) + (SELECT COALESCE(SUM(call_count), 0) FROM call_batches WHERE project_id = ?1) AS n").bind(project.project_id).first<{ n: number }>();
+  const stored = await env.DB.prepare("SELECT (SELECT COALESCE(SUM(call_count), 0) FROM call_state WHERE project_id = ?1) + (SELECT COALESCE(SUM(call_count), 0) FROM call_batches WHERE project_id = ?1) AS n").bind(project.project_id).first<{ n: number }>();
   expect(stored?.n).toBe(4);
 
   await worker.scheduled!(createScheduledController({ scheduledTime: Date.now(), cron: "*/5 * * * *" }), env);
@@ -40,9 +40,13 @@ it("rolls up what ingest stored: retries, first-call success, pairs, sessions, r
     ["get_order", "search_orders", 1],
     ["search_orders", "get_order", 1],
   ]);
-  expect(mine(snap.sessions)).toEqual([
-    { project_id: project.project_id, session_id: "s_0123456789ab", calls: 4, response_bytes_sum: 1200 * 3 + 2, schema_bytes_sum: 680 },
+  // The session row is the rollup's: first seen at the first call, last seen at the startup's receipt.
+  const sessions = mine(snap.sessions);
+  expect(sessions).toEqual([
+    { project_id: project.project_id, session_id: "s_0123456789ab", first_seen_ms: t, last_seen_ms: sessions[0]!.last_seen_ms,
+      client_name: "claude-ai", calls: 4, response_bytes_sum: 1200 * 3 + 2, schema_bytes_sum: 680 },
   ]);
+  expect(sessions[0]!.last_seen_ms).toBeGreaterThanOrEqual(t + 3_600_000 - 60_000);
   expect(mine(snap.registered as { project_id: string; tool_name: string }[]).map((r) => r.tool_name)).toEqual(["delete_order", "search_orders"]);
   expect(mine(snap.agreementDays as { project_id: string; checks: number; disagreements: number }[]).map((r) => [r.checks, r.disagreements])).toEqual([[1, 1]]);
 

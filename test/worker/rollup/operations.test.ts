@@ -46,6 +46,11 @@ function sessionCalls(n: number, session = "s1"): TestCall[] {
   );
 }
 
+/** Each call as its own request (a chunk takes whole requests: the oldest, up to its call count). */
+async function deliverOneRequestEach(list: TestCall[], receivedAtMs: number): Promise<void> {
+  for (const c of list) await deliver(db, calls([c]), receivedAtMs);
+}
+
 describe("late arrivals", () => {
   it("a call arriving between two rolled-up calls moves the pair and the retry flags", async () => {
     const a = call({ started_at_ms: T, duration_ms: 1_000, args_hash: "aaaa", tool_name: "search" });
@@ -126,7 +131,7 @@ describe("chunks and the query budget", () => {
 
   it("a tiny chunk size takes several runs and gives the same tables as one big chunk", async () => {
     const workload = [...sessionCalls(60, "s1"), ...sessionCalls(25, "s2")];
-    await deliver(db, calls(workload), NOW - 1_000);
+    await deliverOneRequestEach(workload, NOW - 1_000);
     const runs = await rollupUntilCaughtUp(db, { chunkCalls: 2 });
     expect(runs).toBeGreaterThan(5);
     const chunked = await snapshot(db);
@@ -139,7 +144,7 @@ describe("chunks and the query budget", () => {
   });
 
   it("never runs more statements per invocation than the budget (default under 50)", async () => {
-    await deliver(db, calls(sessionCalls(200)), NOW - 1_000);
+    await deliverOneRequestEach(sessionCalls(200), NOW - 1_000);
     const counted = countingDb(db);
     let before = 0;
     let caughtUp = false;
@@ -160,7 +165,7 @@ describe("chunks and the query budget", () => {
 
   it("honours a smaller budget exactly: probe + as_of + one calls chunk fit, one statement less fits none", async () => {
     const one = 2 + CALL_CHUNK_STATEMENTS;
-    await deliver(db, calls(sessionCalls(30)), NOW - 1_000);
+    await deliverOneRequestEach(sessionCalls(30), NOW - 1_000);
     const counted = countingDb(db);
     const first = await runRollup(counted.db, NOW, { chunkCalls: 5, maxQueries: one });
     expect(counted.count()).toBe(one);

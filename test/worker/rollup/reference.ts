@@ -136,16 +136,32 @@ export function referenceRollup(
     const k = key(project_id, session_id);
     let s = sessions.get(k);
     if (!s) {
-      s = { project_id, session_id, calls: 0, response_bytes_sum: 0, schema_bytes_sum: 0 };
+      s = { project_id, session_id, first_seen_ms: Infinity, last_seen_ms: -Infinity, client_name: "", calls: 0, response_bytes_sum: 0, schema_bytes_sum: 0 };
       sessions.set(k, s);
     }
     return s;
   };
-  for (const { item: c } of calls) {
+  // First/last seen over the calls' starts and the startups' receive times; the client of the
+  // latest (a tie goes to the later received: by receive time, then receive order within a kind).
+  const latest = new Map<Key, [number, number, number]>();
+  const seen = (project_id: string, session_id: string, atMs: number, receivedAtMs: number, seq: number, client: string) => {
+    const s = session(project_id, session_id);
+    s.first_seen_ms = Math.min(s.first_seen_ms, atMs);
+    s.last_seen_ms = Math.max(s.last_seen_ms, atMs);
+    const k = key(project_id, session_id);
+    const l = latest.get(k);
+    if (!l || atMs > l[0] || (atMs === l[0] && (receivedAtMs > l[1] || (receivedAtMs === l[1] && seq >= l[2])))) {
+      latest.set(k, [atMs, receivedAtMs, seq]);
+      s.client_name = client;
+    }
+  };
+  for (const { item: c, seq, received_at_ms } of calls) {
     const s = session(c.project_id, c.session_id);
     s.calls += 1;
     s.response_bytes_sum += c.response_bytes;
+    seen(c.project_id, c.session_id, c.started_at_ms, received_at_ms, seq, c.client_name);
   }
+  for (const { item: st, seq, received_at_ms } of startups) seen(st.project_id, st.session_id, received_at_ms, received_at_ms, seq, st.client_name);
   for (const list of groupBy(startups, (r) => key(r.item.project_id, r.item.session_id)).values()) {
     const latest = list.reduce((a, b) => (b.seq > a.seq ? b : a));
     session(latest.item.project_id, latest.item.session_id).schema_bytes_sum = latest.item.tools.reduce((a, t) => a + t.schema_bytes, 0);

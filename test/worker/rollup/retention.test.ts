@@ -14,8 +14,11 @@ const CUTOFF_30 = Date.UTC(2026, 9, 22, 2); // NOW − 30 days − 1 hour, on th
 
 beforeEach(() => resetDb(db));
 
+/** The starts of the raw calls kept (call_state holds one row per session, client and hour). */
 async function rawCallStarts(): Promise<number[]> {
-  const { results } = await db.prepare("SELECT started_at_ms FROM raw_calls ORDER BY started_at_ms, call_seq").all<{ started_at_ms: number }>();
+  const { results } = await db
+    .prepare("SELECT j.value ->> 2 AS started_at_ms FROM call_state, json_each(calls_json) AS j ORDER BY started_at_ms, j.value ->> 0")
+    .all<{ started_at_ms: number }>();
   return results.map((r) => r.started_at_ms);
 }
 
@@ -44,7 +47,7 @@ describe("RAW_RETENTION_DAYS", () => {
 });
 
 describe("retention", () => {
-  it("deletes rolled-up calls before the cutoff, keeping each session's latest one; a call at the cutoff stays", async () => {
+  it("deletes rolled-up hours before the cutoff, keeping each session's latest one; a call at the cutoff stays", async () => {
     await deliver(
       db,
       calls([
@@ -60,7 +63,7 @@ describe("retention", () => {
     await runRollup(db, NOW);
     const before = await snapshot(db);
     const r = await runRetention(db, NOW, { retentionDays: 30 });
-    expect(r).toMatchObject({ cutoffMs: CUTOFF_30, deletedCalls: 3, caughtUp: true });
+    expect(r).toMatchObject({ cutoffMs: CUTOFF_30, deletedCallRows: 3, caughtUp: true });
     expect(await rawCallStarts()).toEqual([CUTOFF_30 - 4 * DAY, CUTOFF_30 - 1, CUTOFF_30]);
     expect(await snapshot(db)).toEqual(before); // counters are kept forever
   });
@@ -70,7 +73,7 @@ describe("retention", () => {
     await deliver(
       db,
       calls([
-        call({ started_at_ms: eight - 2 }),
+        call({ started_at_ms: eight - 2 * HOUR }),
         call({ started_at_ms: eight - 1 }),
         call({ started_at_ms: eight }),
         call({ started_at_ms: NOW - 8 * DAY }),
@@ -80,7 +83,7 @@ describe("retention", () => {
     );
     await runRollup(db, NOW);
     const r = await runRetention(db, NOW, { retentionDays: parseRetentionDays("3") });
-    expect(r.deletedCalls).toBe(1);
+    expect(r.deletedCallRows).toBe(1);
     expect(await rawCallStarts()).toEqual([eight - 1, eight, NOW - 8 * DAY, NOW - 7 * DAY]);
   });
 
@@ -88,10 +91,10 @@ describe("retention", () => {
     await deliver(db, calls([0, 1, 2].map((i) => call({ started_at_ms: CUTOFF_30 - (3 - i) * DAY }))), NOW - 40 * DAY);
     await runRollup(db, NOW - 12 * HOUR - 1);
     const behind = await runRetention(db, NOW);
-    expect(behind).toMatchObject({ skippedBecauseRollupBehind: true, deletedCalls: 0, queries: 1 });
+    expect(behind).toMatchObject({ skippedBecauseRollupBehind: true, deletedCallRows: 0, queries: 1 });
     expect(await db.prepare("SELECT value FROM rollup_state WHERE name = 'raw_kept_from_ms'").first()).toBeNull();
     await runRollup(db, NOW - 12 * HOUR);
-    expect(await runRetention(db, NOW)).toMatchObject({ skippedBecauseRollupBehind: false, deletedCalls: 2 });
+    expect(await runRetention(db, NOW)).toMatchObject({ skippedBecauseRollupBehind: false, deletedCallRows: 2 });
   });
 
   it("never deletes rows the rollup has not folded in yet", async () => {
@@ -101,28 +104,30 @@ describe("retention", () => {
     const startup: TestStartup = { project_id: "p1", session_id: "s1", client_name: "claude", tools: [], agree_declared: [] };
     await deliver(db, [{ type: "startup", startup }], NOW - 50 * DAY);
     const early = await runRetention(db, NOW);
-    expect(early).toMatchObject({ skippedBecauseRollupBehind: false, deletedCalls: 0, deletedStartups: 0 });
+    expect(early).toMatchObject({ skippedBecauseRollupBehind: false, deletedCallRows: 0, deletedStartups: 0 });
     await runRollup(db, NOW);
     const r = await runRetention(db, NOW);
-    expect(r.deletedCalls).toBe(3);
+    expect(r.deletedCallRows).toBe(3);
     expect(r.deletedStartups).toBe(1);
   });
 
   it("works in bounded chunks within the query budget and carries on the next day", async () => {
-    const old = Array.from({ length: 25 }, (_, i) => call({ started_at_ms: CUTOFF_30 - DAY + i * 1000 }));
+    // 25 hours of calls: the first 23 go (the 24th is the latest before the cutoff, the 25th after
+    // it); a day later the 25th is before the cutoff too and the 24th goes.
+    const old = Array.from({ length: 25 }, (_, i) => call({ started_at_ms: CUTOFF_30 - DAY + i * HOUR }));
     await deliver(db, calls(old), NOW - 40 * DAY);
     await runRollup(db, NOW);
     const counted = countingDb(db);
     const first = await runRetention(counted.db, NOW, { chunkRows: 4, maxQueries: 4 });
     expect(counted.count()).toBe(4);
-    expect(first).toMatchObject({ deletedCalls: 12, caughtUp: false });
+    expect(first).toMatchObject({ deletedCallRows: 12, caughtUp: false });
     await runRollup(db, NOW + DAY);
     const second = await runRetention(db, NOW + DAY, { chunkRows: 4 });
-    expect(second).toMatchObject({ deletedCalls: 12, caughtUp: true });
-    expect(await rawCallStarts()).toEqual([CUTOFF_30 - DAY + 24_000]);
+    expect(second).toMatchObject({ deletedCallRows: 12, caughtUp: true });
+    expect(await rawCallStarts()).toEqual([CUTOFF_30]);
   });
 
-  it("a later run scans from a day before the previous cutoff: older kept calls are not re-read", async () => {
+  it("a row kept as a session's latest before the cutoff goes once a later row of the session is before a later cutoff", async () => {
     // s1 and s2 each keep their latest call before the first cutoff; both go on later.
     await deliver(
       db,
@@ -135,23 +140,23 @@ describe("retention", () => {
       NOW - 31 * DAY,
     );
     await runRollup(db, NOW);
-    expect((await runRetention(db, NOW)).deletedCalls).toBe(0);
+    expect((await runRetention(db, NOW)).deletedCallRows).toBe(0);
     await runRollup(db, NOW + 2 * DAY);
     const second = await runRetention(db, NOW + 2 * DAY);
-    expect(second.deletedCalls).toBe(1); // s2's old call; s1's is below the scan window and stays
-    expect(await rawCallStarts()).toEqual([CUTOFF_30 - DAY - 1, CUTOFF_30 + HOUR, CUTOFF_30 + HOUR]);
+    expect(second.deletedCallRows).toBe(2);
+    expect(await rawCallStarts()).toEqual([CUTOFF_30 + HOUR, CUTOFF_30 + HOUR]);
   });
 
   it("changes no figure: after retention and newer calls, every table equals the reference over all calls ever received", async () => {
-    // s1: P then K, a retry of P 5 s after P ended, both before the cutoff (K is s1's latest
-    // there for claude, P goes); Q, cursor's only call in s1 before the cutoff, stays even though
-    // it is older than K: pairs follow each client's own sequence (SPEC §2.4). Later calls of s1
-    // arrive after retention. s2: old calls, one new call.
-    const P = call({ session_id: "s1", started_at_ms: CUTOFF_30 - 2 * DAY, duration_ms: 1_000, args_hash: "aaaa" });
-    const K = call({ session_id: "s1", started_at_ms: CUTOFF_30 - 2 * DAY + 6_000, args_hash: "bbbb" });
-    const Q = call({ session_id: "s1", started_at_ms: CUTOFF_30 - 2 * DAY + 3_000, client_name: "cursor", tool_name: "list" });
+    // s1: P then K, a retry of P 5 s after P ended, both before the cutoff, in two hours (K's hour
+    // is s1's latest there for claude, P's goes); Q, cursor's only call in s1 before the cutoff,
+    // stays even though it is older than K: pairs follow each client's own sequence (SPEC §2.4).
+    // Later calls of s1 arrive after retention. s2: old calls an hour apart, one new call.
+    const P = call({ session_id: "s1", started_at_ms: CUTOFF_30 - 2 * DAY - 3_000, duration_ms: 1_000, args_hash: "aaaa" });
+    const K = call({ session_id: "s1", started_at_ms: CUTOFF_30 - 2 * DAY + 3_000, args_hash: "bbbb" });
+    const Q = call({ session_id: "s1", started_at_ms: CUTOFF_30 - 2 * DAY, client_name: "cursor", tool_name: "list" });
     const s2Old = [0, 1, 2, 3].map((i) =>
-      call({ session_id: "s2", started_at_ms: CUTOFF_30 - 10 * DAY + i * 60_000, tool_name: i % 2 ? "fetch" : "search" }),
+      call({ session_id: "s2", started_at_ms: CUTOFF_30 - 10 * DAY + i * HOUR, tool_name: i % 2 ? "fetch" : "search" }),
     );
     const s3 = [call({ session_id: "s3", started_at_ms: NOW - 5 * DAY })];
     const newer = [
@@ -170,7 +175,7 @@ describe("retention", () => {
     const before = await snapshot(db);
 
     const r = await runRetention(db, NOW);
-    expect(r.deletedCalls).toBe(1 + 3);
+    expect(r.deletedCallRows).toBe(1 + 3);
     expect(await snapshot(db)).toEqual(before);
 
     await send(newer, NOW - HOUR);

@@ -20,9 +20,13 @@ const HASHES = ["aa01", "bb02", "cc03"];
 const gapArb = fc.oneof(
   fc.constantFrom(-1, 0, 1, 29_999, 30_000, 30_001, 45_000, 600_000, 1_800_000, 3_700_000),
   fc.constant("tie" as const),
+  // Inside the previous call (it is still running), or at the retry edges after the end of the
+  // longest call so far: with calls lasting hours or a day, a call's retry neighbour starts hours
+  // before it, and the rollup must look that far.
+  fc.constantFrom("inside" as const, "after_longest" as const),
   fc.integer({ min: -5_000, max: 100_000 }),
 );
-const durationArb = fc.constantFrom(0, 1, 5, 99, 250, 2_000, 45_000);
+const durationArb = fc.constantFrom(0, 1, 5, 99, 250, 2_000, 45_000, 0, 1, 5, 250, 5_400_000, 86_400_000);
 const outcomeArb = fc.constantFrom<Outcome>("ok", "ok", "ok", "bad_args", "tool_error", "crashed");
 
 const sessionCallsArb = fc.record({
@@ -53,10 +57,13 @@ type SessionCalls = typeof sessionCallsArb extends fc.Arbitrary<infer T> ? T : n
 function buildCalls(s: SessionCalls, t0: number): TestCall[] {
   const out: TestCall[] = [];
   let prev: TestCall | undefined;
-  for (const st of s.steps) {
+  let longestEnd = -Infinity;
+  for (const [i, st] of s.steps.entries()) {
     let start: number;
     if (!prev) start = t0 + s.start_offset_ms;
     else if (st.gap === "tie") start = prev.started_at_ms;
+    else if (st.gap === "inside") start = prev.started_at_ms + Math.floor(prev.duration_ms / 2);
+    else if (st.gap === "after_longest") start = Math.max(prev.started_at_ms, longestEnd + [0, 15_000, 30_000, 30_001][i % 4]!);
     else start = prev.started_at_ms + prev.duration_ms + st.gap;
     if (st.half_ms) start = Math.floor(start) + 0.5;
     const c: TestCall = {
@@ -73,6 +80,7 @@ function buildCalls(s: SessionCalls, t0: number): TestCall[] {
     };
     out.push(c);
     prev = c;
+    longestEnd = Math.max(longestEnd, c.started_at_ms + c.duration_ms);
   }
   return out;
 }
