@@ -261,6 +261,7 @@ function figures(r: Result) {
 function capacity(f: ReturnType<typeof figures>) {
   const limits = [
     ["D1 + Durable Object rows written (100,000 a day each; counted together)", 100_000 / f.total],
+    ["D1 rows read (5,000,000 a day)", 5_000_000 / f.read],
     ["D1 storage (500 MB per database, 30 days of raw rows)", 500e6 / (RETENTION_DAYS * f.windowBytes)],
     ["Worker requests (100,000 a day)", 100_000 / f.requestsPerCall],
     ["Durable Object requests (100,000 a day)", f.doRequestsPerCall > 0 ? 100_000 / f.doRequestsPerCall : Infinity],
@@ -290,6 +291,13 @@ function report(results: Result[], label: string) {
     const all = [...r.life.statements, ...r.retention.statements.filter((s) => s.phase === "retention")].filter((s) => s.rows_written > 0);
     all.sort((a, b) => b.rows_written - a.rows_written);
     for (const s of all.slice(0, 8)) lines.push(`  - ${s.phase}: ${per(s.rows_written, r.calls)} — \`${s.sql.replace(/\|/g, "\\|")}…\``);
+  }
+  lines.push("", `Rows read per call, ${label}. Top statements by rows read (per call):`, "");
+  for (const r of results) {
+    lines.push(`- **${r.name}**:`);
+    const all = [...r.life.statements, ...r.retention.statements.filter((s) => s.phase === "retention")].filter((s) => s.rows_read > 0);
+    all.sort((a, b) => b.rows_read - a.rows_read);
+    for (const s of all.slice(0, 6)) lines.push(`  - ${s.phase}: ${per(s.rows_read, r.calls, 1)} — \`${s.sql.replace(/\|/g, "\\|")}…\``);
   }
   return lines.join("\n");
 }

@@ -32,6 +32,8 @@ export interface RetentionReport {
   cutoffMs: number;
   /** call_state rows deleted (one per session, client and hour). */
   deletedCallRows: number;
+  /** call_state rows cut down to their latest call (each session and client's row kept for its pairs). */
+  trimmedCallRows: number;
   deletedStartups: number;
   deletedAgreements: number;
   /** True when nothing was deleted because the rollup's as_of is older than MAX_ROLLUP_LAG_MS. */
@@ -78,6 +80,21 @@ export const RETENTION_SQL = {
           AND y.hour_start_ms > x.hour_start_ms AND y.hour_start_ms + ${HOUR_MS} <= ?1)
     LIMIT ?2)`,
 
+  // The row kept for the pairs needs only its latest call: the others go, so what is kept for
+  // ever is one call per (session, client), not an hour of them.
+  trimKeptCalls: `UPDATE call_state SET call_count = 1,
+      calls_json = (SELECT json_array(json(j.value)) FROM json_each(call_state.calls_json) AS j
+        ORDER BY j.value ->> 2 DESC, j.value ->> 0 DESC LIMIT 1),
+      max_duration_ms = (SELECT j.value ->> 3 FROM json_each(call_state.calls_json) AS j
+        ORDER BY j.value ->> 2 DESC, j.value ->> 0 DESC LIMIT 1)
+    WHERE (project_id, session_id, client_name, hour_start_ms) IN (
+      SELECT x.project_id, x.session_id, x.client_name, x.hour_start_ms FROM call_state x
+      WHERE x.hour_start_ms + ${HOUR_MS} <= ?1 AND x.call_count > 1
+        AND NOT EXISTS (SELECT 1 FROM call_state y
+          WHERE y.project_id = x.project_id AND y.session_id = x.session_id AND y.client_name = x.client_name
+            AND y.hour_start_ms > x.hour_start_ms AND y.hour_start_ms + ${HOUR_MS} <= ?1)
+      LIMIT ?2)`,
+
   // Startups and verdicts are folded in by increments (never re-read), so only the watermark
   // matters. Receive order follows *_seq: delete the run of seqs before the first young row.
   deleteStartups: `DELETE FROM raw_startups WHERE startup_seq IN (
@@ -98,7 +115,7 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
   const maxQueries = options.maxQueries ?? 45;
   const chunkRows = options.chunkRows ?? 20_000;
   const cutoffMs = retentionCutoffMs(scheduledTimeMs, retentionDays);
-  const report: RetentionReport = { cutoffMs, deletedCallRows: 0, deletedStartups: 0, deletedAgreements: 0, skippedBecauseRollupBehind: false, queries: 0, caughtUp: false };
+  const report: RetentionReport = { cutoffMs, deletedCallRows: 0, trimmedCallRows: 0, deletedStartups: 0, deletedAgreements: 0, skippedBecauseRollupBehind: false, queries: 0, caughtUp: false };
 
   const kept = await db.prepare(RETENTION_SQL.keptFrom).bind(cutoffMs, scheduledTimeMs - MAX_ROLLUP_LAG_MS).run();
   report.queries += 1;
@@ -109,6 +126,7 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
 
   const streams = [
     { sql: RETENTION_SQL.deleteCalls, key: "deletedCallRows" },
+    { sql: RETENTION_SQL.trimKeptCalls, key: "trimmedCallRows" },
     { sql: RETENTION_SQL.deleteStartups, key: "deletedStartups" },
     { sql: RETENTION_SQL.deleteAgreements, key: "deletedAgreements" },
   ] as const;

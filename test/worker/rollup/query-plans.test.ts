@@ -26,6 +26,7 @@ const EARLY_STOPPING_SCANS: Record<string, string[]> = {
   deleteStartups: ["SCAN raw_startups"],
   deleteAgreements: ["SCAN raw_agreements"],
   deleteCalls: ["SCAN x"],
+  trimKeptCalls: ["SCAN x"],
 };
 
 describe("rollup query plans", () => {

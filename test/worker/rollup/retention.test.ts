@@ -68,6 +68,24 @@ describe("retention", () => {
     expect(await snapshot(db)).toEqual(before); // counters are kept forever
   });
 
+  it("cuts the row kept for a session's pairs down to its latest call; a later call still pairs with it", async () => {
+    const early = [0, 1, 2].map((i) => call({ started_at_ms: CUTOFF_30 - 2 * HOUR + i * 60_000, tool_name: ["search", "fetch", "list"][i]! }));
+    const received: Received<TestCall>[] = early.map((item, seq) => ({ seq, received_at_ms: NOW - 40 * DAY, item }));
+    await deliver(db, calls(early), NOW - 40 * DAY);
+    await runRollup(db, NOW);
+    const r = await runRetention(db, NOW);
+    expect(r).toMatchObject({ deletedCallRows: 0, trimmedCallRows: 1 });
+    expect(await rawCallStarts()).toEqual([CUTOFF_30 - 2 * HOUR + 120_000]);
+    expect((await runRetention(db, NOW)).trimmedCallRows).toBe(0);
+    const later = call({ started_at_ms: NOW - HOUR, tool_name: "search" });
+    received.push({ seq: 3, received_at_ms: NOW - HOUR, item: later });
+    await deliver(db, calls([later]), NOW - HOUR);
+    await runRollup(db, NOW);
+    const snap = await snapshot(db);
+    expect(snap).toEqual(referenceRollup(received, [], []));
+    expect(snap.pairs.map((p) => [p.from_tool, p.to_tool])).toEqual([["fetch", "list"], ["list", "search"], ["search", "fetch"]]);
+  });
+
   it("with RAW_RETENTION_DAYS under 8 still keeps 8 days", async () => {
     const eight = retentionCutoffMs(NOW, 8);
     await deliver(
