@@ -49,70 +49,6 @@ CREATE TABLE raw_agreements (
   received_at_ms INTEGER NOT NULL
 );
 
-CREATE TABLE sessions (
-  project_id TEXT NOT NULL,
-  session_id TEXT NOT NULL,
-  first_seen_ms REAL NOT NULL,
-  last_seen_ms REAL NOT NULL,
-  client_name TEXT NOT NULL,
-  calls INTEGER NOT NULL DEFAULT 0,
-  response_bytes_sum INTEGER NOT NULL DEFAULT 0,
-  -- Sum of schema_bytes of the session's latest startup.
-  schema_bytes_sum INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (project_id, session_id)
-);
-
-CREATE TABLE tool_hour_metrics (
-  project_id TEXT NOT NULL,
-  hour_start_ms INTEGER NOT NULL,
-  tool_name TEXT NOT NULL,
-  client_name TEXT NOT NULL,
-  calls INTEGER NOT NULL,
-  ok INTEGER NOT NULL,
-  empty INTEGER NOT NULL,
-  bad_args INTEGER NOT NULL,
-  tool_error INTEGER NOT NULL,
-  crashed INTEGER NOT NULL,
-  response_bytes_sum INTEGER NOT NULL,
-  duration_ms_sum INTEGER NOT NULL,
-  retries INTEGER NOT NULL,
-  first_call_attempts INTEGER NOT NULL,
-  first_call_ok INTEGER NOT NULL,
-  -- JSON object {"<bucket>": count} over src/worker/histogram.ts buckets; sparse.
-  duration_histogram_json TEXT NOT NULL,
-  PRIMARY KEY (project_id, hour_start_ms, tool_name, client_name)
-);
-
-CREATE TABLE tool_day_metrics (
-  project_id TEXT NOT NULL,
-  day_start_ms INTEGER NOT NULL,
-  tool_name TEXT NOT NULL,
-  client_name TEXT NOT NULL,
-  calls INTEGER NOT NULL,
-  ok INTEGER NOT NULL,
-  empty INTEGER NOT NULL,
-  bad_args INTEGER NOT NULL,
-  tool_error INTEGER NOT NULL,
-  crashed INTEGER NOT NULL,
-  response_bytes_sum INTEGER NOT NULL,
-  duration_ms_sum INTEGER NOT NULL,
-  retries INTEGER NOT NULL,
-  first_call_attempts INTEGER NOT NULL,
-  first_call_ok INTEGER NOT NULL,
-  duration_histogram_json TEXT NOT NULL,
-  PRIMARY KEY (project_id, day_start_ms, tool_name, client_name)
-);
-
-CREATE TABLE tool_pair_days (
-  project_id TEXT NOT NULL,
-  day_start_ms INTEGER NOT NULL,
-  client_name TEXT NOT NULL,
-  from_tool TEXT NOT NULL,
-  to_tool TEXT NOT NULL,
-  pair_count INTEGER NOT NULL,
-  PRIMARY KEY (project_id, day_start_ms, client_name, from_tool, to_tool)
-);
-
 CREATE TABLE registered_tools (
   project_id TEXT NOT NULL,
   tool_name TEXT NOT NULL,
@@ -138,17 +74,6 @@ CREATE TABLE tool_versions (
   PRIMARY KEY (project_id, tool_name, schema_hash, description_hash)
 );
 
-CREATE TABLE agreement_days (
-  project_id TEXT NOT NULL,
-  day_start_ms INTEGER NOT NULL,
-  field TEXT NOT NULL,
-  tool_a TEXT NOT NULL,
-  tool_b TEXT NOT NULL,
-  checks INTEGER NOT NULL,
-  disagreements INTEGER NOT NULL,
-  PRIMARY KEY (project_id, day_start_ms, field, tool_a, tool_b)
-);
-
 CREATE TABLE agreement_declarations (
   project_id TEXT NOT NULL,
   field TEXT NOT NULL,
@@ -156,13 +81,6 @@ CREATE TABLE agreement_declarations (
   last_declared_ms INTEGER NOT NULL,
   PRIMARY KEY (project_id, field, tool_name)
 );
-
-CREATE TABLE rollup_state (
-  name TEXT PRIMARY KEY,
-  value INTEGER NOT NULL
-);
-
-CREATE INDEX tool_pair_days_emptied ON tool_pair_days (pair_count) WHERE pair_count = 0;
 
 CREATE TABLE rollup_chunk_startups (
   startup_seq INTEGER PRIMARY KEY
@@ -284,3 +202,85 @@ CREATE TABLE "call_batches" (
   -- response_bytes, is_empty, args_hash, duration_bucket] in the request's order.
   calls_json TEXT NOT NULL
 );
+
+CREATE TABLE "sessions" (
+  project_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  first_seen_ms REAL NOT NULL,
+  last_seen_ms REAL NOT NULL,
+  client_name TEXT NOT NULL,
+  calls INTEGER NOT NULL DEFAULT 0,
+  response_bytes_sum INTEGER NOT NULL DEFAULT 0,
+  -- Sum of schema_bytes of the session's latest startup.
+  schema_bytes_sum INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (project_id, session_id)
+) WITHOUT ROWID;
+
+CREATE TABLE "tool_hour_metrics" (
+  project_id TEXT NOT NULL,
+  hour_start_ms INTEGER NOT NULL,
+  tool_name TEXT NOT NULL,
+  client_name TEXT NOT NULL,
+  calls INTEGER NOT NULL,
+  ok INTEGER NOT NULL,
+  empty INTEGER NOT NULL,
+  bad_args INTEGER NOT NULL,
+  tool_error INTEGER NOT NULL,
+  crashed INTEGER NOT NULL,
+  response_bytes_sum INTEGER NOT NULL,
+  duration_ms_sum INTEGER NOT NULL,
+  retries INTEGER NOT NULL,
+  first_call_attempts INTEGER NOT NULL,
+  first_call_ok INTEGER NOT NULL,
+  -- JSON object {"<bucket>": count} over src/worker/histogram.ts buckets; sparse.
+  duration_histogram_json TEXT NOT NULL,
+  PRIMARY KEY (project_id, hour_start_ms, tool_name, client_name)
+) WITHOUT ROWID;
+
+CREATE TABLE "tool_day_metrics" (
+  project_id TEXT NOT NULL,
+  day_start_ms INTEGER NOT NULL,
+  tool_name TEXT NOT NULL,
+  client_name TEXT NOT NULL,
+  calls INTEGER NOT NULL,
+  ok INTEGER NOT NULL,
+  empty INTEGER NOT NULL,
+  bad_args INTEGER NOT NULL,
+  tool_error INTEGER NOT NULL,
+  crashed INTEGER NOT NULL,
+  response_bytes_sum INTEGER NOT NULL,
+  duration_ms_sum INTEGER NOT NULL,
+  retries INTEGER NOT NULL,
+  first_call_attempts INTEGER NOT NULL,
+  first_call_ok INTEGER NOT NULL,
+  duration_histogram_json TEXT NOT NULL,
+  PRIMARY KEY (project_id, day_start_ms, tool_name, client_name)
+) WITHOUT ROWID;
+
+CREATE TABLE "tool_pair_days" (
+  project_id TEXT NOT NULL,
+  day_start_ms INTEGER NOT NULL,
+  client_name TEXT NOT NULL,
+  from_tool TEXT NOT NULL,
+  to_tool TEXT NOT NULL,
+  pair_count INTEGER NOT NULL,
+  PRIMARY KEY (project_id, day_start_ms, client_name, from_tool, to_tool)
+) WITHOUT ROWID;
+
+CREATE TABLE "agreement_days" (
+  project_id TEXT NOT NULL,
+  day_start_ms INTEGER NOT NULL,
+  field TEXT NOT NULL,
+  tool_a TEXT NOT NULL,
+  tool_b TEXT NOT NULL,
+  checks INTEGER NOT NULL,
+  disagreements INTEGER NOT NULL,
+  PRIMARY KEY (project_id, day_start_ms, field, tool_a, tool_b)
+) WITHOUT ROWID;
+
+CREATE TABLE "rollup_state" (
+  name TEXT PRIMARY KEY,
+  value INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE INDEX tool_pair_days_emptied ON tool_pair_days (pair_count) WHERE pair_count = 0;

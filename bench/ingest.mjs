@@ -292,7 +292,8 @@ user + system time per 1,000 payloads accepted; latency is the time to the 202.
 - **ingest** — the real worker: key check (D1), content type, body limit, JSON, the shared Zod
   validation of every item, the per-key budget Durable Object, 202, then in waitUntil the Analytics
   Engine points and one D1 batch (the request's calls as ONE \`call_batches\` row of JSON, migration 0008 — the
-  rollup numbers them into the indexed \`raw_calls\` — plus startups, verdicts and the sessions upsert).
+  rollup appends them to \`call_state\`, one JSON row per session, client and hour — plus startups and verdicts;
+  the session rows are the rollup's since migration 0011).
 - **floor** — \`bench/floor-worker/floor.js\`: read the body, parse the JSON, 202, and in waitUntil one
   \`INSERT … SELECT … FROM json_each\` into one unindexed table. No auth, validation or budget.
 - **parse-only** — \`bench/floor-worker/parse-only.js\`: read and parse the body, 202 (for information).

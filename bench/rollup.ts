@@ -51,23 +51,14 @@ SELECT i, json_array('s_' || (i % 50 + 50 * (i / 10000)),
 FROM n JOIN bench_durations d ON d.idx = (i * 37) % 500 ORDER BY i)
 GROUP BY (i - 1) / 500 ORDER BY MIN(i)`;
 
-// Session rows as ingest upserts them.
-const SESSIONS_SQL = `INSERT INTO sessions (project_id, session_id, first_seen_ms, last_seen_ms, client_name)
-SELECT b.project_id, j.value ->> 0, MIN(j.value ->> 3), MAX(j.value ->> 3), MAX(j.value ->> 1)
-FROM call_batches b, json_each(b.calls_json) AS j WHERE true GROUP BY b.project_id, j.value ->> 0
-ON CONFLICT (project_id, session_id) DO UPDATE SET
-  first_seen_ms = MIN(sessions.first_seen_ms, excluded.first_seen_ms),
-  last_seen_ms = MAX(sessions.last_seen_ms, excluded.last_seen_ms)`;
-
 async function seed(db: Db, from: number, to: number): Promise<void> {
   for (let lo = from; lo <= to; lo += SEED_CHUNK) {
     const hi = Math.min(to, lo + SEED_CHUNK - 1);
     await db.prepare(SEED_SQL).bind(lo, hi, T0).run();
   }
-  await db.prepare(SESSIONS_SQL).run();
 }
 
-/** Calls the worker's scheduled handler until the calls watermark reaches the newest call. */
+/** Calls the worker's scheduled handler until no request waits in call_batches. */
 async function rollUntilCaughtUp(mf: Miniflare, db: Db, scheduledFrom: number) {
   const worker = await mf.getWorker();
   let invocations = 0;
@@ -79,9 +70,9 @@ async function rollUntilCaughtUp(mf: Miniflare, db: Db, scheduledFrom: number) {
     longestInvocation = Math.max(longestInvocation, (performance.now() - invoked) / 1000);
     invocations += 1;
     const s = await db
-      .prepare("SELECT EXISTS (SELECT 1 FROM call_batches) AS waiting, (SELECT value FROM rollup_state WHERE name = 'calls_seq') AS wm, (SELECT MAX(call_seq) FROM raw_calls) AS top")
-      .first<{ waiting: number; wm: number; top: number }>();
-    if (!s!.waiting && s!.wm >= s!.top) break;
+      .prepare("SELECT EXISTS (SELECT 1 FROM call_batches) AS waiting")
+      .first<{ waiting: number }>();
+    if (!s!.waiting) break;
   }
   console.log(`    longest invocation ${longestInvocation.toFixed(2)} s of ${invocations}`);
   return { seconds: (performance.now() - started) / 1000, invocations };
@@ -215,9 +206,9 @@ The real worker (bundled) runs in Miniflare/workerd with a local D1; the benchma
 as ingest stores them (one \`call_batches\` row of 500 calls per request: 50 concurrent sessions of 200 calls per 10,000 calls, 8 tools, 5 argument hashes, 3 clients, 20
 calls/s so 72,000 per hour, 1 % of calls 10 minutes late), then calls the scheduled handler
 (\`${ROLLUP_CRON}\`) with default options (≤ 48 D1 statements, chunks of 17,000 calls: 5 per
-invocation) until the watermark reaches the newest call, so the time includes numbering the calls into the indexed
-\`raw_calls\` (before migration 0008 the seeds went into \`incoming_calls\` and the rollup moved them; since 0005
-the flags are recomputed per chunk instead of stored). Time = all invocations plus a one-row
+invocation) until no request waits, so the time includes numbering the calls and appending them to
+\`call_state\` (one JSON row per session, client and hour, migration 0011; the flags are recomputed per chunk
+from the rows around the new calls, the sessions derived by the rollup). Time = all invocations plus a one-row
 progress check after each. Baseline = one \`GROUP BY\` pass over the same raw calls (no retries,
 pairs, sessions or histograms): what merely reading the calls once costs. The incremental run adds
 1 % more calls after the ${largest.toLocaleString("en-US")} already rolled up (the next minutes of the same

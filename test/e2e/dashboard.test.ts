@@ -8,6 +8,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { demoWorkload, type DemoWorkload } from "./dashboard/demo-data.ts";
 import { createProject, startWorker, type RunningWorker } from "./dashboard/start-worker.ts";
+import { storedPayloadRows } from "./helpers/stored-rows.ts";
 
 // Screenshots go to the ignored test-results/ so `npm test` leaves the tree clean; `npm run
 // screenshots` sets SCREENSHOTS_DIR=docs/screenshots to refresh the README's pictures on purpose.
@@ -34,17 +35,7 @@ async function api<T>(path: string): Promise<T> {
   return (await res.json()) as T;
 }
 
-async function rawRowCount(): Promise<number> {
-  const row = await worker.db
-    .prepare(
-      "SELECT (SELECT COUNT(*) FROM raw_calls WHERE project_id = ?1) + (SELECT COALESCE(SUM(call_count), 0) FROM call_batches WHERE project_id = ?1) + " +
-        "(SELECT COUNT(*) FROM raw_startups WHERE project_id = ?1) + " +
-        "(SELECT COUNT(*) FROM raw_agreements WHERE project_id = ?1) AS n",
-    )
-    .bind(project.project_id)
-    .first<{ n: number }>();
-  return row?.n ?? 0;
-}
+const rawRowCount = () => storedPayloadRows(worker.db, project.project_id);
 
 /** Sends the payloads in batches, waiting for each batch's rows (written after the 202) to land, so receive order holds. */
 async function ingest(payloads: Record<string, unknown>[]): Promise<void> {

@@ -65,7 +65,7 @@ function jsonChunks(tuples: readonly unknown[]): string[] {
 }
 
 // A request's calls are ONE row (D1 bills rows, not bytes; migration 0008): the rollup numbers
-// them into raw_calls in receive order (batch_seq, then their order in the request).
+// them in receive order (batch_seq, then their order in the request) into call_state.
 const INSERT_CALLS_SQL = `INSERT INTO call_batches (project_id, received_at_ms, call_count, calls_json)
 VALUES (?2, ?3, json_array_length(?1), ?1)`;
 

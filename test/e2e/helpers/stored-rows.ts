@@ -4,7 +4,7 @@
 export async function storedPayloadRows(db: D1Database, projectId: string): Promise<number> {
   const row = await db
     .prepare(
-      `SELECT (SELECT COUNT(*) FROM raw_calls WHERE project_id = ?1)
+      `SELECT (SELECT COALESCE(SUM(call_count), 0) FROM call_state WHERE project_id = ?1)
         + (SELECT COALESCE(SUM(call_count), 0) FROM call_batches WHERE project_id = ?1)
         + (SELECT COUNT(*) FROM raw_startups WHERE project_id = ?1)
         + (SELECT COUNT(*) FROM raw_agreements WHERE project_id = ?1) AS n`,

@@ -113,9 +113,17 @@ export async function storedRows(projectId: string) {
   const all = async (table: string, order: string) =>
     (await env.DB.prepare(`SELECT * FROM ${table} WHERE project_id = ?1 ORDER BY ${order}`).bind(projectId).all<Json>()).results;
   return {
-    // A request's calls are one call_batches row until the rollup numbers them into raw_calls.
+    // A request's calls are one call_batches row until the rollup numbers them into call_state
+    // (one row per session, client and hour).
     calls: [
-      ...(await all("raw_calls", "call_seq")),
+      ...(
+        await env.DB.prepare(
+          `SELECT s.project_id, s.session_id, s.client_name, j.value ->> 1 AS tool_name, j.value ->> 2 AS started_at_ms,
+             j.value ->> 3 AS duration_ms, j.value ->> 4 AS outcome, j.value ->> 5 AS response_bytes, j.value ->> 6 AS is_empty,
+             j.value ->> 7 AS args_hash, j.value ->> 0 AS call_seq
+           FROM call_state s, json_each(s.calls_json) AS j WHERE s.project_id = ?1 ORDER BY call_seq`,
+        ).bind(projectId).all<Json>()
+      ).results,
       ...(
         await env.DB.prepare(
           `SELECT b.project_id, j.value ->> 0 AS session_id, j.value ->> 1 AS client_name, j.value ->> 2 AS tool_name,
