@@ -51,7 +51,7 @@ describe("D1 write failures", () => {
     expect(rows.startups).toHaveLength(1);
     expect(rows.agreements).toHaveLength(1);
     expect(logLines(errors)).toEqual([
-      { event: "ingest_write_retry", project_id: p.project_id, attempt: 1, error: "Error", calls: 2, startups: 1, agreements: 1, sessions: 1 },
+      { event: "ingest_write_retry", project_id: p.project_id, attempt: 1, error: "Error", calls: 2, startups: 1, agreements: 1 },
     ]);
     expect(JSON.stringify(errors.mock.calls)).not.toContain("SECRET");
   });
