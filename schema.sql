@@ -185,6 +185,10 @@ CREATE TABLE call_state (
   hour_start_ms INTEGER NOT NULL,
   -- Longest duration_ms among the row's calls: how far around new calls the rollup must look.
   max_duration_ms INTEGER NOT NULL,
+  -- Earliest and latest started_at_ms among the row's calls: whether the rows around new calls
+  -- already hold their (session, client) predecessor and successor.
+  min_started_at_ms REAL NOT NULL,
+  max_started_at_ms REAL NOT NULL,
   call_count INTEGER NOT NULL,
   -- JSON array of [call_seq, tool_name, started_at_ms, duration_ms, outcome, response_bytes,
   -- is_empty, args_hash], in no particular order.

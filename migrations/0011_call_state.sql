@@ -17,6 +17,10 @@ CREATE TABLE call_state (
   hour_start_ms INTEGER NOT NULL,
   -- Longest duration_ms among the row's calls: how far around new calls the rollup must look.
   max_duration_ms INTEGER NOT NULL,
+  -- Earliest and latest started_at_ms among the row's calls: whether the rows around new calls
+  -- already hold their (session, client) predecessor and successor.
+  min_started_at_ms REAL NOT NULL,
+  max_started_at_ms REAL NOT NULL,
   call_count INTEGER NOT NULL,
   -- JSON array of [call_seq, tool_name, started_at_ms, duration_ms, outcome, response_bytes,
   -- is_empty, args_hash], in no particular order.
@@ -24,9 +28,10 @@ CREATE TABLE call_state (
   PRIMARY KEY (project_id, session_id, client_name, hour_start_ms)
 ) WITHOUT ROWID;
 
-INSERT INTO call_state (project_id, session_id, client_name, hour_start_ms, max_duration_ms, call_count, calls_json)
+INSERT INTO call_state (project_id, session_id, client_name, hour_start_ms, max_duration_ms, min_started_at_ms,
+    max_started_at_ms, call_count, calls_json)
   SELECT project_id, session_id, client_name, CAST(started_at_ms / 3600000 AS INTEGER) * 3600000 AS hour_start_ms,
-    MAX(duration_ms), COUNT(*),
+    MAX(duration_ms), MIN(started_at_ms), MAX(started_at_ms), COUNT(*),
     json_group_array(json_array(call_seq, tool_name, started_at_ms, duration_ms, outcome, response_bytes, is_empty, args_hash) ORDER BY call_seq)
   FROM raw_calls
   WHERE call_seq <= COALESCE((SELECT value FROM rollup_state WHERE name = 'calls_seq'), 0)

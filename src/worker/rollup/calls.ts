@@ -21,7 +21,8 @@
 // The span loaded for a (session, client) whose new calls start in [lo, hi] is every row from the
 // hour of lo − reach − 30 s to the hour of hi + reach + 30 s, where reach is the longest duration
 // among the new calls and the rows within a day of them (a call lasts at most a day, SPEC §1.2),
-// plus the nearest non-empty row on each side. A call outside that span can neither retry nor be
+// plus the nearest non-empty row on each side unless the span already holds a call before (after)
+// the new ones (each row knows its earliest and latest start). A call outside that span can neither retry nor be
 // retried by a new call, nor be the new calls' neighbour's neighbour in a way that changes a flag:
 // its gap to anything new is over 30 s. The nearest rows carry the pairs, which have no time window
 // (SPEC §2.4): the new calls' predecessor and successor in the (session, client) sequence can be any
@@ -98,10 +99,14 @@ const LOADED_CTES = `${SPANS_CTES},
       SELECT cs.project_id, cs.session_id, cs.client_name, cs.calls_json FROM spans p JOIN call_state cs
         ON ${sameGroup("cs", "p")} AND cs.hour_start_ms = (
           SELECT MAX(x.hour_start_ms) FROM call_state x WHERE ${sameGroup("x", "p")} AND x.hour_start_ms < p.from_ms)
+      WHERE NOT EXISTS (SELECT 1 FROM call_state y WHERE ${sameGroup("y", "p")}
+        AND y.hour_start_ms >= p.from_ms AND y.hour_start_ms <= p.to_ms AND y.min_started_at_ms <= p.lo)
       UNION ALL
       SELECT cs.project_id, cs.session_id, cs.client_name, cs.calls_json FROM spans p JOIN call_state cs
         ON ${sameGroup("cs", "p")} AND cs.hour_start_ms = (
-          SELECT MIN(x.hour_start_ms) FROM call_state x WHERE ${sameGroup("x", "p")} AND x.hour_start_ms > p.to_ms)),
+          SELECT MIN(x.hour_start_ms) FROM call_state x WHERE ${sameGroup("x", "p")} AND x.hour_start_ms > p.to_ms)
+      WHERE NOT EXISTS (SELECT 1 FROM call_state y WHERE ${sameGroup("y", "p")}
+        AND y.hour_start_ms >= p.from_ms AND y.hour_start_ms <= p.to_ms AND y.max_started_at_ms > p.hi)),
     old_calls AS MATERIALIZED (
       SELECT l.project_id, l.session_id, l.client_name, j.value ->> 1 AS tool_name, j.value ->> 2 AS started_at_ms,
         j.value ->> 3 AS duration_ms, (j.value ->> 4 = 'ok' AND j.value ->> 6 = 0) AS good, j.value ->> 7 AS args_hash,
@@ -121,6 +126,8 @@ const SESSION_SEQUENCE = "PARTITION BY project_id, session_id, client_name ORDER
  * (+1 with the chunk, −1 without it): a call is a retry when its predecessor ended 0–30 s before it
  * with another args_hash; it was retried when its successor is a retry; a call that is not a retry
  * starts a chain, which counts as first-call ok when the call is ok, not empty and not retried.
+ * Only the (session, client, tool) sequences of the chunk's calls (`new_tools`): no other call's
+ * flags can change.
  */
 const retryContributions = (calls: string, sign: 1 | -1) => `SELECT project_id, ${hourStartSql("started_at_ms")} AS hour_start_ms,
         tool_name, client_name, ${sign} * is_retry AS retries, ${sign} * (1 - is_retry) AS first_call_attempts,
@@ -129,7 +136,7 @@ const retryContributions = (calls: string, sign: 1 | -1) => `SELECT project_id, 
         SELECT ${CALL_COLUMNS}, COALESCE((${retryGapSql("p_started_at_ms", "p_duration_ms", "started_at_ms")}) AND p_args_hash <> args_hash, 0) AS is_retry
         FROM (SELECT ${CALL_COLUMNS}, LAG(started_at_ms) OVER (${TOOL_SEQUENCE}) AS p_started_at_ms,
             LAG(duration_ms) OVER (${TOOL_SEQUENCE}) AS p_duration_ms, LAG(args_hash) OVER (${TOOL_SEQUENCE}) AS p_args_hash
-          FROM ${calls}))`;
+          FROM ${calls} WHERE (project_id, session_id, client_name, tool_name) IN (SELECT * FROM new_tools)))`;
 
 /** Two sparse JSON histograms {"<bucket>": count} added key by key, keys in bucket order. */
 const mergeHistograms = (stored: string, added: string) => `CASE WHEN ${added} = '{}' THEN ${stored} ELSE (
@@ -144,6 +151,7 @@ const mergeHistograms = (stored: string, added: string) => `CASE WHEN ${added} =
  * and the difference of the retry figures with and without the chunk.
  */
 const DELTAS_CTES = `WITH ${LOADED_CTES},
+    new_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, tool_name FROM new_calls),
     histograms AS (
       SELECT project_id, hour_start_ms, tool_name, client_name, json_group_object(CAST(bucket AS TEXT), calls) AS histogram
       FROM (
@@ -252,13 +260,17 @@ export const CALL_CHUNK_SQL = {
 
   // The calls join their (session, client, hour) rows: appended to the JSON array (its order does
   // not matter; the flag CTEs sort), with the row's longest duration for the spans.
-  appendCalls: `INSERT INTO call_state (project_id, session_id, client_name, hour_start_ms, max_duration_ms, call_count, calls_json)
+  appendCalls: `INSERT INTO call_state (project_id, session_id, client_name, hour_start_ms, max_duration_ms, min_started_at_ms,
+      max_started_at_ms, call_count, calls_json)
     WITH ${NEW_CALLS_CTES}
-    SELECT project_id, session_id, client_name, ${hourStartSql("started_at_ms")} AS hour_start_ms, MAX(duration_ms), COUNT(*),
+    SELECT project_id, session_id, client_name, ${hourStartSql("started_at_ms")} AS hour_start_ms, MAX(duration_ms),
+      MIN(started_at_ms), MAX(started_at_ms), COUNT(*),
       json_group_array(json_array(call_seq, tool_name, started_at_ms, duration_ms, outcome, response_bytes, is_empty, args_hash) ORDER BY call_seq)
     FROM new_calls GROUP BY project_id, session_id, client_name, hour_start_ms
     ON CONFLICT (project_id, session_id, client_name, hour_start_ms) DO UPDATE SET
       max_duration_ms = MAX(max_duration_ms, excluded.max_duration_ms), call_count = call_count + excluded.call_count,
+      min_started_at_ms = MIN(min_started_at_ms, excluded.min_started_at_ms),
+      max_started_at_ms = MAX(max_started_at_ms, excluded.max_started_at_ms),
       calls_json = substr(calls_json, 1, length(calls_json) - 1) || ',' || substr(excluded.calls_json, 2)`,
 
   advanceCallSeq: `INSERT INTO rollup_state (name, value)

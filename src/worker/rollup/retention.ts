@@ -82,7 +82,7 @@ export const RETENTION_SQL = {
 
   // The row kept for the pairs needs only its latest call: the others go, so what is kept for
   // ever is one call per (session, client), not an hour of them.
-  trimKeptCalls: `UPDATE call_state SET call_count = 1,
+  trimKeptCalls: `UPDATE call_state SET call_count = 1, min_started_at_ms = max_started_at_ms,
       calls_json = (SELECT json_array(json(j.value)) FROM json_each(call_state.calls_json) AS j
         ORDER BY j.value ->> 2 DESC, j.value ->> 0 DESC LIMIT 1),
       max_duration_ms = (SELECT j.value ->> 3 FROM json_each(call_state.calls_json) AS j
