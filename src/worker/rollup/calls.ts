@@ -241,11 +241,12 @@ export const CALL_CHUNK_SQL = {
   // added in the transaction that folds the calls in, so each call is added exactly once.
   addSessionCounters: `INSERT INTO sessions (project_id, session_id, first_seen_ms, last_seen_ms, client_name, calls, response_bytes_sum)
     WITH ${NEW_CALLS_CTES}
-    SELECT project_id, session_id, MIN(started_at_ms), MAX(started_at_ms),
-      (SELECT l.client_name FROM new_calls l WHERE l.project_id = g.project_id AND l.session_id = g.session_id
-        ORDER BY l.started_at_ms DESC, l.call_seq DESC LIMIT 1),
+    SELECT project_id, session_id, MIN(started_at_ms), MAX(started_at_ms), MAX(CASE WHEN latest = 1 THEN client_name END),
       COUNT(*), SUM(response_bytes)
-    FROM new_calls g GROUP BY project_id, session_id
+    FROM (SELECT project_id, session_id, client_name, started_at_ms, response_bytes,
+        ROW_NUMBER() OVER (PARTITION BY project_id, session_id ORDER BY started_at_ms DESC, call_seq DESC) AS latest
+      FROM new_calls)
+    GROUP BY project_id, session_id
     ON CONFLICT (project_id, session_id) DO UPDATE SET
       client_name = CASE WHEN excluded.last_seen_ms >= sessions.last_seen_ms THEN excluded.client_name ELSE sessions.client_name END,
       first_seen_ms = MIN(sessions.first_seen_ms, excluded.first_seen_ms),
