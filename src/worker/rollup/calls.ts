@@ -44,11 +44,15 @@ const COUNTER_COLUMNS = COUNTERS.join(", ");
 const SUM_COUNTERS = COUNTERS.map((c) => `SUM(${c})`).join(", ");
 const ADD_COUNTERS = COUNTERS.map((c) => `${c} = ${c} + excluded.${c}`).join(", ");
 
-/** The oldest waiting requests, as long as the calls before each are fewer than ?1 (at least one). */
-const TAKEN_BATCHES = `SELECT batch_seq, project_id, received_at_ms, calls_json FROM (
-      SELECT batch_seq, project_id, received_at_ms, calls_json, SUM(call_count) OVER (ORDER BY batch_seq) - call_count AS calls_before
-      FROM (SELECT * FROM call_batches ORDER BY batch_seq LIMIT ?1))
-    WHERE calls_before < ?1`;
+/**
+ * The oldest waiting requests, as long as the calls before each are fewer than ?1 (at least one).
+ * The running count reads only the small columns; the JSON is read for the requests taken.
+ */
+const TAKEN_BATCHES = `SELECT b.batch_seq, b.project_id, b.received_at_ms, b.calls_json FROM (
+      SELECT batch_seq, SUM(call_count) OVER (ORDER BY batch_seq) - call_count AS calls_before
+      FROM (SELECT batch_seq, call_count FROM call_batches ORDER BY batch_seq LIMIT ?1)) AS t
+    JOIN call_batches b ON b.batch_seq = t.batch_seq
+    WHERE t.calls_before < ?1`;
 
 /**
  * `new_calls`: the chunk's calls, numbered in receive order above every number handed out before
