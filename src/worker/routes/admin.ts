@@ -42,15 +42,18 @@ export const requireAdmin = bearerAuth({
 
 adminRoutes.use("*", requireAdmin);
 
-/** The request's JSON body checked against `schema`, else 400 (the input is never echoed). */
-export async function readBody<T>(req: Request, schema: z.ZodType<T>): Promise<T> {
-  let body: unknown;
+/** The request's body as JSON, else 400. */
+export async function readJson(req: Request): Promise<unknown> {
   try {
-    body = await req.json();
+    return await req.json();
   } catch {
     throw new HTTPException(400, { message: "body must be JSON" });
   }
-  const parsed = schema.safeParse(body);
+}
+
+/** The request's JSON body checked against `schema`, else 400 (the input is never echoed). */
+export async function readBody<T>(req: Request, schema: z.ZodType<T>): Promise<T> {
+  const parsed = schema.safeParse(await readJson(req));
   if (!parsed.success) throw new HTTPException(400, { message: "invalid body" });
   return parsed.data;
 }
