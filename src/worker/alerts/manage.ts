@@ -13,6 +13,7 @@ import {
   insertDestinationStatement,
   insertRuleStatement,
   insertTestNotificationStatement,
+  listDestinations,
   listProjectStates,
   rulesUsingDestination,
   updateRuleStatements,
@@ -98,6 +99,12 @@ export type ManageContext = {
 // ---------------------------------------------------------------------------------------------
 // Destinations
 // ---------------------------------------------------------------------------------------------
+
+/** A project's destinations as every list shows them: never the URL or the secret, only url_hint. */
+export async function destinationList(db: D1Database, projectId: string) {
+  const rows = await listDestinations(db, projectId);
+  return rows.map((d) => ({ id: d.destination_id, kind: d.kind, name: d.name, url_hint: d.url_hint, created_at: new Date(d.created_at_ms).toISOString() }));
+}
 
 export type CreatedDestination = { id: string; kind: DestinationKind; name: string | null; url_hint: string; secret: string | null };
 

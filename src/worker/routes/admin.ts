@@ -29,12 +29,15 @@ const unauthorized = () =>
 
 export const adminRoutes = new Hono<AppEnv>();
 
+/** Whether `token` is the configured ADMIN_TOKEN (compared in constant time); never, when none is configured. */
+export async function isAdminToken(env: AppEnv["Bindings"], token: string): Promise<boolean> {
+  const adminToken = env.ADMIN_TOKEN;
+  return typeof adminToken === "string" && adminToken.length > 0 && (await timingSafeEqual(adminToken, token));
+}
+
 /** `Authorization: Bearer <ADMIN_TOKEN>`; a malformed header is answered 401 like a wrong token (bearerAuth's default would be 400). */
 export const requireAdmin = bearerAuth({
-  verifyToken: async (token, c) => {
-    const adminToken = (c.env as AppEnv["Bindings"]).ADMIN_TOKEN;
-    return typeof adminToken === "string" && adminToken.length > 0 && (await timingSafeEqual(adminToken, token));
-  },
+  verifyToken: (token, c) => isAdminToken(c.env as AppEnv["Bindings"], token),
   noAuthenticationHeader: { message: unauthorized },
   invalidAuthenticationHeader: { message: unauthorized },
   invalidToken: { message: unauthorized },

@@ -6,13 +6,14 @@ import { Hono, type Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { AppEnv } from "../env.ts";
 import { requireKey } from "../auth.ts";
-import { findRule, listDestinations, listProjectStates, listRules } from "../db/alerts.ts";
+import { findRule, listProjectStates, listRules } from "../db/alerts.ts";
 import { findProject } from "../db/projects.ts";
 import {
   MANAGE_ERRORS,
   MANAGE_ERROR_MESSAGES,
   createDestination,
   createRule,
+  destinationList,
   queueTestNotification,
   removeDestination,
   removeRule,
@@ -26,8 +27,6 @@ import { alertsReport, DELIVERY_LOG_LIMIT, ruleAnswer } from "../alerts/report.t
 import { readJson, requireAdmin } from "./admin.ts";
 
 export const alertRoutes = new Hono<AppEnv>();
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 function manageContext(c: Context<AppEnv>): ManageContext {
   return { db: c.env.DB, local: runsLocally(c.env), publicUrl: c.env.PUBLIC_URL, nowMs: Date.now() };
@@ -62,10 +61,7 @@ alertRoutes.post("/admin/projects/:id/alert-destinations", async (c) => {
 alertRoutes.get("/admin/projects/:id/alert-destinations", async (c) => {
   const projectId = c.req.param("id");
   await requireProject(c.env.DB, projectId);
-  const destinations = await listDestinations(c.env.DB, projectId);
-  return c.json({
-    destinations: destinations.map((d) => ({ id: d.destination_id, kind: d.kind, name: d.name, url_hint: d.url_hint, created_at: iso(d.created_at_ms) })),
-  });
+  return c.json({ destinations: await destinationList(c.env.DB, projectId) });
 });
 
 alertRoutes.delete("/admin/projects/:id/alert-destinations/:dest", async (c) => {
