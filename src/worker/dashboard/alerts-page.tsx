@@ -49,7 +49,7 @@ export const AlertsPage: FC<AlertsPageProps> = ({ projectName, report, suggested
           <small data-as-of={report.as_of ?? ""}>evaluated after every rollup · data complete to {when(report.as_of)}</small>
         </h1>
         {admin ? (
-          <div class="admin-bar" data-admin>
+          <div class="admin-bar" data-admin-bar>
             <span class="pill medium">admin</span>
             <form method="post" action="/admin/signout" class="inline">
               <button type="submit">Sign out as admin</button>
