@@ -77,8 +77,9 @@ export const AlertsPage: FC<AlertsPageProps> = ({ projectName, report, suggested
         <section class="panel" id="suggested-rule">
           <h2>Alert me on this</h2>
           <p>
-            Rules are created with the admin token (docs/alerts.md). This request creates the rule the insight
-            suggests; add your destination ids (<code>GET /v1/admin/projects/:id/alert-destinations</code>).
+            Rules are created by an admin: on this page after <a href="/admin/signin">admin sign-in</a>, or with
+            this request, which creates the rule the insight suggests; add your destination ids
+            (<code>GET /v1/admin/projects/:id/alert-destinations</code>).
           </p>
           <pre class="mono" data-suggested>{`curl -X POST "${origin}/v1/admin/projects/$PROJECT_ID/alert-rules" \\
   -H "Authorization: Bearer $ADMIN_TOKEN" -H "content-type: application/json" \\
