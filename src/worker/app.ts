@@ -9,6 +9,7 @@ import { ingestRoutes } from "./routes/ingest.ts";
 import { mcpApp } from "./routes/mcp.ts";
 import { metricsApp } from "./routes/metrics.ts";
 import { dashboardApp } from "./routes/dashboard.tsx";
+import { dashboardAlertsApp } from "./routes/dashboard-alerts.tsx";
 
 export const app = new Hono<AppEnv>();
 
@@ -44,6 +45,7 @@ app.route("/v1/ingest", ingestRoutes);
 app.route("/v1/metrics", metricsApp);
 app.route("/mcp", mcpApp);
 app.route("/v1", alertRoutes);
+app.route("/", dashboardAlertsApp);
 app.route("/", dashboardApp);
 
 // Every error body is {"error": string}; anything unexpected is a bare 500 (SPEC §1.1): never a

@@ -264,18 +264,22 @@ function churnVerdicts(rule: AlertRule, versions: EventToolVersionRow[], states:
   const registered = new Map<string, string | null>();
   for (const v of versions) if (v.registered) registered.set(v.tool_name, v.current_schema_hash);
   const windowStartMs = hourMs - (rule.window_hours - 1) * HOUR_MS;
-  const churned = new Map<string, number>();
+  // Descriptions of each registered tool's current schema (the value, in the window or not) and the
+  // tools whose newest one is news (the breach).
+  const descriptions = new Map<string, number>();
+  const churned = new Set<string>();
   for (const entry of findChurn(versions, new Set(registered.keys()))) {
     if (!entry.registered || registered.get(entry.tool_name) !== entry.schema_hash) continue;
+    descriptions.set(entry.tool_name, entry.description_versions);
     const newest = Math.max(...entry.descriptions.map((d) => Date.parse(d.first_seen)));
-    if (newest >= windowStartMs && newest <= nowMs + HOUR_MS) churned.set(entry.tool_name, entry.description_versions);
+    if (newest >= windowStartMs && newest <= nowMs + HOUR_MS) churned.add(entry.tool_name);
   }
   if (rule.tool === null) return [{ rule, scope: { tool: null, client: null }, verdict: { breaching: churned.size > 0, value: churned.size } }];
   const names = rule.tool === EACH ? new Set([...registered.keys(), ...knownTools(states)]) : new Set([rule.tool]);
   return [...names].map((name) => ({
     rule,
     scope: { tool: name, client: null },
-    verdict: { breaching: churned.has(name), value: churned.get(name) ?? (registered.has(name) ? 1 : null) },
+    verdict: { breaching: churned.has(name), value: descriptions.get(name) ?? (registered.has(name) ? 1 : null) },
   }));
 }
 

@@ -1,12 +1,31 @@
 // The alerts page (SPEC §5, docs/alerts.md): every rule with its state per scope and its last
-// evaluation, and the delivery log — read only, for whoever holds the project's read key. Rules are
-// managed through the admin API; an insight's "alert me on this" lands here with the rule it
-// suggests, written out as the admin request that creates it.
+// evaluation, and the delivery log — read only for whoever holds the project's read key. A
+// signed-in admin also gets the forms that create, edit and delete rules and destinations and send a
+// test (dashboard/alert-forms.tsx); an insight's "alert me on this" lands here with the rule it
+// suggests, in the new-rule form for an admin, written out as the admin request for a reader.
 import type { FC } from "hono/jsx";
 import type { AlertsReport } from "../alerts/report.ts";
 import type { SuggestedRule } from "../alerts/suggest.ts";
+import { ActionButton, DestinationForm, RuleForm, suggestionValues, type DestinationView } from "./alert-forms.tsx";
 import { Document, TopBar } from "./layout.tsx";
 import { Name } from "./name.tsx";
+
+/** What only a signed-in admin sees: the project's destinations (never a URL: url_hint only). */
+export type AdminView = { destinations: DestinationView[] };
+/** A destination just created: its webhook secret is shown this once and never again. */
+export type CreatedDestination = { id: string; name: string | null; kind: string; url_hint: string; secret: string | null };
+
+export type AlertsPageProps = {
+  projectName: string;
+  report: AlertsReport;
+  suggested: SuggestedRule | null;
+  origin: string;
+  admin: AdminView | null;
+  /** What the last change did, or why it was refused: fixed sentences of ours, never the input. */
+  notice?: string | undefined;
+  error?: string | undefined;
+  created?: CreatedDestination | undefined;
+};
 
 
 const when = (iso: string | null) => (iso ? iso.replace("T", " ").slice(0, 16) + " UTC" : "—");
@@ -20,7 +39,7 @@ function scopeLabel(tool: string | null, client: string | null): string {
   return [tool === null ? "whole project" : tool === "*" ? "each tool" : null, client === "*" ? "each client" : null].filter(Boolean).join(", ");
 }
 
-export const AlertsPage: FC<{ projectName: string; report: AlertsReport; suggested: SuggestedRule | null; origin: string }> = ({ projectName, report, suggested, origin }) => (
+export const AlertsPage: FC<AlertsPageProps> = ({ projectName, report, suggested, origin, admin, notice, error, created }) => (
   <Document title={`Alerts · ${projectName}`}>
     <TopBar projectName={projectName} />
     <main>
@@ -29,13 +48,38 @@ export const AlertsPage: FC<{ projectName: string; report: AlertsReport; suggest
           Alerts
           <small data-as-of={report.as_of ?? ""}>evaluated after every rollup · data complete to {when(report.as_of)}</small>
         </h1>
+        {admin ? (
+          <div class="admin-bar" data-admin-bar>
+            <span class="pill medium">admin</span>
+            <form method="post" action="/admin/signout" class="inline">
+              <button type="submit">Sign out as admin</button>
+            </form>
+          </div>
+        ) : null}
       </div>
-      {suggested ? (
+      {error ? <div class="error" role="alert" data-error>{error}</div> : null}
+      {notice ? <div class="notice" role="status" data-notice>{notice}</div> : null}
+      {created ? (
+        <section class="panel" id="created-destination">
+          <h2>Destination added</h2>
+          <p>
+            <Name text={created.name ?? created.id} /> ({created.kind}, <span class="mono">{created.url_hint}</span>). Its URL is not shown again.
+          </p>
+          {created.secret ? (
+            <p>
+              Signing secret — copy it now, it is shown only this once (docs/alerts.md, verifying a webhook):{" "}
+              <code class="mono" data-secret>{created.secret}</code>
+            </p>
+          ) : null}
+        </section>
+      ) : null}
+      {suggested && !admin ? (
         <section class="panel" id="suggested-rule">
           <h2>Alert me on this</h2>
           <p>
-            Rules are created with the admin token (docs/alerts.md). This request creates the rule the insight
-            suggests; add your destination ids (<code>GET /v1/admin/projects/:id/alert-destinations</code>).
+            Rules are created by an admin: on this page after <a href="/admin/signin">admin sign-in</a>, or with
+            this request, which creates the rule the insight suggests; add your destination ids
+            (<code>GET /v1/admin/projects/:id/alert-destinations</code>).
           </p>
           <pre class="mono" data-suggested>{`curl -X POST "${origin}/v1/admin/projects/$PROJECT_ID/alert-rules" \\
   -H "Authorization: Bearer $ADMIN_TOKEN" -H "content-type: application/json" \\
@@ -45,7 +89,7 @@ export const AlertsPage: FC<{ projectName: string; report: AlertsReport; suggest
       <section class="panel" id="alert-rules">
         <h2>Rules</h2>
         {report.rules.length === 0 ? (
-          <p class="empty-state">No alert rules yet. Create one with the admin API: docs/alerts.md.</p>
+          <p class="empty-state">{admin ? "No alert rules yet. Create one below." : "No alert rules yet. An admin creates them here or with the admin API: docs/alerts.md."}</p>
         ) : (
           <table>
             <thead>
@@ -89,6 +133,7 @@ export const AlertsPage: FC<{ projectName: string; report: AlertsReport; suggest
           </table>
         )}
       </section>
+      {admin ? <AdminPanels report={report} admin={admin} suggested={suggested} /> : null}
       <section class="panel" id="alert-deliveries">
         <h2>Delivery log</h2>
         {report.deliveries.length === 0 ? (
@@ -125,6 +170,66 @@ export const AlertsPage: FC<{ projectName: string; report: AlertsReport; suggest
           </table>
         )}
       </section>
+      {admin ? null : (
+        <footer class="foot">
+          Rules and destinations are managed by an admin: <a href="/admin/signin" data-admin-signin>admin sign-in</a>
+        </footer>
+      )}
     </main>
   </Document>
+);
+
+/** The admin's forms: a new rule, each rule's edit and delete, the destinations with test and delete, a new destination. */
+const AdminPanels: FC<{ report: AlertsReport; admin: AdminView; suggested: SuggestedRule | null }> = ({ report, admin, suggested }) => (
+  <>
+    <section class="panel" id="manage-rules">
+      <h2>Manage rules <small>blank fields take their defaults (docs/alerts.md)</small></h2>
+      <details open={suggested !== null || report.rules.length === 0} data-new-rule>
+        <summary>{suggested ? "New rule (suggested by the insight)" : "New rule"}</summary>
+        <RuleForm action="/alerts/rules" submit="Create rule" values={suggested ? suggestionValues(suggested) : {}} destinations={admin.destinations} />
+      </details>
+      {report.rules.map((rule) => (
+        <details data-edit-rule={rule.id}>
+          <summary>
+            Edit <Name text={rule.name ?? rule.id} />
+          </summary>
+          <RuleForm action={`/alerts/rules/${rule.id}`} submit="Save rule" values={rule} destinations={admin.destinations} id={rule.id} />
+          <ActionButton action={`/alerts/rules/${rule.id}/delete`} label="Delete rule" danger />
+        </details>
+      ))}
+    </section>
+    <section class="panel" id="alert-destinations">
+      <h2>Destinations <small>URLs are never shown after they are added</small></h2>
+      {admin.destinations.length === 0 ? (
+        <p class="empty-state">No destinations yet.</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th>Name</th>
+              <th>Kind</th>
+              <th>URL</th>
+              <th>Added</th>
+              <th></th>
+            </tr>
+          </thead>
+          <tbody>
+            {admin.destinations.map((d) => (
+              <tr data-destination={d.id}>
+                <td><Name text={d.name ?? d.id} /></td>
+                <td>{d.kind}</td>
+                <td class="mono">{d.url_hint}</td>
+                <td>{when(d.created_at)}</td>
+                <td>
+                  <ActionButton action={`/alerts/destinations/${d.id}/test`} label="Send test" />
+                  <ActionButton action={`/alerts/destinations/${d.id}/delete`} label="Delete" danger />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <DestinationForm />
+    </section>
+  </>
 );

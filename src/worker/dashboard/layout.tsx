@@ -206,3 +206,25 @@ export const ErrorPage: FC<{ message: string }> = ({ message }) => (
     </div>
   </Document>
 );
+
+/**
+ * The admin sign-in (SPEC §5): ADMIN_TOKEN in a form of this site. It adds the right to manage the
+ * alerts of the project the browser is signed in to; it shows no project's data by itself.
+ */
+export const AdminSignInPage: FC<{ error?: string | undefined; next?: string | undefined }> = ({ error, next }) => (
+  <Document title="Admin sign-in · MCPulse">
+    <div class="signin" data-admin-signin-page>
+      <h1 style="display:flex;align-items:center;gap:10px">
+        <Logo /> MCPulse admin
+      </h1>
+      <p>Sign in with the worker's ADMIN_TOKEN to create, change and delete alert rules and destinations on the alerts page.</p>
+      {error ? <div class="error" role="alert">{error}</div> : null}
+      <form method="post" action="/admin/signin">
+        <input type="password" name="token" placeholder="ADMIN_TOKEN" autocomplete="off" required aria-label="Admin token" />
+        {next && next !== "/alerts" ? <input type="hidden" name="next" value={next} /> : null}
+        <button type="submit">Sign in as admin</button>
+      </form>
+      <p style="margin:12px 0 0"><a href="/alerts">Back to the alerts</a></p>
+    </div>
+  </Document>
+);

@@ -87,6 +87,20 @@ form.search button{font:inherit;font-size:12px;border:1px solid var(--line);bord
 nav.pager{display:flex;justify-content:space-between;align-items:center;font-size:13px;margin-top:10px}
 p.more{font-size:12px;margin:6px 0 0}
 footer.foot{color:var(--muted);font-size:12px;text-align:center;margin-top:24px}
+.notice{background:var(--accent-soft);color:var(--accent);border-radius:8px;padding:8px 10px;margin-bottom:12px;font-size:13px}
+.admin-bar{display:flex;gap:8px;align-items:center;margin-left:auto}
+form.inline{display:inline-block;margin:0 4px 0 0}
+form.inline button,.rule-form button{font:inherit;font-size:12px;border:1px solid var(--line);border-radius:6px;padding:4px 10px;background:#fff;cursor:pointer}
+button.danger{color:var(--bad);border-color:var(--bad-soft)}
+form.rule-form{display:flex;flex-wrap:wrap;gap:8px 12px;align-items:flex-end;margin:10px 0;font-size:12px;color:var(--muted)}
+form.rule-form label{display:flex;flex-direction:column;gap:3px}
+form.rule-form label.check{flex-direction:row;align-items:center;gap:4px;color:var(--ink)}
+form.rule-form .wide{flex-basis:100%}
+form.rule-form input,form.rule-form select{font:inherit;font-size:13px;color:var(--ink);border:1px solid var(--line);border-radius:6px;padding:4px 6px}
+form.rule-form input[type=number]{width:7em}
+form.rule-form fieldset{border:1px solid var(--line);border-radius:6px;display:flex;flex-wrap:wrap;gap:6px 14px}
+#manage-rules details{border-top:1px solid #f2f4f7;padding:8px 0}
+#manage-rules summary{cursor:pointer;font-size:13px}
 `;
 
 /**

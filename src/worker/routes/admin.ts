@@ -29,12 +29,15 @@ const unauthorized = () =>
 
 export const adminRoutes = new Hono<AppEnv>();
 
+/** Whether `token` is the configured ADMIN_TOKEN (compared in constant time); never, when none is configured. */
+export async function isAdminToken(env: AppEnv["Bindings"], token: string): Promise<boolean> {
+  const adminToken = env.ADMIN_TOKEN;
+  return typeof adminToken === "string" && adminToken.length > 0 && (await timingSafeEqual(adminToken, token));
+}
+
 /** `Authorization: Bearer <ADMIN_TOKEN>`; a malformed header is answered 401 like a wrong token (bearerAuth's default would be 400). */
 export const requireAdmin = bearerAuth({
-  verifyToken: async (token, c) => {
-    const adminToken = (c.env as AppEnv["Bindings"]).ADMIN_TOKEN;
-    return typeof adminToken === "string" && adminToken.length > 0 && (await timingSafeEqual(adminToken, token));
-  },
+  verifyToken: (token, c) => isAdminToken(c.env as AppEnv["Bindings"], token),
   noAuthenticationHeader: { message: unauthorized },
   invalidAuthenticationHeader: { message: unauthorized },
   invalidToken: { message: unauthorized },
@@ -42,15 +45,18 @@ export const requireAdmin = bearerAuth({
 
 adminRoutes.use("*", requireAdmin);
 
-/** The request's JSON body checked against `schema`, else 400 (the input is never echoed). */
-export async function readBody<T>(req: Request, schema: z.ZodType<T>): Promise<T> {
-  let body: unknown;
+/** The request's body as JSON, else 400. */
+export async function readJson(req: Request): Promise<unknown> {
   try {
-    body = await req.json();
+    return await req.json();
   } catch {
     throw new HTTPException(400, { message: "body must be JSON" });
   }
-  const parsed = schema.safeParse(body);
+}
+
+/** The request's JSON body checked against `schema`, else 400 (the input is never echoed). */
+export async function readBody<T>(req: Request, schema: z.ZodType<T>): Promise<T> {
+  const parsed = schema.safeParse(await readJson(req));
   if (!parsed.success) throw new HTTPException(400, { message: "invalid body" });
   return parsed.data;
 }

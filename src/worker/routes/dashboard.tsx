@@ -8,10 +8,8 @@ import { csrf } from "hono/csrf";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
 import type { JSX } from "hono/jsx/jsx-runtime";
-import { alertsReport, DELIVERY_LOG_LIMIT } from "../alerts/report.ts";
-import { alertsPageQuery, ruleForInsight } from "../alerts/suggest.ts";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { authenticateKey } from "../auth.ts";
-import { AlertsPage } from "../dashboard/alerts-page.tsx";
 import { ConfirmSignInPage, ErrorPage, ScriptNonce, SignInPage } from "../dashboard/layout.tsx";
 import { OverviewPage, ToolPage } from "../dashboard/pages.tsx";
 import type { AppEnv } from "../env.ts";
@@ -20,25 +18,20 @@ import { pageQuery, parseQuery, type PageParams, toolPageQuery } from "../metric
 import { pricePerMillionTokens } from "../metrics/reports.ts";
 import { openReadScope } from "../metrics/scope.ts";
 import { DAY_MS } from "../time.ts";
+import { SESSION_COOKIE, clearAdminCookie, cookieSecure } from "./dashboard-cookies.ts";
 
 type Ctx = Context<AppEnv>;
 
 export const dashboardApp = new Hono<AppEnv>();
 
-export const SESSION_COOKIE = "mcpulse_read_key";
 /** The sign-in cookie lasts 30 days; revoking the key ends it at once (it is checked on every page). */
 const COOKIE_MAX_AGE_S = 30 * 24 * 3600;
-
-/** `Secure` cookies are refused over plain http, which local development uses. */
-export function isLocalHost(hostname: string): boolean {
-  return hostname === "localhost" || hostname === "127.0.0.1" || hostname === "[::1]" || hostname.endsWith(".localhost");
-}
 
 /**
  * A page as HTML. Its script carries this request's CSP nonce (app.ts's secureHeaders makes it when
  * the policy is built); pages are per key and never cached.
  */
-async function render(c: Ctx, page: JSX.Element, status: 200 | 400 | 401 = 200): Promise<Response> {
+export async function render(c: Ctx, page: JSX.Element, status: ContentfulStatusCode = 200): Promise<Response> {
   const nonce = c.get("secureHeadersNonce") ?? "";
   const html = "<!DOCTYPE html>" + (await (<ScriptNonce.Provider value={nonce}>{page}</ScriptNonce.Provider>).toString());
   return c.html(html, status, { "Cache-Control": "private, no-store" });
@@ -47,7 +40,7 @@ async function render(c: Ctx, page: JSX.Element, status: 200 | 400 | 401 = 200):
 function setKeyCookie(c: Ctx, key: string): void {
   setCookie(c, SESSION_COOKIE, key, {
     httpOnly: true,
-    secure: !isLocalHost(new URL(c.req.url).hostname),
+    secure: cookieSecure(c),
     sameSite: "Strict",
     path: "/",
     maxAge: COOKIE_MAX_AGE_S,
@@ -55,17 +48,17 @@ function setKeyCookie(c: Ctx, key: string): void {
 }
 
 function clearKeyCookie(c: Ctx): void {
-  deleteCookie(c, SESSION_COOKIE, { path: "/", secure: !isLocalHost(new URL(c.req.url).hostname) });
+  deleteCookie(c, SESSION_COOKIE, { path: "/", secure: cookieSecure(c) });
 }
 
-type PageAuth = { projectId: string } | { response: Response };
+export type PageAuth = { projectId: string } | { response: Response };
 
 /**
  * The project of this page request: the cookie, else the sign-in page. A `?key=` link is answered
  * with a confirmation step naming the key's project — never with the cookie: any site can send a
  * browser to such a link, and only a form of this site (POST /signin) may change the cookie.
  */
-async function authenticatePage(c: Ctx): Promise<PageAuth> {
+export async function authenticatePage(c: Ctx): Promise<PageAuth> {
   const url = new URL(c.req.url);
   const keys = url.searchParams.getAll("key");
   if (keys.length > 0) {
@@ -88,7 +81,7 @@ async function authenticatePage(c: Ctx): Promise<PageAuth> {
   return { projectId: auth.project_id };
 }
 
-async function withBadParameters(c: Ctx, page: () => Promise<Response>): Promise<Response> {
+export async function withBadParameters(c: Ctx, page: () => Promise<Response>): Promise<Response> {
   try {
     return await page();
   } catch (err) {
@@ -118,19 +111,6 @@ dashboardApp.get("/", async (c) => {
     const scope = openReadScope(c.env.DB, auth.projectId);
     const [projectName, data] = await Promise.all([loadProjectName(scope), loadOverview(scope, q, props.pricePerMillion)]);
     return render(c, <OverviewPage {...props} projectName={projectName} data={data} />);
-  });
-});
-
-/** The alerts page (SPEC §5): rules, states and the delivery log, read only; `?suggest=` from an insight. */
-dashboardApp.get("/alerts", async (c) => {
-  const auth = await authenticatePage(c);
-  if ("response" in auth) return auth.response;
-  return withBadParameters(c, async () => {
-    const q = parseQuery(alertsPageQuery, new URL(c.req.url));
-    const scope = openReadScope(c.env.DB, auth.projectId);
-    const [projectName, report] = await Promise.all([loadProjectName(scope), alertsReport(c.env.DB, auth.projectId, DELIVERY_LOG_LIMIT)]);
-    const suggested = q.suggest ? ruleForInsight(q.suggest, q.tool ?? null) : null;
-    return render(c, <AlertsPage projectName={projectName} report={report} suggested={suggested} origin={new URL(c.req.url).origin} />);
   });
 });
 
@@ -171,7 +151,7 @@ export function safeNextPath(next: unknown): string {
  * (SPEC §3). The cookie's SameSite=Strict does not help here: it limits sending a cookie, not
  * setting one from a cross-site form's answer.
  */
-const sameOriginForm = csrf();
+export const sameOriginForm = csrf();
 
 dashboardApp.post("/signin", sameOriginForm, async (c) => {
   const form = await c.req.parseBody();
@@ -183,7 +163,9 @@ dashboardApp.post("/signin", sameOriginForm, async (c) => {
   return c.redirect(next, 303);
 });
 
+/** Signs out of the project, and out of an admin session with it: nothing of the browser's sign-in is left. */
 dashboardApp.post("/signout", sameOriginForm, (c) => {
   clearKeyCookie(c);
+  clearAdminCookie(c);
   return c.redirect("/", 303);
 });
