@@ -34,7 +34,7 @@ type Db = Awaited<ReturnType<Miniflare["getD1Database"]>>;
 // session calls every 2.5 s; 8 tools (a tool's next call in its session is ~20 s later, so
 // retries are common); 5 argument hashes; 3 clients; outcomes 85 % ok; latencies log-spread
 // 1 ms–30 s; every 100th call arrives 10 minutes late (its started_at is 10 minutes back).
-const SEED_SQL = `WITH RECURSIVE n(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM n WHERE i < ?2)
+const SEED_SQL = `WITH RECURSIVE n(i) AS (SELECT CAST(?1 AS INTEGER) UNION ALL SELECT i + 1 FROM n WHERE i < ?2)
 INSERT INTO call_batches (project_id, received_at_ms, call_count, calls_json)
 SELECT 'bench', MAX(received_at_ms), COUNT(*), json_group_array(json(call)) FROM (
 SELECT i, json_array('s_' || (i % 50 + 50 * (i / 10000)),

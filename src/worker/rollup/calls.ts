@@ -54,18 +54,27 @@ const TAKEN_BATCHES = `SELECT b.batch_seq, b.project_id, b.received_at_ms, b.cal
     JOIN call_batches b ON b.batch_seq = t.batch_seq
     WHERE t.calls_before < ?1`;
 
+/** The fields of a call in a `call_batches` row (src/worker/db/raw-writes.ts), by position. */
+const BATCH_FIELDS = [
+  "session_id", "client_name", "tool_name", "started_at_ms", "duration_ms", "outcome", "response_bytes", "is_empty",
+  "args_hash", "duration_bucket",
+] as const;
+type BatchField = (typeof BATCH_FIELDS)[number];
+
 /**
  * `new_calls`: the chunk's calls, numbered in receive order above every number handed out before
  * (`calls_seq`, advanced in the chunk's last statements), so each statement of the batch derives
- * the same rows.
+ * the same rows. Each statement extracts only the fields it reads: the extraction is most of what
+ * deriving the chunk costs, and every statement derives it again.
  */
-const NEW_CALLS_CTES = `taken AS MATERIALIZED (${TAKEN_BATCHES}),
+const newCallsCtes = (fields: readonly BatchField[]) => `taken AS MATERIALIZED (${TAKEN_BATCHES}),
     new_calls AS MATERIALIZED (
-      SELECT t.project_id, j.value ->> 0 AS session_id, j.value ->> 1 AS client_name, j.value ->> 2 AS tool_name,
-        j.value ->> 3 AS started_at_ms, j.value ->> 4 AS duration_ms, j.value ->> 5 AS outcome, j.value ->> 6 AS response_bytes,
-        j.value ->> 7 AS is_empty, j.value ->> 8 AS args_hash, j.value ->> 9 AS duration_bucket,
+      SELECT t.project_id, ${fields.map((f) => `j.value ->> ${BATCH_FIELDS.indexOf(f)} AS ${f}`).join(", ")},
         ${stateValueSql(CALLS_WATERMARK)} + ROW_NUMBER() OVER (ORDER BY t.batch_seq, j.key) AS call_seq
       FROM taken t, json_each(t.calls_json) AS j)`;
+const ALL_FIELDS = BATCH_FIELDS;
+/** What the spans need of a call. */
+const SPAN_FIELDS = ["session_id", "client_name", "tool_name", "started_at_ms", "duration_ms"] as const satisfies readonly BatchField[];
 
 const sameGroup = (a: string, b: string) =>
   `${a}.project_id = ${b}.project_id AND ${a}.session_id = ${b}.session_id AND ${a}.client_name = ${b}.client_name`;
@@ -74,7 +83,7 @@ const sameGroup = (a: string, b: string) =>
  * `spans`: per (project, session, client) of the chunk, the hours of state rows to load (see the
  * header): from the hour of lo − reach − 30 s to the hour of hi + reach + 30 s.
  */
-const SPANS_CTES = `${NEW_CALLS_CTES},
+const spansCtes = (fields: readonly BatchField[]) => `${newCallsCtes(fields)},
     groups AS MATERIALIZED (
       SELECT project_id, session_id, client_name, MIN(started_at_ms) AS lo, MAX(started_at_ms) AS hi, MAX(duration_ms) AS dur
       FROM new_calls GROUP BY project_id, session_id, client_name),
@@ -86,16 +95,18 @@ const SPANS_CTES = `${NEW_CALLS_CTES},
           AND cs.hour_start_ms >= ${hourStartSql(`g.lo - ${DAY_MS + RETRY_WINDOW_MS}`)}
           AND cs.hour_start_ms <= g.hi + ${DAY_MS + RETRY_WINDOW_MS}), 0)) AS reach
         FROM groups g))`;
+const SPANS_CTES = spansCtes(SPAN_FIELDS);
 
 /** Columns of a call as the flag CTEs use it; `good` = ok and not empty (SPEC §2.2 first-call success). */
 const CALL_COLUMNS = "project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, good, args_hash, call_seq";
 
 /**
- * `old_calls`: the calls of the loaded state rows (the span, and the nearest row on each side);
- * `all_calls`: the same with the chunk's calls. State elements are
+ * `old_calls`: the calls of the loaded state rows (the span, and the nearest row on each side),
+ * for the retry flags only those of the (session, client, tool) sequences of the chunk's calls
+ * (`new_tools`: no other call's flags can change); `all_calls`: the same with the chunk's calls. State elements are
  * [call_seq, tool_name, started_at_ms, duration_ms, outcome, response_bytes, is_empty, args_hash].
  */
-const LOADED_CTES = `${SPANS_CTES},
+const loadedCtes = (sequence: "tool" | "session") => `${spansCtes(sequence === "tool" ? ALL_FIELDS : SPAN_FIELDS)},
     loaded AS MATERIALIZED (
       SELECT cs.project_id, cs.session_id, cs.client_name, cs.calls_json FROM spans p JOIN call_state cs
         ON ${sameGroup("cs", "p")} AND cs.hour_start_ms >= p.from_ms AND cs.hour_start_ms <= p.to_ms
@@ -111,16 +122,27 @@ const LOADED_CTES = `${SPANS_CTES},
           SELECT MIN(x.hour_start_ms) FROM call_state x WHERE ${sameGroup("x", "p")} AND x.hour_start_ms > p.to_ms)
       WHERE NOT EXISTS (SELECT 1 FROM call_state y WHERE ${sameGroup("y", "p")}
         AND y.hour_start_ms >= p.from_ms AND y.hour_start_ms <= p.to_ms AND y.max_started_at_ms > p.hi)),
+${sequence === "tool" ? `
+    new_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, tool_name FROM new_calls),
     old_calls AS MATERIALIZED (
-      SELECT l.project_id, l.session_id, l.client_name, j.value ->> 1 AS tool_name, j.value ->> 2 AS started_at_ms,
-        j.value ->> 3 AS duration_ms, (j.value ->> 4 = 'ok' AND j.value ->> 6 = 0) AS good, j.value ->> 7 AS args_hash,
-        j.value ->> 0 AS call_seq
-      FROM loaded l, json_each(l.calls_json) AS j),
+      SELECT project_id, session_id, client_name, tool_name, j.value ->> 2 AS started_at_ms, j.value ->> 3 AS duration_ms,
+        (j.value ->> 4 = 'ok' AND j.value ->> 6 = 0) AS good, j.value ->> 7 AS args_hash, j.value ->> 0 AS call_seq
+      FROM (SELECT l.project_id, l.session_id, l.client_name, j.value ->> 1 AS tool_name, j.value
+        FROM loaded l, json_each(l.calls_json) AS j) AS j
+      WHERE (project_id, session_id, client_name, tool_name) IN (SELECT * FROM new_tools)),
     all_calls AS (
       SELECT ${CALL_COLUMNS} FROM old_calls
       UNION ALL
       SELECT project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, (outcome = 'ok' AND is_empty = 0),
-        args_hash, call_seq FROM new_calls)`;
+        args_hash, call_seq FROM new_calls)` : `
+    old_calls AS MATERIALIZED (
+      SELECT l.project_id, l.session_id, l.client_name, j.value ->> 1 AS tool_name, j.value ->> 2 AS started_at_ms,
+        j.value ->> 0 AS call_seq
+      FROM loaded l, json_each(l.calls_json) AS j),
+    all_calls AS (
+      SELECT project_id, session_id, client_name, tool_name, started_at_ms, call_seq FROM old_calls
+      UNION ALL
+      SELECT project_id, session_id, client_name, tool_name, started_at_ms, call_seq FROM new_calls)`}`;
 
 const TOOL_SEQUENCE = "PARTITION BY project_id, session_id, client_name, tool_name ORDER BY started_at_ms, call_seq";
 const SESSION_SEQUENCE = "PARTITION BY project_id, session_id, client_name ORDER BY started_at_ms, call_seq";
@@ -130,8 +152,6 @@ const SESSION_SEQUENCE = "PARTITION BY project_id, session_id, client_name ORDER
  * (+1 with the chunk, −1 without it): a call is a retry when its predecessor ended 0–30 s before it
  * with another args_hash; it was retried when its successor is a retry; a call that is not a retry
  * starts a chain, which counts as first-call ok when the call is ok, not empty and not retried.
- * Only the (session, client, tool) sequences of the chunk's calls (`new_tools`): no other call's
- * flags can change.
  */
 const retryContributions = (calls: string, sign: 1 | -1) => `SELECT project_id, ${hourStartSql("started_at_ms")} AS hour_start_ms,
         tool_name, client_name, ${sign} * is_retry AS retries, ${sign} * (1 - is_retry) AS first_call_attempts,
@@ -140,7 +160,7 @@ const retryContributions = (calls: string, sign: 1 | -1) => `SELECT project_id, 
         SELECT ${CALL_COLUMNS}, COALESCE((${retryGapSql("p_started_at_ms", "p_duration_ms", "started_at_ms")}) AND p_args_hash <> args_hash, 0) AS is_retry
         FROM (SELECT ${CALL_COLUMNS}, LAG(started_at_ms) OVER (${TOOL_SEQUENCE}) AS p_started_at_ms,
             LAG(duration_ms) OVER (${TOOL_SEQUENCE}) AS p_duration_ms, LAG(args_hash) OVER (${TOOL_SEQUENCE}) AS p_args_hash
-          FROM ${calls} WHERE (project_id, session_id, client_name, tool_name) IN (SELECT * FROM new_tools)))`;
+          FROM ${calls}))`;
 
 /** Two sparse JSON histograms {"<bucket>": count} added key by key, keys in bucket order. */
 const mergeHistograms = (stored: string, added: string) => `CASE WHEN ${added} = '{}' THEN ${stored} ELSE (
@@ -154,8 +174,7 @@ const mergeHistograms = (stored: string, added: string) => `CASE WHEN ${added} =
  * the new calls' latency buckets as a JSON object, SPEC §2.3): the new calls' outcomes and sums,
  * and the difference of the retry figures with and without the chunk.
  */
-const DELTAS_CTES = `WITH ${LOADED_CTES},
-    new_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, tool_name FROM new_calls),
+const DELTAS_CTES = `WITH ${loadedCtes("tool")},
     histograms AS (
       SELECT project_id, hour_start_ms, tool_name, client_name, json_group_object(CAST(bucket AS TEXT), calls) AS histogram
       FROM (
@@ -226,7 +245,7 @@ export const CALL_CHUNK_SQL = {
   // Pairs (SPEC §2.4) change by the difference between each loaded call's next tool in its
   // (session, client) sequence with the chunk and without it, counted on the call's day.
   applyPairDeltas: `INSERT INTO tool_pair_days (project_id, day_start_ms, client_name, from_tool, to_tool, pair_count)
-    WITH ${LOADED_CTES},
+    WITH ${loadedCtes("session")},
     nexts AS (
       SELECT project_id, started_at_ms, client_name, tool_name, LEAD(tool_name) OVER (${SESSION_SEQUENCE}) AS next_tool, 1 AS delta FROM all_calls
       UNION ALL
@@ -244,7 +263,7 @@ export const CALL_CHUNK_SQL = {
   // latest (a tie goes to the one folded in later, i.e. received later), calls and response bytes,
   // added in the transaction that folds the calls in, so each call is added exactly once.
   addSessionCounters: `INSERT INTO sessions (project_id, session_id, first_seen_ms, last_seen_ms, client_name, calls, response_bytes_sum)
-    WITH ${NEW_CALLS_CTES}
+    WITH ${newCallsCtes(["session_id", "client_name", "started_at_ms", "response_bytes"])}
     SELECT project_id, session_id, MIN(started_at_ms), MAX(started_at_ms), MAX(CASE WHEN latest = 1 THEN client_name END),
       COUNT(*), SUM(response_bytes)
     FROM (SELECT project_id, session_id, client_name, started_at_ms, response_bytes,
@@ -258,7 +277,7 @@ export const CALL_CHUNK_SQL = {
       calls = calls + excluded.calls, response_bytes_sum = response_bytes_sum + excluded.response_bytes_sum`,
 
   // Also reports the chunk (read before its calls are appended): its new calls and the touched hours.
-  report: `WITH ${NEW_CALLS_CTES}
+  report: `WITH ${newCallsCtes(["started_at_ms"])}
     SELECT (SELECT COUNT(*) FROM new_calls) AS new_calls,
       (SELECT COUNT(DISTINCT project_id || ' ' || ${hourStartSql("started_at_ms")}) FROM new_calls) AS touched_hours,
       (SELECT COUNT(*) FROM call_batches) > (SELECT COUNT(*) FROM taken) AS more`,
@@ -267,7 +286,7 @@ export const CALL_CHUNK_SQL = {
   // not matter; the flag CTEs sort), with the row's longest duration for the spans.
   appendCalls: `INSERT INTO call_state (project_id, session_id, client_name, hour_start_ms, max_duration_ms, min_started_at_ms,
       max_started_at_ms, call_count, calls_json)
-    WITH ${NEW_CALLS_CTES}
+    WITH ${newCallsCtes(BATCH_FIELDS.filter((f) => f !== "duration_bucket"))}
     SELECT project_id, session_id, client_name, ${hourStartSql("started_at_ms")} AS hour_start_ms, MAX(duration_ms),
       MIN(started_at_ms), MAX(started_at_ms), COUNT(*),
       json_group_array(json_array(call_seq, tool_name, started_at_ms, duration_ms, outcome, response_bytes, is_empty, args_hash) ORDER BY call_seq)
@@ -279,8 +298,9 @@ export const CALL_CHUNK_SQL = {
       calls_json = substr(calls_json, 1, length(calls_json) - 1) || ',' || substr(excluded.calls_json, 2)`,
 
   advanceCallSeq: `INSERT INTO rollup_state (name, value)
-    WITH ${NEW_CALLS_CTES}
-    SELECT '${CALLS_WATERMARK}', top FROM (SELECT MAX(call_seq) AS top FROM new_calls) WHERE top IS NOT NULL
+    WITH taken AS (${TAKEN_BATCHES})
+    SELECT '${CALLS_WATERMARK}', ${stateValueSql(CALLS_WATERMARK)} + SUM(c.call_count)
+    FROM taken t JOIN call_batches c ON c.batch_seq = t.batch_seq HAVING COUNT(*) > 0
     ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
 
   deleteTakenBatches: `DELETE FROM call_batches WHERE batch_seq IN (SELECT batch_seq FROM (${TAKEN_BATCHES}))`,
