@@ -153,14 +153,16 @@ const SESSION_SEQUENCE = "PARTITION BY project_id, session_id, client_name ORDER
  * with another args_hash; it was retried when its successor is a retry; a call that is not a retry
  * starts a chain, which counts as first-call ok when the call is ok, not empty and not retried.
  */
-const retryContributions = (calls: string, sign: 1 | -1) => `SELECT project_id, ${hourStartSql("started_at_ms")} AS hour_start_ms,
-        tool_name, client_name, ${sign} * is_retry AS retries, ${sign} * (1 - is_retry) AS first_call_attempts,
-        ${sign} * ((1 - is_retry) * good * (1 - COALESCE(LEAD(is_retry) OVER (${TOOL_SEQUENCE}), 0))) AS first_call_ok
+const retryContributions = (calls: string, sign: 1 | -1) => `SELECT project_id, hour_start_ms, tool_name, client_name,
+        ${sign} * SUM(is_retry) AS retries, ${sign} * SUM(1 - is_retry) AS first_call_attempts, ${sign} * SUM(first_ok) AS first_call_ok
+      FROM (SELECT project_id, ${hourStartSql("started_at_ms")} AS hour_start_ms, tool_name, client_name, is_retry,
+        (1 - is_retry) * good * (1 - COALESCE(LEAD(is_retry) OVER (${TOOL_SEQUENCE}), 0)) AS first_ok
       FROM (
         SELECT ${CALL_COLUMNS}, COALESCE((${retryGapSql("p_started_at_ms", "p_duration_ms", "started_at_ms")}) AND p_args_hash <> args_hash, 0) AS is_retry
         FROM (SELECT ${CALL_COLUMNS}, LAG(started_at_ms) OVER (${TOOL_SEQUENCE}) AS p_started_at_ms,
             LAG(duration_ms) OVER (${TOOL_SEQUENCE}) AS p_duration_ms, LAG(args_hash) OVER (${TOOL_SEQUENCE}) AS p_args_hash
-          FROM ${calls}))`;
+          FROM ${calls})))
+      GROUP BY project_id, hour_start_ms, tool_name, client_name`;
 
 /** Two sparse JSON histograms {"<bucket>": count} added key by key, keys in bucket order. */
 const mergeHistograms = (stored: string, added: string) => `CASE WHEN ${added} = '{}' THEN ${stored} ELSE (
@@ -175,18 +177,20 @@ const mergeHistograms = (stored: string, added: string) => `CASE WHEN ${added} =
  * and the difference of the retry figures with and without the chunk.
  */
 const DELTAS_CTES = `WITH ${loadedCtes("tool")},
+    buckets AS MATERIALIZED (
+      SELECT project_id, ${hourStartSql("started_at_ms")} AS hour_start_ms, tool_name, client_name, duration_bucket,
+        COUNT(*) AS calls, SUM(outcome = 'ok') AS ok, SUM(outcome = 'ok' AND is_empty = 1) AS empty,
+        SUM(outcome = 'bad_args') AS bad_args, SUM(outcome = 'tool_error') AS tool_error, SUM(outcome = 'crashed') AS crashed,
+        SUM(response_bytes) AS response_bytes_sum, SUM(duration_ms) AS duration_ms_sum
+      FROM new_calls GROUP BY project_id, hour_start_ms, tool_name, client_name, duration_bucket),
     histograms AS (
-      SELECT project_id, hour_start_ms, tool_name, client_name, json_group_object(CAST(bucket AS TEXT), calls) AS histogram
-      FROM (
-        SELECT project_id, ${hourStartSql("started_at_ms")} AS hour_start_ms, tool_name, client_name, duration_bucket AS bucket, COUNT(*) AS calls
-        FROM new_calls GROUP BY project_id, hour_start_ms, tool_name, client_name, duration_bucket ORDER BY duration_bucket)
-      GROUP BY project_id, hour_start_ms, tool_name, client_name),
+      SELECT project_id, hour_start_ms, tool_name, client_name,
+        json_group_object(CAST(duration_bucket AS TEXT), calls ORDER BY duration_bucket) AS histogram
+      FROM buckets GROUP BY project_id, hour_start_ms, tool_name, client_name),
     changes AS (
-      SELECT project_id, ${hourStartSql("started_at_ms")} AS hour_start_ms, tool_name, client_name,
-        1 AS calls, outcome = 'ok' AS ok, outcome = 'ok' AND is_empty = 1 AS empty, outcome = 'bad_args' AS bad_args,
-        outcome = 'tool_error' AS tool_error, outcome = 'crashed' AS crashed, response_bytes AS response_bytes_sum,
-        duration_ms AS duration_ms_sum, 0 AS retries, 0 AS first_call_attempts, 0 AS first_call_ok
-      FROM new_calls
+      SELECT project_id, hour_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed,
+        response_bytes_sum, duration_ms_sum, 0 AS retries, 0 AS first_call_attempts, 0 AS first_call_ok
+      FROM buckets
       UNION ALL
       SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok
       FROM (${retryContributions("all_calls", 1)})
@@ -214,15 +218,20 @@ export const CALL_CHUNK_SQL = {
 
   // A day row is the sum of its hour rows. The hour rows the chunk can have changed share the tool
   // and client of a new call and start within its reach (a retry neighbour ends at most 30 s from
-  // it): those days are summed again from their hour rows, after the hour upsert, and overwritten
+  // it, and the reach is at most a day, so at most two days either side): those days are summed
+  // again from their hour rows, after the hour upsert, and overwritten
   // (recomputed, never incremented, so the flags are derived once per chunk for the counters).
   applyDayDeltas: `INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, duration_histogram_json)
     WITH ${SPANS_CTES},
+    call_days AS (
+      SELECT project_id, session_id, client_name, tool_name, ${dayStartSql("started_at_ms")} AS day_start_ms,
+        MIN(started_at_ms) AS lo, MAX(started_at_ms) AS hi
+      FROM new_calls GROUP BY project_id, session_id, client_name, tool_name, day_start_ms),
     days AS MATERIALIZED (
-      SELECT DISTINCT n.project_id, ${dayStartSql(`n.started_at_ms - p.reach - ${RETRY_WINDOW_MS}`)} + k.value AS day_start_ms,
-        n.tool_name, n.client_name
-      FROM new_calls n JOIN spans p ON ${sameGroup("n", "p")}, json_each('[0, ${DAY_MS}, ${2 * DAY_MS}]') AS k
-      WHERE ${dayStartSql(`n.started_at_ms - p.reach - ${RETRY_WINDOW_MS}`)} + k.value <= n.started_at_ms + p.reach + ${RETRY_WINDOW_MS}),
+      SELECT DISTINCT t.project_id, t.day_start_ms + k.value * ${DAY_MS} AS day_start_ms, t.tool_name, t.client_name
+      FROM call_days t JOIN spans p ON ${sameGroup("t", "p")}, json_each('[-2, -1, 0, 1, 2]') AS k
+      WHERE t.day_start_ms + k.value * ${DAY_MS} <= t.hi + p.reach + ${RETRY_WINDOW_MS}
+        AND t.day_start_ms + (k.value + 1) * ${DAY_MS} > t.lo - p.reach - ${RETRY_WINDOW_MS}),
     hours AS MATERIALIZED (
       SELECT h.* FROM days d JOIN tool_hour_metrics h ON h.project_id = d.project_id AND h.tool_name = d.tool_name
         AND h.client_name = d.client_name AND h.hour_start_ms >= d.day_start_ms AND h.hour_start_ms < d.day_start_ms + ${DAY_MS}),
