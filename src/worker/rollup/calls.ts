@@ -150,18 +150,20 @@ const SESSION_SEQUENCE = "PARTITION BY project_id, session_id, client_name ORDER
 /**
  * SPEC §2.2 contributions of every call of `calls` (a CTE name) to the hour rows, times `sign`
  * (+1 with the chunk, −1 without it): a call is a retry when its predecessor ended 0–30 s before it
- * with another args_hash; it was retried when its successor is a retry; a call that is not a retry
- * starts a chain, which counts as first-call ok when the call is ok, not empty and not retried.
+ * with another args_hash; it was retried when its successor is a retry of it (one window, both
+ * neighbours); a call that is not a retry starts a chain, which counts as first-call ok when the
+ * call is ok, not empty and not retried.
  */
 const retryContributions = (calls: string, sign: 1 | -1) => `SELECT project_id, hour_start_ms, tool_name, client_name,
-        ${sign} * SUM(is_retry) AS retries, ${sign} * SUM(1 - is_retry) AS first_call_attempts, ${sign} * SUM(first_ok) AS first_call_ok
-      FROM (SELECT project_id, ${hourStartSql("started_at_ms")} AS hour_start_ms, tool_name, client_name, is_retry,
-        (1 - is_retry) * good * (1 - COALESCE(LEAD(is_retry) OVER (${TOOL_SEQUENCE}), 0)) AS first_ok
+        ${sign} * SUM(is_retry) AS retries, ${sign} * SUM(1 - is_retry) AS first_call_attempts,
+        ${sign} * SUM((1 - is_retry) * good * (1 - was_retried)) AS first_call_ok
       FROM (
-        SELECT ${CALL_COLUMNS}, COALESCE((${retryGapSql("p_started_at_ms", "p_duration_ms", "started_at_ms")}) AND p_args_hash <> args_hash, 0) AS is_retry
-        FROM (SELECT ${CALL_COLUMNS}, LAG(started_at_ms) OVER (${TOOL_SEQUENCE}) AS p_started_at_ms,
-            LAG(duration_ms) OVER (${TOOL_SEQUENCE}) AS p_duration_ms, LAG(args_hash) OVER (${TOOL_SEQUENCE}) AS p_args_hash
-          FROM ${calls})))
+        SELECT project_id, ${hourStartSql("started_at_ms")} AS hour_start_ms, tool_name, client_name, good,
+          COALESCE((${retryGapSql("p_started_at_ms", "p_duration_ms", "started_at_ms")}) AND p_args_hash <> args_hash, 0) AS is_retry,
+          COALESCE((${retryGapSql("started_at_ms", "duration_ms", "n_started_at_ms")}) AND n_args_hash <> args_hash, 0) AS was_retried
+        FROM (SELECT ${CALL_COLUMNS}, LAG(started_at_ms) OVER w AS p_started_at_ms, LAG(duration_ms) OVER w AS p_duration_ms,
+            LAG(args_hash) OVER w AS p_args_hash, LEAD(started_at_ms) OVER w AS n_started_at_ms, LEAD(args_hash) OVER w AS n_args_hash
+          FROM ${calls} WINDOW w AS (${TOOL_SEQUENCE})))
       GROUP BY project_id, hour_start_ms, tool_name, client_name`;
 
 /** Two sparse JSON histograms {"<bucket>": count} added key by key, keys in bucket order. */
@@ -285,10 +287,10 @@ export const CALL_CHUNK_SQL = {
       last_seen_ms = MAX(sessions.last_seen_ms, excluded.last_seen_ms),
       calls = calls + excluded.calls, response_bytes_sum = response_bytes_sum + excluded.response_bytes_sum`,
 
-  // Also reports the chunk (read before its calls are appended): its new calls and the touched hours.
-  report: `WITH ${newCallsCtes(["started_at_ms"])}
-    SELECT (SELECT COUNT(*) FROM new_calls) AS new_calls,
-      (SELECT COUNT(DISTINCT project_id || ' ' || ${hourStartSql("started_at_ms")}) FROM new_calls) AS touched_hours,
+  // Also reports the chunk (read before its requests are deleted): its new calls, and whether
+  // requests are left waiting.
+  report: `WITH taken AS MATERIALIZED (${TAKEN_BATCHES})
+    SELECT (SELECT COALESCE(SUM(c.call_count), 0) FROM taken t JOIN call_batches c ON c.batch_seq = t.batch_seq) AS new_calls,
       (SELECT COUNT(*) FROM call_batches) > (SELECT COUNT(*) FROM taken) AS more`,
 
   // The calls join their (session, client, hour) rows: appended to the JSON array (its order does
@@ -315,7 +317,7 @@ export const CALL_CHUNK_SQL = {
   deleteTakenBatches: `DELETE FROM call_batches WHERE batch_seq IN (SELECT batch_seq FROM (${TAKEN_BATCHES}))`,
 } as const;
 
-export type CallChunkReport = { new_calls: number; touched_hours: number; more: number };
+export type CallChunkReport = { new_calls: number; more: number };
 
 /** The statements of one calls chunk, in order; run them as one `db.batch()`. */
 export function callChunkStatements(db: D1Database, chunkCalls: number): D1PreparedStatement[] {

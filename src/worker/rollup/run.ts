@@ -37,8 +37,6 @@ export interface RollupRunReport {
   /** D1 statements this invocation ran. */
   queries: number;
   newCalls: number;
-  /** (project, hour) pairs whose counter rows a chunk changed, summed over the run's chunks. */
-  touchedHours: number;
   newStartups: number;
   /** False when work was left for the next run. */
   caughtUp: boolean;
@@ -66,7 +64,7 @@ const AS_OF_SQL = `INSERT INTO rollup_state (name, value)
 
 export async function runRollup(db: D1Database, scheduledTimeMs: number, options: RollupOptions = {}): Promise<RollupRunReport> {
   const o = { ...DEFAULT_ROLLUP_OPTIONS, ...options };
-  const report: RollupRunReport = { queries: 0, newCalls: 0, touchedHours: 0, newStartups: 0, caughtUp: false };
+  const report: RollupRunReport = { queries: 0, newCalls: 0, newStartups: 0, caughtUp: false };
   // The probe and the as_of write are always made.
   if (o.maxQueries < 2) throw new Error("rollup: maxQueries must be at least 2");
   const pendingRow = await db.prepare(PENDING_SQL).first<{ calls: number; startups: number; agreements: number }>();
@@ -97,7 +95,6 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
       budget -= CALL_CHUNK_STATEMENTS;
       report.queries += CALL_CHUNK_STATEMENTS;
       report.newCalls += r.new_calls;
-      report.touchedHours += r.touched_hours;
       pending.calls = !!r.more;
       ran = true;
     }
