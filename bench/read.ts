@@ -83,7 +83,8 @@ async function seed(worker: RunningWorker, projectId: string, todayMs: number): 
   const rand = mulberry32(90);
   const db = worker.db;
   const dayRows: CounterRow[] = [];
-  for (let d = 0; d < DAYS + EXTRA_DAYS; d++) {
+  // The days with hour rows get their day rows from them (the trigger of migration 0013).
+  for (let d = HOUR_ROW_DAYS; d < DAYS + EXTRA_DAYS; d++) {
     for (let t = 0; t < TOOLS; t++) for (let c = 0; c < CLIENTS; c++) dayRows.push(counterRow(rand, projectId, todayMs - d * DAY_MS, t, c, 1));
   }
   await insertCounters(db, "tool_day_metrics", dayRows);

@@ -95,7 +95,6 @@ const spansCtes = (fields: readonly BatchField[]) => `${newCallsCtes(fields)},
           AND cs.hour_start_ms >= ${hourStartSql(`g.lo - ${DAY_MS + RETRY_WINDOW_MS}`)}
           AND cs.hour_start_ms <= g.hi + ${DAY_MS + RETRY_WINDOW_MS}), 0)) AS reach
         FROM groups g))`;
-const SPANS_CTES = spansCtes(SPAN_FIELDS);
 
 /** Columns of a call as the flag CTEs use it; `good` = ok and not empty (SPEC §2.2 first-call success). */
 const CALL_COLUMNS = "project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, good, args_hash, call_seq";
@@ -211,47 +210,13 @@ export const CALL_CHUNK_SQL = {
   // Each call contributes to the counter row of its hour, tool and client (SPEC §2.1–2.3): a chain
   // counts in its first call's hour and client and a retry in its own (SPEC §2.2), both the hour
   // and client of the call carrying the flag. The histogram is merged in the same upsert: bucket
-  // counts added key by key, in bucket order.
+  // counts added key by key, in bucket order. The day rows follow by trigger (migration 0013: a
+  // changed hour row adds its change to its day row).
   applyHourDeltas: `INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, duration_histogram_json)
     ${DELTAS_CTES}
     SELECT project_id, hour_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, duration_histogram_json FROM deltas WHERE true
     ON CONFLICT (project_id, hour_start_ms, tool_name, client_name) DO UPDATE SET ${ADD_COUNTERS},
       duration_histogram_json = ${mergeHistograms("tool_hour_metrics.duration_histogram_json", "excluded.duration_histogram_json")}`,
-
-  // A day row is the sum of its hour rows. The hour rows the chunk can have changed share the tool
-  // and client of a new call and start within its reach (a retry neighbour ends at most 30 s from
-  // it, and the reach is at most a day, so at most two days either side): those days are summed
-  // again from their hour rows, after the hour upsert, and overwritten
-  // (recomputed, never incremented, so the flags are derived once per chunk for the counters).
-  applyDayDeltas: `INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, duration_histogram_json)
-    WITH ${SPANS_CTES},
-    call_days AS (
-      SELECT project_id, session_id, client_name, tool_name, ${dayStartSql("started_at_ms")} AS day_start_ms,
-        MIN(started_at_ms) AS lo, MAX(started_at_ms) AS hi
-      FROM new_calls GROUP BY project_id, session_id, client_name, tool_name, day_start_ms),
-    days AS MATERIALIZED (
-      SELECT DISTINCT t.project_id, t.day_start_ms + k.value * ${DAY_MS} AS day_start_ms, t.tool_name, t.client_name
-      FROM call_days t JOIN spans p ON ${sameGroup("t", "p")}, json_each('[-2, -1, 0, 1, 2]') AS k
-      WHERE t.day_start_ms + k.value * ${DAY_MS} <= t.hi + p.reach + ${RETRY_WINDOW_MS}
-        AND t.day_start_ms + (k.value + 1) * ${DAY_MS} > t.lo - p.reach - ${RETRY_WINDOW_MS}),
-    hours AS MATERIALIZED (
-      SELECT h.* FROM days d JOIN tool_hour_metrics h ON h.project_id = d.project_id AND h.tool_name = d.tool_name
-        AND h.client_name = d.client_name AND h.hour_start_ms >= d.day_start_ms AND h.hour_start_ms < d.day_start_ms + ${DAY_MS}),
-    sums AS (
-      SELECT project_id, hour_start_ms - hour_start_ms % ${DAY_MS} AS day_start_ms, tool_name, client_name,
-        ${SUM_COUNTERS.split(", ").map((sum, i) => `${sum} AS ${COUNTERS[i]}`).join(", ")}
-      FROM hours GROUP BY project_id, day_start_ms, tool_name, client_name),
-    day_buckets AS (
-      SELECT project_id, day_start_ms, tool_name, client_name, json_group_object(bucket, calls) AS histogram FROM (
-        SELECT h.project_id, h.hour_start_ms - h.hour_start_ms % ${DAY_MS} AS day_start_ms, h.tool_name, h.client_name,
-          b.key AS bucket, SUM(b.value) AS calls
-        FROM hours h, json_each(h.duration_histogram_json) AS b
-        GROUP BY h.project_id, day_start_ms, h.tool_name, h.client_name, b.key ORDER BY CAST(b.key AS INTEGER))
-      GROUP BY project_id, day_start_ms, tool_name, client_name)
-    SELECT d.project_id, d.day_start_ms, d.tool_name, d.client_name, ${COUNTERS.map((c) => `d.${c}`).join(", ")}, COALESCE(h.histogram, '{}')
-    FROM sums d LEFT JOIN day_buckets h USING (project_id, day_start_ms, tool_name, client_name) WHERE true
-    ON CONFLICT (project_id, day_start_ms, tool_name, client_name) DO UPDATE SET
-      ${COUNTERS.map((c) => `${c} = excluded.${c}`).join(", ")}, duration_histogram_json = excluded.duration_histogram_json`,
 
   // Pairs (SPEC §2.4) change by the difference between each loaded call's next tool in its
   // (session, client) sequence with the chunk and without it, counted on the call's day.
@@ -322,7 +287,7 @@ export type CallChunkReport = { new_calls: number; more: number };
 /** The statements of one calls chunk, in order; run them as one `db.batch()`. */
 export function callChunkStatements(db: D1Database, chunkCalls: number): D1PreparedStatement[] {
   const order = [
-    "applyHourDeltas", "applyDayDeltas", "applyPairDeltas", "dropEmptyPairs", "addSessionCounters",
+    "applyHourDeltas", "applyPairDeltas", "dropEmptyPairs", "addSessionCounters",
     "report", "appendCalls", "advanceCallSeq", "deleteTakenBatches",
   ] as const satisfies readonly (keyof typeof CALL_CHUNK_SQL)[];
   return order.map((name) => {
@@ -332,9 +297,9 @@ export function callChunkStatements(db: D1Database, chunkCalls: number): D1Prepa
 }
 
 /** Statements one calls chunk costs against the per-invocation query budget. */
-export const CALL_CHUNK_STATEMENTS = 9;
+export const CALL_CHUNK_STATEMENTS = 8;
 /** Position of the report statement in the chunk's batch. */
-const REPORT_INDEX = 5;
+const REPORT_INDEX = 4;
 
 /** Runs one calls chunk; returns what it did (new_calls 0 when there was nothing to fold in). */
 export async function rollupCallChunk(db: D1Database, chunkCalls: number): Promise<CallChunkReport> {

@@ -14,10 +14,10 @@ export interface RollupOptions {
    */
   maxQueries?: number;
   /**
-   * New calls per chunk (one transaction). Default 17,000: a chunk is 9 statements, so a free-plan
-   * run fits three even with a startups and a verdicts chunk pending (51,000 calls — five minutes
-   * of one key at its default budget, SPEC §1.1 — and five, 85,000, when none is), and a chunk
-   * holds the database for about a second at most (bench:rollup).
+   * New calls per chunk (one transaction). Default 17,000: a chunk is 8 statements, so a free-plan
+   * run fits four even with a startups and a verdicts chunk pending (68,000 calls — over five
+   * minutes of one key at its default budget, SPEC §1.1 — and five, 85,000, when none is), and a
+   * chunk holds the database for about half a second at most (bench:rollup).
    */
   chunkCalls?: number;
   /** New startups per chunk; each lists up to 500 tools (SPEC §1.2). Default 200. */

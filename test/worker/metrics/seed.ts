@@ -46,12 +46,11 @@ const COLUMNS = [
   "first_call_ok",
 ] as const;
 
-/** Inserts one hour row and adds it into its day row (counters and histogram). */
+/** Inserts one hour row; the day row adds it by trigger (counters and histogram, migration 0013). */
 export async function seedHour(row: HourRow): Promise<void> {
   const values = COLUMNS.map((c) => row.counters[c] ?? 0);
   const calls = row.counters.calls ?? 0;
   const histogram = row.histogram ?? (calls > 0 ? { "10": calls } : {});
-  const dayStart = Math.floor(row.hourMs / DAY) * DAY;
   const placeholders = COLUMNS.map((_, i) => `?${i + 5}`).join(", ");
   await env.DB.prepare(
     `INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name, ${COLUMNS.join(", ")}, duration_histogram_json) ` +
@@ -59,20 +58,7 @@ export async function seedHour(row: HourRow): Promise<void> {
   )
     .bind(row.projectId, row.hourMs, row.tool, row.client, ...values, JSON.stringify(histogram))
     .run();
-  const existing = await env.DB.prepare(
-    "SELECT * FROM tool_day_metrics WHERE project_id = ?1 AND day_start_ms = ?2 AND tool_name = ?3 AND client_name = ?4",
-  )
-    .bind(row.projectId, dayStart, row.tool, row.client)
-    .first<Record<string, number | string>>();
-  const merged = values.map((v, i) => v + Number(existing?.[COLUMNS[i] as string] ?? 0));
-  const mergedHistogram: DurationHistogram = JSON.parse(String(existing?.duration_histogram_json ?? "{}"));
-  for (const [k, n] of Object.entries(histogram)) mergedHistogram[k] = (mergedHistogram[k] ?? 0) + n;
-  await env.DB.prepare(
-    `INSERT OR REPLACE INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, ${COLUMNS.join(", ")}, duration_histogram_json) ` +
-      `VALUES (?1, ?2, ?3, ?4, ${placeholders}, ?16)`,
-  )
-    .bind(row.projectId, dayStart, row.tool, row.client, ...merged, JSON.stringify(mergedHistogram))
-    .run();
+  // Its day row follows by trigger (migration 0013).
 }
 
 export async function seedRegistered(
