@@ -167,6 +167,7 @@ export type CounterRow = {
   retries: number;
   first_call_attempts: number;
   first_call_ok: number;
+  calls_without_session: number;
   histogram: Record<string, number>;
 };
 
@@ -185,7 +186,7 @@ export interface RollupSnapshot {
 }
 
 const COUNTERS =
-  "calls, ok, empty, bad_args, tool_error, crashed, response_bytes_sum, duration_ms_sum, retries, first_call_attempts, first_call_ok";
+  "calls, ok, empty, bad_args, tool_error, crashed, response_bytes_sum, duration_ms_sum, retries, first_call_attempts, first_call_ok, calls_without_session";
 
 function sortedHistogram(json: string): Record<string, number> {
   const h = JSON.parse(json) as Record<string, number>;
