@@ -319,14 +319,17 @@ function sessionFacts(state: WatchState, request: unknown, extra: unknown, clien
 /**
  * This request's `session_id` (SPEC §4 "Sessions are conversations"): a map lookup for a known
  * conversation; a new one gets its own startup, so its schema cost is right. `""` when no session
- * is known; that client's tool list then goes out once under the process's own id.
+ * is known. `sessionlessStartup`: a tools/call of a client that names itself per request and is in
+ * no session sends that client's tool list once under the process's own id (dead tools and schema
+ * cost need the list). Other requests without a session send nothing: a client that sends its
+ * conversation id only with its calls would otherwise add a session with no calls.
  */
-function sessionOfRequest(state: WatchState, request: unknown, extra: unknown, clientName: string, namedPerRequest: boolean): string {
+function sessionOfRequest(state: WatchState, request: unknown, extra: unknown, clientName: string, sessionlessStartup: boolean): string {
   const source = sessionSource(sessionFacts(state, request, extra, clientName));
   const destination = state.destination;
   if (source === null) {
     // A 2025-era stateless request names no client: its initialize already sent the tool list.
-    if (namedPerRequest && destination.claimSessionlessStartup(clientName)) {
+    if (sessionlessStartup && destination.claimSessionlessStartup(clientName)) {
       void sendStartup(state, destination.processSessionId, clientName, requestProtocolVersion(state, request, extra), state.shape.low.transport);
     }
     return "";
@@ -374,7 +377,7 @@ function identityHandler(state: WatchState, handler: RequestHandler): RequestHan
       const name = perRequestClient(request, extra);
       if (name) {
         learnVersion(state); // inside the MCP SDK's dispatch of this request
-        sessionOfRequest(state, request, extra, name, true);
+        sessionOfRequest(state, request, extra, name, false);
       }
     } catch {
       // rule 1
