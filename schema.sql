@@ -82,10 +82,6 @@ CREATE TABLE agreement_declarations (
   PRIMARY KEY (project_id, field, tool_name)
 );
 
-CREATE TABLE rollup_chunk_startups (
-  startup_seq INTEGER PRIMARY KEY
-);
-
 CREATE TABLE alert_destinations (
   destination_id TEXT PRIMARY KEY,
   project_id TEXT NOT NULL,

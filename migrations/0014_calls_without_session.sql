@@ -1,4 +1,5 @@
--- 0014: calls without a session (SPEC §2.2, §4 "Sessions are conversations"). A producer that cannot
+-- 0014: calls without a session (SPEC §2.2, §4 "Sessions are conversations"), and a startups chunk
+-- without its scratch table (at the end). A producer that cannot
 -- tell conversations apart sends a call with an empty session_id; the rollup counts it as a chain
 -- of its own and keeps no per-session state for it (no call_state row, no session row, no pair).
 -- Each counter row now also counts such calls, so the read API can say which share of a client's
@@ -61,3 +62,9 @@ CREATE TRIGGER tool_hour_metrics_change_day AFTER UPDATE ON tool_hour_metrics BE
           SELECT key, value FROM json_each(tool_day_metrics.duration_histogram_json) UNION ALL SELECT key, value FROM json_each(excluded.duration_histogram_json))
         GROUP BY key HAVING SUM(value) <> 0));
 END;
+
+-- The startups chunk no longer writes its startups into a scratch table and empties it again (two
+-- rows written per startup, and a server sends one startup per conversation): each statement of
+-- the chunk derives the set from the watermark instead (src/worker/rollup/startups.ts). The table
+-- is always empty between rollup runs.
+DROP TABLE IF EXISTS rollup_chunk_startups;

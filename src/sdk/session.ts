@@ -70,10 +70,21 @@ export function sessionSource(facts: SessionFacts): SessionSource | null {
   return null;
 }
 
+/** Transport kinds already read, per transport object: every call asks, the class never changes. */
+const kindByTransport = new WeakMap<object, TransportKind>();
+
 /** The kind of a connected transport, from its class name (the SDK never imports the MCP SDK). */
 export function transportKindOf(transport: unknown): TransportKind {
   if (transport === null || typeof transport !== "object") return "unknown";
-  const name = (transport as { constructor?: { name?: unknown } }).constructor?.name;
+  let kind = kindByTransport.get(transport);
+  if (kind === undefined) {
+    kind = kindOfClass((transport as { constructor?: { name?: unknown } }).constructor?.name);
+    kindByTransport.set(transport, kind);
+  }
+  return kind;
+}
+
+function kindOfClass(name: unknown): TransportKind {
   if (typeof name !== "string") return "unknown";
   if (/stdio/i.test(name)) return "stdio";
   if (/memory/i.test(name)) return "memory";

@@ -66,7 +66,6 @@ const TABLES_TO_RESET = [
   "agreement_days",
   "agreement_declarations",
   "rollup_state",
-  "rollup_chunk_startups",
 ];
 
 export async function resetDb(db: D1Database): Promise<void> {
