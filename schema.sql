@@ -192,17 +192,6 @@ CREATE TABLE call_state (
   PRIMARY KEY (project_id, session_id, client_name, hour_start_ms)
 ) WITHOUT ROWID;
 
-CREATE TABLE "call_batches" (
-  -- Receive order of the requests (rowid: above every batch still waiting, which is all the rollup needs).
-  batch_seq INTEGER PRIMARY KEY,
-  project_id TEXT NOT NULL,
-  received_at_ms INTEGER NOT NULL,
-  call_count INTEGER NOT NULL,
-  -- JSON array of [session_id, client_name, tool_name, started_at_ms, duration_ms, outcome,
-  -- response_bytes, is_empty, args_hash, duration_bucket] in the request's order.
-  calls_json TEXT NOT NULL
-);
-
 CREATE TABLE "sessions" (
   project_id TEXT NOT NULL,
   session_id TEXT NOT NULL,
@@ -334,3 +323,26 @@ CREATE TRIGGER tool_hour_metrics_change_day AFTER UPDATE ON tool_hour_metrics BE
           SELECT key, value FROM json_each(tool_day_metrics.duration_histogram_json) UNION ALL SELECT key, value FROM json_each(excluded.duration_histogram_json))
         GROUP BY key HAVING SUM(value) <> 0));
 END;
+
+CREATE TABLE "call_batches" (
+  -- Receive order of the requests (rowid: above every batch still waiting, which is all the rollup needs).
+  batch_seq INTEGER PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  received_at_ms INTEGER NOT NULL,
+  call_count INTEGER NOT NULL,
+  -- The request's Idempotency-Key or a drawn id (NULL for rows stored before 0015). No index: an
+  -- index entry is one more row written per request; the guard scans only the newest batches.
+  batch_id TEXT,
+  -- JSON array of [session_id, client_name, tool_name, started_at_ms, duration_ms, outcome,
+  -- response_bytes, is_empty, args_hash, duration_bucket] in the request's order.
+  calls_json TEXT NOT NULL
+);
+
+CREATE TABLE ingest_receipts (
+  project_id TEXT NOT NULL,
+  batch_id TEXT NOT NULL,
+  -- A value drawn per write attempt: the attempt that inserted the receipt writes the batch's rows.
+  attempt_id TEXT NOT NULL,
+  written_at_ms INTEGER NOT NULL,
+  PRIMARY KEY (project_id, batch_id)
+) WITHOUT ROWID;

@@ -200,7 +200,8 @@ async function startMetered(script: string, name: string) {
       host: "127.0.0.1", port: 0, compatibilityDate: COMPATIBILITY_DATE, modules: true, scriptPath: script,
       compatibilityFlags: ["nodejs_compat"],
       d1Databases: { DB: `cost-${name}` },
-      durableObjects: { KEY_BUDGET: { className: "KeyBudget", useSQLite: true } },
+      durableObjects: { KEY_BUDGET: { className: "KeyBudget", useSQLite: true }, INGEST_HEALTH: { className: "IngestHealth", useSQLite: true } },
+      queueProducers: { INGEST_QUEUE: { queueName: "mcpulse-ingest" } },
       analyticsEngineDatasets: { CALLS_AE: { dataset: "bench_calls" } },
       bindings: { ADMIN_TOKEN, RAW_RETENTION_DAYS: String(RETENTION_DAYS), PRICE_PER_MILLION_TOKENS_USD: "3" },
       d1Persist: join(tmp, name, "d1"), durableObjectsPersist: join(tmp, name, "do"),
@@ -259,7 +260,8 @@ async function scenario(name: string, script: string, build: (t0: number) => Req
     const sends: Promise<Response>[] = [];
     while (i < requests.length && requests[i]!.atMs <= step) {
       const r = requests[i++]!;
-      sends.push(fetch(`${url}/v1/ingest`, { method: "POST", headers, body: JSON.stringify({ batch: r.batch }) }));
+      // Each request carries an Idempotency-Key, as the SDK sends one per batch (SPEC §1.1, §4).
+      sends.push(fetch(`${url}/v1/ingest`, { method: "POST", headers: { ...headers, "idempotency-key": `bench-${name}-${i}` }, body: JSON.stringify({ batch: r.batch }) }));
       // Receive order matters for ties (SPEC §2.2): a few requests in flight at most.
       if (sends.length >= 4) for (const res of sends.splice(0)) if ((await res).status !== 202) throw new Error(`ingest answered ${(await res).status}`);
     }
@@ -388,7 +390,7 @@ async function main() {
   mkdirSync(tmp, { recursive: true });
   const script = join(tmp, "worker.js");
   await bundleWorker(script, join(root, "bench/cost/metered-worker.ts"));
-  writeFileSync(join(tmp, "plain.js"), `export default { fetch() { return new Response(null) } }; export class KeyBudget {}`);
+  writeFileSync(join(tmp, "plain.js"), `export default { fetch() { return new Response(null) } }; export class KeyBudget {}; export class IngestHealth {}`);
   const results: Result[] = [];
   const scenarios: [string, string, (t0: number) => Request[]][] = [
     ["low", "low: 6k calls/day, SDK batching", lowTraffic],

@@ -6,6 +6,7 @@ import { toStderr } from "./debug.ts";
 import { AgreementTracker } from "./agreement.ts";
 import { newSessionId, SessionTable } from "./session.ts";
 import { defaultPostJson, type PostJson } from "./transport.ts";
+import { RETRY_WITHOUT_HINT, describeOutcome, outcomeOfAnswer } from "./retry.ts";
 
 /** Client names by transport session id, so a fresh server object per request finds its client. */
 const MAX_REMEMBERED_TRANSPORT_SESSIONS = 1_000;
@@ -43,21 +44,26 @@ export class Destination {
     this.key = key;
     this.ingestUrl = endpoint + INGEST_PATH;
     this.sessions = new SessionTable(key);
-    this.buffer = new PayloadBuffer(async (batch, final) => {
+    this.buffer = new PayloadBuffer(async (batch, final, idempotencyKey) => {
       const body = JSON.stringify({ batch });
       if (this.debug) {
         toStderr(`sending ${batch.length} payload(s) to ${this.ingestUrl}`);
         for (const payload of batch) toStderr(JSON.stringify(payload));
       }
       try {
-        const status = await post(this.ingestUrl, this.key, body, {
+        const answer = await post(this.ingestUrl, this.key, body, {
           timeoutMs: final ? Math.min(sendTimeoutMs, EXIT_FLUSH_TIMEOUT_MS) : sendTimeoutMs,
           keepProcessAlive: final,
+          idempotencyKey,
         });
-        if (this.debug) toStderr(`ingest answered ${status}${status === 202 ? "" : "; batch dropped"}`);
+        // 5xx and 429 are retried by the buffer with the same key; any other 4xx drops the batch (SPEC §4).
+        const outcome = outcomeOfAnswer(answer);
+        if (this.debug) toStderr(describeOutcome(answer, outcome, batch.length));
+        return outcome;
       } catch (error) {
-        // A failed send drops its batch: no retry, no backoff (SPEC §4).
-        if (this.debug) toStderr(`send failed (${describe(error)}); ${batch.length} payload(s) dropped`);
+        // A network error or a timeout: retried like a 5xx (SPEC §4).
+        if (this.debug) toStderr(`send failed (${describe(error)}); ${batch.length} payload(s) to retry`);
+        return RETRY_WITHOUT_HINT;
       }
     }, tuning);
   }
