@@ -111,8 +111,10 @@ export async function seedPair(
   to: string,
   count: number,
 ): Promise<void> {
+  // One row per (day, client), the pair added to its JSON object (migration 0019).
   await env.DB.prepare(
-    "INSERT INTO tool_pair_days (project_id, day_start_ms, client_name, from_tool, to_tool, pair_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    `INSERT INTO pair_days (project_id, day_start_ms, client_name, pairs_json) VALUES (?1, ?2, ?3, json_object(json_array(?4, ?5), ?6))
+     ON CONFLICT (project_id, day_start_ms, client_name) DO UPDATE SET pairs_json = json_patch(pairs_json, excluded.pairs_json)`,
   )
     .bind(projectId, dayMs(date), client, from, to, count)
     .run();
