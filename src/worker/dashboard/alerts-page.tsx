@@ -35,6 +35,49 @@ function condition(rule: AlertsReport["rules"][number]): string {
   return `${rule.metric} ${rule.op} ${rule.threshold}`;
 }
 
+/** A destination as a person names it: its kind's own name, then the name it was given. */
+export const DESTINATION_KINDS: Record<string, string> = { slack: "Slack", discord: "Discord", webhook: "Webhook" };
+
+type Delivery = AlertsReport["deliveries"][number];
+type Rule = AlertsReport["rules"][number];
+type ScopeState = Rule["states"][number];
+
+/**
+ * A metric rule's scope with no figure was not evaluated: fewer calls than min_calls in its window
+ * (SPEC §5; the state machine keeps no figure then). `calls` is always evaluated, and an event rule's
+ * figure may be absent by nature.
+ */
+export function notEvaluated(rule: Rule, s: ScopeState): boolean {
+  return rule.metric !== null && rule.metric !== "calls" && s.value === null;
+}
+
+const DestinationCell: FC<{ d: Delivery }> = ({ d }) =>
+  d.destination_kind === null ? (
+    <span class="muted">deleted destination</span>
+  ) : (
+    <>
+      <b>{DESTINATION_KINDS[d.destination_kind] ?? d.destination_kind}</b>
+      {d.destination_name ? <> · <Name text={d.destination_name} /></> : null}
+    </>
+  );
+
+const RuleCell: FC<{ d: Delivery; rules: Rule[] }> = ({ d, rules }) => {
+  if (d.rule_id === null) return <span class="muted">test notification</span>;
+  if (d.rule_name !== null) return <Name text={d.rule_name} />;
+  const rule = rules.find((r) => r.id === d.rule_id);
+  return rule ? <span class="mono">{condition(rule)}</span> : <span class="muted">deleted rule</span>;
+};
+
+const ScopeCell: FC<{ scope: { tool: string | null; client: string | null } | null }> = ({ scope }) =>
+  scope === null ? (
+    <span class="muted">—</span>
+  ) : (
+    <>
+      {scope.tool === null ? "project" : <Name text={scope.tool} />}
+      {scope.client === null ? null : <> · <Name text={scope.client} /></>}
+    </>
+  );
+
 function scopeLabel(tool: string | null, client: string | null): string {
   return [tool === null ? "whole project" : tool === "*" ? "each tool" : null, client === "*" ? "each client" : null].filter(Boolean).join(", ");
 }
@@ -91,6 +134,7 @@ export const AlertsPage: FC<AlertsPageProps> = ({ projectName, report, suggested
         {report.rules.length === 0 ? (
           <p class="empty-state">{admin ? "No alert rules yet. Create one below." : "No alert rules yet. An admin creates them here or with the admin API: docs/alerts.md."}</p>
         ) : (
+          <div class="scroll">
           <table>
             <thead>
               <tr>
@@ -112,17 +156,16 @@ export const AlertsPage: FC<AlertsPageProps> = ({ projectName, report, suggested
                     <td>{i === 0 ? <Name text={rule.name ?? rule.id} /> : ""}</td>
                     <td class="mono">{i === 0 ? condition(rule) : ""}</td>
                     <td>{i === 0 ? `${rule.window_hours} h, ≥ ${rule.min_calls} calls, ${rule.for_evaluations}× in a row` : ""}</td>
+                    <td>{s === null ? scopeLabel(rule.tool, rule.client) || "—" : <ScopeCell scope={s.scope} />}</td>
                     <td>
                       {s === null ? (
-                        scopeLabel(rule.tool, rule.client) || "—"
+                        <span class="muted">not evaluated yet</span>
+                      ) : notEvaluated(rule, s) ? (
+                        <span class="muted" data-not-evaluated>not evaluated: fewer than {rule.min_calls.toLocaleString("en-US")} calls</span>
                       ) : (
-                        <>
-                          {s.scope.tool === null ? "project" : <Name text={s.scope.tool} />}
-                          {s.scope.client === null ? null : <> · <Name text={s.scope.client} /></>}
-                        </>
+                        <span class={`pill ${s.state === "firing" ? "high" : s.state === "pending" ? "medium" : "low"}`}>{s.state}</span>
                       )}
                     </td>
-                    <td>{s === null ? <span class="muted">not evaluated yet</span> : <span class={`pill ${s.state === "firing" ? "high" : s.state === "pending" ? "medium" : "low"}`}>{s.state}</span>}</td>
                     <td>{when(s?.since ?? null)}</td>
                     <td class="num">{s?.value ?? "—"}</td>
                     <td>{when(s?.last_evaluated ?? null)}</td>
@@ -131,6 +174,7 @@ export const AlertsPage: FC<AlertsPageProps> = ({ projectName, report, suggested
               })}
             </tbody>
           </table>
+          </div>
         )}
       </section>
       {admin ? <AdminPanels report={report} admin={admin} suggested={suggested} /> : null}
@@ -139,11 +183,14 @@ export const AlertsPage: FC<AlertsPageProps> = ({ projectName, report, suggested
         {report.deliveries.length === 0 ? (
           <p class="empty-state">No notifications sent yet.</p>
         ) : (
+          <div class="scroll">
           <table>
             <thead>
               <tr>
                 <th>Queued</th>
                 <th>Rule</th>
+                <th>Scope</th>
+                <th>Destination</th>
                 <th>Kind</th>
                 <th>Status</th>
                 <th class="num">Attempts</th>
@@ -157,7 +204,9 @@ export const AlertsPage: FC<AlertsPageProps> = ({ projectName, report, suggested
                 return (
                   <tr data-delivery={String(d.id)} data-status={d.status}>
                     <td>{when(d.created_at)}</td>
-                    <td class="mono">{d.rule_id ?? "test"}</td>
+                    <td data-rule-cell><RuleCell d={d} rules={report.rules} /></td>
+                    <td><ScopeCell scope={d.scope} /></td>
+                    <td data-destination-cell><DestinationCell d={d} /></td>
                     <td>{d.kind}</td>
                     <td>{d.status}</td>
                     <td class="num">{d.attempts.length}</td>
@@ -168,6 +217,7 @@ export const AlertsPage: FC<AlertsPageProps> = ({ projectName, report, suggested
               })}
             </tbody>
           </table>
+          </div>
         )}
       </section>
       {admin ? null : (
@@ -203,6 +253,7 @@ const AdminPanels: FC<{ report: AlertsReport; admin: AdminView; suggested: Sugge
       {admin.destinations.length === 0 ? (
         <p class="empty-state">No destinations yet.</p>
       ) : (
+        <div class="scroll">
         <table>
           <thead>
             <tr>
@@ -228,6 +279,7 @@ const AdminPanels: FC<{ report: AlertsReport; admin: AdminView; suggested: Sugge
             ))}
           </tbody>
         </table>
+        </div>
       )}
       <DestinationForm />
     </section>

@@ -124,8 +124,12 @@ export const AlertRuleAnswer = z.object({
 
 export const AlertDelivery = z.object({
   id: z.number().int(),
-  rule_id: z.string().nullable(),
+  rule_id: z.string().nullable().describe("null for a test notification"),
+  rule_name: z.string().nullable(),
   destination_id: z.string().nullable(),
+  destination_kind: z.string().nullable().describe("slack, discord or webhook (null once the destination is deleted)"),
+  destination_name: z.string().nullable(),
+  scope: z.object({ tool: z.string().nullable(), client: z.string().nullable() }).nullable().describe("the (tool, client) the notification is about; null for a test"),
   kind: z.string(),
   status: z.string(),
   created_at: z.string().nullable(),
