@@ -8,6 +8,8 @@ import { Card, InsightList, More, Names, Pager, SearchBox, ToolStatus, ToolsTabl
 import { formatChars, formatDelta, formatInt, formatMs, formatRate, formatTokens, formatUsd } from "./format.ts";
 import { Frame, pageHref, toolHref, type PageQuery } from "./layout.tsx";
 import { Name, visibleName } from "./name.tsx";
+import { FirstCallWhy, RetriesWhy, callsWithoutSession, firstCallFacts, firstCallHint, type SessionCoverage } from "./explain.tsx";
+import { SMALL_SAMPLE_RULE } from "../metrics/insights.ts";
 
 const PAGE_NOTE = `${PAGE_ROWS} per page`;
 
@@ -44,6 +46,8 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
   const pt = data.previousTotals;
   const deadTokens = data.deadSchemaBytes / UTF16_UNITS_PER_TOKEN;
   const periodNote = `previous ${range.days} day${range.days === 1 ? "" : "s"}`;
+  const without = callsWithoutSession(data.sessions);
+  const coverage: SessionCoverage = without === null ? null : { calls: t.calls, callsWithoutSession: without };
   return (
     <Frame
       title={`${visibleName(projectName)} · MCPulse`}
@@ -61,7 +65,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
           delta={formatDelta(t.calls, pt.calls, { relative: true, higherIsBetter: true })} sub={`vs ${formatInt(pt.calls)} in the ${periodNote}`} />
         <Card id="first_call_rate" label="First-call success" value={formatRate(t.first_call_rate)} raw={t.first_call_rate}
           delta={formatDelta(t.first_call_rate, pt.first_call_rate, { relative: false, higherIsBetter: true })}
-          sub={`${formatInt(t.first_call_ok)} of ${formatInt(t.first_call_attempts)} first calls`} />
+          sub={<FirstCallWhy facts={firstCallFacts(t, coverage)} />} />
         <Card id="error_rate" label="Error rate" value={formatRate(t.error_rate)} raw={t.error_rate}
           delta={formatDelta(t.error_rate, pt.error_rate, { relative: false, higherIsBetter: false })}
           sub={`${formatInt(t.bad_args)} bad args · ${formatInt(t.tool_error)} tool · ${formatInt(t.crashed)} crashed`} />
@@ -89,9 +93,10 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
         </section>
         <section class="panel">
           <h2>
-            Fix first <small>ranked by severity, then calls affected</small>
+            Fix first <small>worst first: severity, failed calls, then calls affected</small>
           </h2>
           <InsightList insights={data.insights} query={q} />
+          <p class="muted more" data-small-sample-rule>{SMALL_SAMPLE_RULE}</p>
         </section>
       </div>
 
@@ -176,7 +181,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
                   <tr data-client={c.client_name}>
                     <td data-value={c.client_name}><a href={pageHref("/", { from: range.from, to: range.to, client: c.client_name })}><Name text={c.client_name} /></a></td>
                     <td class="n" data-value={String(c.calls)}>{formatInt(c.calls)}</td>
-                    <td class={`n ${firstCallClass(c.first_call_rate)}`} data-value={String(c.first_call_rate ?? "")}>{formatRate(c.first_call_rate)}</td>
+                    <td class={`n ${firstCallClass(c.first_call_rate)}`} data-value={String(c.first_call_rate ?? "")} title={firstCallHint(c)}>{formatRate(c.first_call_rate)}</td>
                     <td class="n" data-value={String(c.error_rate ?? "")}>{formatRate(c.error_rate)}</td>
                     <td class="n" data-value={String(c.empty_rate ?? "")}>{formatRate(c.empty_rate)}</td>
                     <td class="n" data-value={String(c.retries)}>{formatInt(c.retries)}</td>
@@ -294,10 +299,10 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
       {!r ? <div class="error">This tool has no calls in this range and is not registered.</div> : null}
       <div class="cards">
         <Card id="calls" label="Calls" value={formatInt(r?.calls ?? 0)} raw={r?.calls ?? 0}
-          delta={formatDelta(r?.calls ?? 0, p.calls, { relative: true, higherIsBetter: true })} sub={`${formatInt(r?.retries ?? 0)} retries`} />
+          delta={formatDelta(r?.calls ?? 0, p.calls, { relative: true, higherIsBetter: true })} sub={r ? <RetriesWhy facts={firstCallFacts(r, null)} /> : "0 retries"} />
         <Card id="first_call_rate" label="First-call success" value={formatRate(r?.first_call_rate ?? null)} raw={r?.first_call_rate ?? null}
           delta={formatDelta(r?.first_call_rate ?? null, p.first_call_rate, { relative: false, higherIsBetter: true })}
-          sub={`${formatInt(r?.first_call_ok ?? 0)} of ${formatInt(r?.first_call_attempts ?? 0)} first calls`} />
+          sub={r ? <FirstCallWhy facts={firstCallFacts(r, null)} /> : "0 of 0 first calls"} />
         <Card id="error_rate" label="Error rate" value={formatRate(r?.error_rate ?? null)} raw={r?.error_rate ?? null}
           delta={formatDelta(r?.error_rate ?? null, p.error_rate, { relative: false, higherIsBetter: false })} />
         <Card id="empty_rate" label="Empty results" value={formatRate(r?.empty_rate ?? null)} raw={r?.empty_rate ?? null}

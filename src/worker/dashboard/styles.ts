@@ -99,6 +99,13 @@ form.rule-form .wide{flex-basis:100%}
 form.rule-form input,form.rule-form select{font:inherit;font-size:13px;color:var(--ink);border:1px solid var(--line);border-radius:6px;padding:4px 6px}
 form.rule-form input[type=number]{width:7em}
 form.rule-form fieldset{border:1px solid var(--line);border-radius:6px;display:flex;flex-wrap:wrap;gap:6px 14px}
+details.why{margin-top:2px}
+details.why summary{cursor:pointer;color:var(--accent)}
+details.why ul{margin:6px 0 0;padding-left:16px;color:var(--ink);font-size:12px;line-height:1.4}
+details.why li{margin:3px 0}
+details.why .why-key{color:var(--warn)}
+.card:has(details.why[open]){grid-column:1/-1}
+sup.why-mark{color:var(--muted);margin-left:2px;font-size:9px}
 #manage-rules details{border-top:1px solid #f2f4f7;padding:8px 0}
 #manage-rules summary{cursor:pointer;font-size:13px}
 `;
