@@ -1,6 +1,6 @@
 // The two dashboard pages: the project overview and one tool's page.
 import type { FC } from "hono/jsx";
-import { PAGE_ROWS, type OverviewData, type ToolPageData } from "../metrics/page-data.ts";
+import { PAGE_ROWS, type ChartSeries, type OverviewData, type ToolPageData } from "../metrics/page-data.ts";
 import type { DateRange, Grain } from "../metrics/query.ts";
 import { UTF16_UNITS_PER_TOKEN, type TimeseriesBucket } from "../metrics/reports.ts";
 import { CallsChart, LatencyHistogram, OutcomeBar, RateChart, type TimePoint } from "./charts.tsx";
@@ -15,11 +15,27 @@ const PAGE_NOTE = `${PAGE_ROWS} per page`;
 
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 
+/** An x label: the day, or the hour (a day's first hour names the day, so two days tell apart). */
 function bucketLabel(start: string, grain: Grain): string {
   const d = new Date(start);
-  if (grain === "hour") return `${String(d.getUTCHours()).padStart(2, "0")}:00`;
+  if (grain === "hour" && d.getUTCHours() !== 0) return `${String(d.getUTCHours()).padStart(2, "0")}:00`;
   return `${MONTHS[d.getUTCMonth()]} ${d.getUTCDate()}`;
 }
+
+function dayLabel(iso: string): string {
+  return bucketLabel(`${iso}T00:00:00Z`, "day");
+}
+
+/** Under a time chart's title: its grain, and which days it shows when not the whole range. */
+const ChartNote: FC<{ chart: ChartSeries; range: DateRange; extra?: string }> = ({ chart, range, extra }) => (
+  <small data-chart-grain={chart.grain} data-chart-from={chart.range.from} data-chart-to={chart.range.to}>
+    {chart.grain === "hour" ? "per hour" : "per day"}
+    {chart.range.from !== range.from || chart.range.to !== range.to
+      ? ` · only ${chart.range.from === chart.range.to ? dayLabel(chart.range.from) : `${dayLabel(chart.range.from)}–${dayLabel(chart.range.to)}`} had calls in this range`
+      : ""}
+    {extra ? ` · ${extra}` : ""}
+  </small>
+);
 
 function timePoints(series: TimeseriesBucket[], grain: Grain): TimePoint[] {
   return series.map((b) => ({
@@ -87,9 +103,9 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
       <div class="grid2">
         <section class="panel">
           <h2>
-            Calls <small>{data.grain === "hour" ? "per hour" : "per day"} · errors in red</small>
+            Calls <ChartNote chart={data.chart} range={range} extra="errors in red" />
           </h2>
-          <CallsChart points={timePoints(data.series, data.grain)} />
+          <CallsChart points={timePoints(data.chart.series, data.chart.grain)} />
         </section>
         <section class="panel">
           <h2>
@@ -273,7 +289,7 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
   const hidden = { name: tool };
   const r = data.row;
   const p = data.previous;
-  const labels = data.series.map((b) => bucketLabel(b.start, data.grain));
+  const labels = data.chart.series.map((b) => bucketLabel(b.start, data.chart.grain));
   const schemaTokens = r?.schema_bytes == null ? null : r.schema_bytes / UTF16_UNITS_PER_TOKEN;
   const before = data.pairs.filter((x) => x.to_tool === tool);
   const after = data.pairs.filter((x) => x.from_tool === tool);
@@ -335,20 +351,20 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
       </div>
 
       <section class="panel">
-        <h2>First-call success and empties over time <small>{data.grain === "hour" ? "per hour" : "per day"}</small></h2>
+        <h2>First-call success and empties over time <ChartNote chart={data.chart} range={range} /></h2>
         <RateChart
           width={1200}
           labels={labels}
           series={[
-            { name: "first-call success", color: "#4f46e5", values: data.series.map((b) => b.first_call_rate) },
-            { name: "empty rate", color: "#f79009", values: data.series.map((b) => b.empty_rate) },
+            { name: "first-call success", color: "#4f46e5", values: data.chart.series.map((b) => b.first_call_rate) },
+            { name: "empty rate", color: "#f79009", values: data.chart.series.map((b) => b.empty_rate) },
           ]}
         />
         <div class="legend">
           <span><i style="background:#4f46e5" />first-call success</span>
           <span><i style="background:#f79009" />empty rate</span>
         </div>
-        <CallsChart points={timePoints(data.series, data.grain)} height={150} width={1200} />
+        <CallsChart points={timePoints(data.chart.series, data.chart.grain)} height={150} width={1200} />
       </section>
 
       <div class="grid2 even">

@@ -65,7 +65,9 @@ ul.insights li:last-child{border-bottom:0}
 .bar span{display:block;height:100%}
 .legend{display:flex;flex-wrap:wrap;gap:12px;font-size:12px;color:var(--muted);margin-top:8px}
 .legend i{display:inline-block;width:10px;height:10px;border-radius:3px;margin-right:5px;vertical-align:-1px}
-svg text{font:11px system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;fill:#667085}
+svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;fill:#667085}
+.chart-narrow{display:none}
+@media (max-width:640px){.chart-wide{display:none}.chart-narrow{display:block}}
 .signin{max-width:420px;margin:12vh auto;background:var(--panel);border:1px solid var(--line);border-radius:12px;padding:28px}
 .signin h1{font-size:20px;margin:0 0 6px}.signin p{color:var(--muted);margin:0 0 16px}
 .signin input{width:100%;font:inherit;padding:9px 10px;border:1px solid var(--line);border-radius:8px;margin-bottom:12px;font-family:ui-monospace,Menlo,monospace;font-size:13px}
