@@ -62,7 +62,7 @@ describe("the pages explain their figures", () => {
     const tool = await page(`/tool?name=refine_search&${range}`, p.read_key);
     const why = textAt(tool, "data-why-first-call", "</details>");
     expect(why).toContain("0 of 2 first calls · why?");
-    expect(why).toContain("2 chains:");
+    expect(why).toContain("2 chains — a chain is a call that is not a retry");
     expect(why).toContain("Every call was ok with data, so all 2 failed because their first call was retried");
     expect(why).toContain("4 calls were retries:");
     expect(why).toContain("DIFFERENT arguments");

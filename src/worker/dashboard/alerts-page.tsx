@@ -78,6 +78,32 @@ const ScopeCell: FC<{ scope: { tool: string | null; client: string | null } | nu
     </>
   );
 
+/** Scopes listed per rule: a rule over each of thousands of tools keeps the page bounded (SPEC §3). */
+export const SCOPES_SHOWN = 20;
+
+/**
+ * The scopes of a rule the page lists: firing first, then pending, then the evaluated ok ones, then
+ * those not evaluated; by tool and client within each; at most SCOPES_SHOWN (the row after them
+ * counts the rest by state).
+ */
+export function shownStates(rule: Rule): ScopeState[] {
+  const rank = (s: ScopeState) => (s.state === "firing" ? 0 : s.state === "pending" ? 1 : notEvaluated(rule, s) ? 3 : 2);
+  const key = (s: ScopeState) => `${s.scope.tool ?? ""}\u0000${s.scope.client ?? ""}`;
+  const sorted = [...rule.states].sort((a, b) => rank(a) - rank(b) || (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+  return sorted.slice(0, SCOPES_SHOWN);
+}
+
+/** The scopes a rule's list leaves out, counted by what they show. */
+function hiddenSummary(rule: Rule, shown: number): string {
+  const rest = [...rule.states]
+    .map((s) => (notEvaluated(rule, s) ? "not evaluated" : s.state))
+    .sort((a, b) => ["firing", "pending", "ok", "not evaluated"].indexOf(a) - ["firing", "pending", "ok", "not evaluated"].indexOf(b))
+    .slice(shown);
+  const counts = new Map<string, number>();
+  for (const label of rest) counts.set(label, (counts.get(label) ?? 0) + 1);
+  return [...counts].map(([label, n]) => `${n.toLocaleString("en-US")} ${label}`).join(", ");
+}
+
 function scopeLabel(tool: string | null, client: string | null): string {
   return [tool === null ? "whole project" : tool === "*" ? "each tool" : null, client === "*" ? "each client" : null].filter(Boolean).join(", ");
 }
@@ -150,8 +176,10 @@ export const AlertsPage: FC<AlertsPageProps> = ({ projectName, report, suggested
             </thead>
             <tbody>
               {report.rules.flatMap((rule) => {
-                const states = rule.states.length > 0 ? rule.states : [null];
-                return states.map((s, i) => (
+                const shown = shownStates(rule);
+                const states = shown.length > 0 ? shown : [null];
+                const hidden = rule.states.length - shown.length;
+                const rows = states.map((s, i) => (
                   <tr data-rule={rule.id} data-state={s?.state ?? "none"}>
                     <td>{i === 0 ? <Name text={rule.name ?? rule.id} /> : ""}</td>
                     <td class="mono">{i === 0 ? condition(rule) : ""}</td>
@@ -171,6 +199,16 @@ export const AlertsPage: FC<AlertsPageProps> = ({ projectName, report, suggested
                     <td>{when(s?.last_evaluated ?? null)}</td>
                   </tr>
                 ));
+                if (hidden > 0) {
+                  rows.push(
+                    <tr data-rule={rule.id} data-more-scopes={String(hidden)}>
+                      <td colspan={8} class="muted">
+                        …and {hidden.toLocaleString("en-US")} more scopes ({hiddenSummary(rule, shown.length)}) — GET /v1/metrics/alerts lists them all
+                      </td>
+                    </tr>,
+                  );
+                }
+                return rows;
               })}
             </tbody>
           </table>

@@ -240,7 +240,7 @@ const LatencySvg: FC<{ buckets: { ms: number; n: number }[]; percentiles: Percen
       ) : null}
       {ticks.map((t, i) =>
         i % every === 0 || i === ticks.length - 1 ? (
-          <text x={lx(t)} y={h - frame.font * 0.7} text-anchor={i === ticks.length - 1 ? "end" : i === 0 && !hasSubMs ? "start" : "middle"}>{formatMs(t)}</text>
+          <text x={lx(t)} y={h - frame.font * 0.7} text-anchor={i === ticks.length - 1 ? "end" : i === 0 ? "start" : "middle"}>{formatMs(t)}</text>
         ) : null,
       )}
       {buckets.map((b) => (

@@ -66,7 +66,7 @@ const SessionLine: FC<{ facts: FirstCallFacts }> = ({ facts }) =>
   facts.knownSessionShare === null ? (
     <li data-why="sessions">
       Retries are measured within a session: a call without a known session (empty <span class="mono">session_id</span>) is a
-      chain of one and never a retry. The share of calls with a known session is on the overview.
+      chain of one and never a retry.
     </li>
   ) : (
     <li data-why="sessions" data-value={String(facts.knownSessionShare)}>
@@ -83,7 +83,7 @@ export const FirstCallWhy: FC<{ facts: FirstCallFacts }> = ({ facts }) => (
     </summary>
     <ul>
       <li data-why="chains" data-value={String(facts.chains)}>
-        <b>{n(facts.chains)}</b> chains: {DEFINITIONS.first_call_attempts}.
+        <b>{n(facts.chains)}</b> chains — a chain is {DEFINITIONS.chain}.
       </li>
       <li data-why="ok" data-value={String(facts.firstCallOk)}>
         <b>{n(facts.firstCallOk)}</b> succeeded at the first call: {DEFINITIONS.first_call_ok}.

@@ -138,6 +138,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
           {data.dead.rows.length === 0 ? (
             <p class="empty-state">None.</p>
           ) : (
+            <div class="scroll">
             <table>
               <thead>
                 <tr><th>Tool</th><th class="n">Schema chars</th><th class="n">Tokens / session</th></tr>
@@ -152,6 +153,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
                 ))}
               </tbody>
             </table>
+            </div>
           )}
           <More shown={data.dead.rows.length} total={data.dead.total} api="GET /v1/metrics/tools" />
         </section>
@@ -162,6 +164,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
           {data.pairs.rows.length === 0 ? (
             <p class="empty-state">No pairs in this range.</p>
           ) : (
+            <div class="scroll">
             <table>
               <thead><tr><th>From</th><th>Then</th><th class="n">Times</th></tr></thead>
               <tbody>
@@ -174,6 +177,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
                 ))}
               </tbody>
             </table>
+            </div>
           )}
           <More shown={data.pairs.rows.length} total={data.pairs.total} api="GET /v1/metrics/pairs" />
         </section>
@@ -185,6 +189,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
           {data.clientRows.rows.length === 0 ? (
             <p class="empty-state">No calls in this range, or no client matches the search.</p>
           ) : (
+            <div class="scroll">
             <table class="sortable">
               <thead>
                 <tr>
@@ -205,6 +210,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
                 ))}
               </tbody>
             </table>
+            </div>
           )}
           <More shown={data.clientRows.rows.length} total={data.clientRows.total} api="GET /v1/metrics/clients" />
         </section>
@@ -254,6 +260,7 @@ const Agreement: FC<{ data: OverviewData["agreement"]; query: PageQuery }> = ({ 
   <>
     {data.agreement.total === 0 && data.silent.total === 0 ? <p class="empty-state">No agreement checks declared or run.</p> : null}
     {data.agreement.rows.length > 0 ? (
+      <div class="scroll">
       <table>
         <thead>
           <tr><th>Field</th><th>Tool A</th><th>Tool B</th><th class="n">Checks</th><th class="n">Disagreements</th><th class="n">Rate</th></tr>
@@ -271,6 +278,7 @@ const Agreement: FC<{ data: OverviewData["agreement"]; query: PageQuery }> = ({ 
           ))}
         </tbody>
       </table>
+      </div>
     ) : null}
     <More shown={data.agreement.rows.length} total={data.agreement.total} api="GET /v1/metrics/agreement" />
     {data.silent.rows.map((s) => (
@@ -372,6 +380,7 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
           <h2>Clients <small>all clients, this tool · most calls first, {PAGE_NOTE}</small></h2>
           <SearchBox path="/tool" query={searched} hidden={hidden} what="clients" />
           {data.clientRows.rows.length === 0 ? <p class="empty-state">No calls in this range, or no client matches the search.</p> : (
+            <div class="scroll">
             <table>
               <thead><tr><th>Client</th><th class="n">Calls</th><th class="n">First-call ok</th><th class="n">Errors</th><th class="n">Empty</th><th class="n">p95</th></tr></thead>
               <tbody>
@@ -387,12 +396,14 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
                 ))}
               </tbody>
             </table>
+            </div>
           )}
           <Pager list={data.clientRows} path="/tool" query={searched} hidden={hidden} />
         </section>
         <section class="panel" id="tool-pairs">
           <h2>Pairs</h2>
           {before.length === 0 && after.length === 0 ? <p class="empty-state">No pairs with this tool in this range.</p> : (
+            <div class="scroll">
             <table>
               <thead><tr><th>Called before</th><th class="n">Times</th><th>Called after</th><th class="n">Times</th></tr></thead>
               <tbody>
@@ -406,6 +417,7 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
                 ))}
               </tbody>
             </table>
+            </div>
           )}
         </section>
       </div>
@@ -419,6 +431,7 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
                 {reg.regressed ? <span class="pill high">regressed</span> : <span class="pill low">no regression</span>}{" "}
                 <span class="mono">{reg.previous_schema_hash}</span> → <span class="mono">{reg.schema_hash}</span> on {reg.changed_at.slice(0, 16).replace("T", " ")} UTC
               </p>
+              <div class="scroll">
               <table>
                 <thead><tr><th></th><th class="n">Calls</th><th class="n">Bad-args rate</th><th class="n">First-call success</th></tr></thead>
                 <tbody>
@@ -426,6 +439,7 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
                   <tr><td>After</td><td class="n">{formatInt(reg.after.calls)}</td><td class={`n ${badRateClass(reg.after.bad_args_rate, 0.05)}`}>{formatRate(reg.after.bad_args_rate)}</td><td class={`n ${firstCallClass(reg.after.first_call_rate)}`}>{formatRate(reg.after.first_call_rate)}</td></tr>
                 </tbody>
               </table>
+              </div>
             </>
           )}
         </section>

@@ -6,6 +6,11 @@
 export const SEQUENCE =
   "the calls of one session, one client and one tool, in the order they started";
 
+/** SPEC §2.2: what a chain is (first_call_attempts counts them). */
+const CHAIN =
+  "a call that is not a retry followed by the unbroken run of retries after it, so every call that is not a retry " +
+  "starts one; a call without a known session is a chain of one. A chain counts in the hour and client of its first call";
+
 export const DEFINITIONS = {
   calls: "tool calls in the range",
   ok: "calls whose outcome was ok, empty ones included (empty ⊆ ok; ok + bad_args + tool_error + crashed = calls)",
@@ -18,10 +23,9 @@ export const DEFINITIONS = {
     "and has DIFFERENT arguments (args_hash) from c. A repeat with the same arguments (pagination, polling) is never a retry; " +
     "a call that starts before the previous one ended (parallel) is never a retry; a call without a known session is never a retry",
   retries: "calls that are retries (see retry)",
-  first_call_attempts:
-    "chains: a chain is a call that is not a retry followed by the unbroken run of retries after it, so every call that is " +
-    "not a retry starts one; a call without a known session is a chain of one. A chain counts in the hour and client of its first call",
+  chain: CHAIN,
   first_call_ok: "chains whose first call was ok, not empty, and not retried",
+  first_call_attempts: `chains: a chain is ${CHAIN}`,
   first_call_rate:
     "first_call_ok ÷ first_call_attempts, 4 decimals (null without chains): how often the model got the tool right at the first call. " +
     "A first call that was ok but was followed by a retry (a different-arguments call within 30 s) does not count as a success",
