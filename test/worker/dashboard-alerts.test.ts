@@ -7,6 +7,8 @@ import { describe, expect, it } from "vitest";
 import { CreateRuleBody } from "../../src/worker/alerts/rules.ts";
 import { ruleForInsight } from "../../src/worker/alerts/suggest.ts";
 import { INSIGHT_KINDS } from "../../src/worker/metrics/insights.ts";
+import { SCOPES_SHOWN, notEvaluated, shownStates } from "../../src/worker/dashboard/alerts-page.tsx";
+import type { AlertsReport } from "../../src/worker/alerts/report.ts";
 import { createDestination, createRule, runCron } from "./alerts/helpers.ts";
 import { callPayload, postIngest } from "./helpers/ingest.ts";
 import { adminHeaders, createProject } from "./helpers/projects.ts";
@@ -103,6 +105,30 @@ describe("the alerts page", () => {
   it("links every insight that has a matching alert metric to it", async () => {
     const suggested = INSIGHT_KINDS.filter((kind) => ruleForInsight(kind, "search_orders") !== null);
     expect(suggested).toEqual(["crashes", "high_error_rate", "low_first_call_success", "slow_calls", "empty_results", "dead_tool"]);
+  });
+});
+
+describe("a rule's scopes on the page", () => {
+  it("lists at most 20, firing then pending then ok then not evaluated, by tool", () => {
+    type Rule = AlertsReport["rules"][number];
+    const state = (tool: string, s: "ok" | "pending" | "firing", value: number | null) =>
+      ({ scope: { tool, client: null }, state: s, since: null, value, last_evaluated: null }) as Rule["states"][number];
+    const states = [
+      ...Array.from({ length: 30 }, (_, i) => state(`quiet_${String(i).padStart(2, "0")}`, "ok", null)),
+      ...Array.from({ length: 10 }, (_, i) => state(`fine_${i}`, "ok", 0.01)),
+      state("b_firing", "firing", 0.5),
+      state("a_firing", "firing", 0.4),
+      state("pending_one", "pending", 0.2),
+    ];
+    const rule = { metric: "error_rate", states } as unknown as Rule;
+    const shown = shownStates(rule);
+    expect(shown).toHaveLength(SCOPES_SHOWN);
+    expect(shown.slice(0, 4).map((s) => s.scope.tool)).toEqual(["a_firing", "b_firing", "pending_one", "fine_0"]);
+    expect(shown.filter((s) => notEvaluated(rule, s))).toHaveLength(SCOPES_SHOWN - 13);
+    expect(shownStates({ ...rule, states: states.slice(0, SCOPES_SHOWN - 1) })).toHaveLength(SCOPES_SHOWN - 1);
+    // A calls rule and an event rule are evaluated whatever their figure.
+    expect(notEvaluated({ ...rule, metric: "calls" }, states[0]!)).toBe(false);
+    expect(notEvaluated({ ...rule, metric: null }, states[0]!)).toBe(false);
   });
 });
 

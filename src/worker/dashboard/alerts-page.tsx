@@ -165,12 +165,12 @@ export const AlertsPage: FC<AlertsPageProps> = ({ projectName, report, suggested
             <thead>
               <tr>
                 <th>Rule</th>
-                <th>Condition</th>
-                <th>Window</th>
                 <th>Scope</th>
                 <th>State</th>
-                <th>Since</th>
                 <th class="num">Last figure</th>
+                <th>Condition</th>
+                <th>Window</th>
+                <th>Since</th>
                 <th>Last evaluated</th>
               </tr>
             </thead>
@@ -182,8 +182,6 @@ export const AlertsPage: FC<AlertsPageProps> = ({ projectName, report, suggested
                 const rows = states.map((s, i) => (
                   <tr data-rule={rule.id} data-state={s?.state ?? "none"}>
                     <td>{i === 0 ? <Name text={rule.name ?? rule.id} /> : ""}</td>
-                    <td class="mono">{i === 0 ? condition(rule) : ""}</td>
-                    <td>{i === 0 ? `${rule.window_hours} h, ≥ ${rule.min_calls} calls, ${rule.for_evaluations}× in a row` : ""}</td>
                     <td>{s === null ? scopeLabel(rule.tool, rule.client) || "—" : <ScopeCell scope={s.scope} />}</td>
                     <td>
                       {s === null ? (
@@ -194,15 +192,17 @@ export const AlertsPage: FC<AlertsPageProps> = ({ projectName, report, suggested
                         <span class={`pill ${s.state === "firing" ? "high" : s.state === "pending" ? "medium" : "low"}`}>{s.state}</span>
                       )}
                     </td>
-                    <td>{when(s?.since ?? null)}</td>
                     <td class="num">{s?.value ?? "—"}</td>
+                    <td class="mono">{i === 0 ? condition(rule) : ""}</td>
+                    <td>{i === 0 ? `${rule.window_hours} h, ≥ ${rule.min_calls} calls, ${rule.for_evaluations}× in a row` : ""}</td>
+                    <td>{when(s?.since ?? null)}</td>
                     <td>{when(s?.last_evaluated ?? null)}</td>
                   </tr>
                 ));
                 if (hidden > 0) {
                   rows.push(
                     <tr data-rule={rule.id} data-more-scopes={String(hidden)}>
-                      <td colspan={8} class="muted">
+                      <td colspan={8} class="muted" style="white-space:normal">
                         …and {hidden.toLocaleString("en-US")} more scopes ({hiddenSummary(rule, shown.length)}) — GET /v1/metrics/alerts lists them all
                       </td>
                     </tr>,
