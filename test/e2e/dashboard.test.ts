@@ -263,6 +263,13 @@ describe("dashboard in headless Chromium", () => {
         expect(layout.header?.signOutInside, what).toBe(true);
         expect(layout.header!.height, what).toBeLessThanOrEqual(64);
         if (opts.chart) expect(layout.minChartLabelPx, what).toBeGreaterThanOrEqual(MIN_CHART_LABEL_PX);
+        // Percentile labels never overprint one another.
+        const boxes = await page.$$eval('svg[data-chart="latency"] [data-percentile] text', (els) =>
+          els.map((el) => el.getBoundingClientRect()).filter((r) => r.width > 0).map((r) => [r.left, r.top, r.right, r.bottom] as const),
+        );
+        for (const [i, a] of boxes.entries()) {
+          for (const b of boxes.slice(i + 1)) expect(a[2] <= b[0] || b[2] <= a[0] || a[3] <= b[1] || b[3] <= a[1], `${what}: percentile labels overlap`).toBe(true);
+        }
         // Long names are cut, with the whole name on hover.
         const cut = await page.$$eval("bdi.name", (els) => els.filter((el) => el.scrollWidth > el.clientWidth + 1).map((el) => el.getAttribute("title") ?? ""));
         if (path === "/") expect(cut, what).toContain(LONG_TOOLS[0]);

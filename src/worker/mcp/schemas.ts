@@ -116,7 +116,7 @@ export const AlertRuleAnswer = z.object({
       scope: z.object({ tool: z.string().nullable(), client: z.string().nullable() }),
       state: z.enum(["ok", "pending", "firing"]),
       since: z.string().nullable(),
-      value: z.number().nullable().describe("the figure at the last evaluation"),
+      value: z.number().nullable().describe("the figure at the last evaluation; null when the scope was not evaluated (fewer calls than min_calls in its window, so its state did not move)"),
       last_evaluated: z.string().nullable(),
     }),
   ),

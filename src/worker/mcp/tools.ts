@@ -277,7 +277,8 @@ export const MCP_TOOLS: McpToolDefinition[] = [
       "The project's alert rules (a figure such as first_call_rate or error_rate against a threshold over the " +
       "last N hours, or an event such as dead_tool or schema_regression), each with its state per scope: ok, " +
       "pending (breaching, not yet for enough consecutive evaluations) or firing, since when, and the figure " +
-      "at the last evaluation; and the latest notifications with every delivery attempt. Firing rules first.",
+      "at the last evaluation (null: not evaluated, fewer calls than min_calls in the window); and the latest notifications " +
+      "with the rule's name, the scope, the destination's kind and name, and every delivery attempt. Firing rules first.",
     inputSchema: z.object({ limit: limit.describe(`at most this many rules and this many notifications (default ${DEFAULT_LIMIT}, at most ${MAX_LIMIT})`) }),
     outputSchema: z.object({
       as_of: RangeFields.as_of,
