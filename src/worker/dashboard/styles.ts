@@ -60,7 +60,7 @@ ul.insights .alert-me{margin-left:auto;white-space:nowrap;font-size:12px}
 header.top a.nav{margin-right:4px}
 #suggested-rule pre{white-space:pre-wrap;word-break:break-all;background:#f8fafc;padding:10px;border-radius:6px}
 ul.insights li{display:flex;flex-wrap:wrap;gap:4px 10px;align-items:baseline;padding:8px 0;border-bottom:1px solid #f2f4f7}
-ul.insights li>span:not(.pill){flex:1 1 14em;min-width:0;overflow-wrap:anywhere}
+ul.insights li>span:not(.pill){flex:1 1 9em;min-width:0;overflow-wrap:anywhere}
 ul.insights bdi.name{max-width:100%}
 ul.insights li:last-child{border-bottom:0}
 .muted{color:var(--muted)}.empty-state{color:var(--muted);font-size:13px;padding:8px 0}
