@@ -11,6 +11,7 @@ import { SCOPES_SHOWN, notEvaluated, shownStates } from "../../src/worker/dashbo
 import type { AlertsReport } from "../../src/worker/alerts/report.ts";
 import { createDestination, createRule, runCron } from "./alerts/helpers.ts";
 import { callPayload, postIngest } from "./helpers/ingest.ts";
+import { pageHtml } from "./helpers/pages.ts";
 import { adminHeaders, createProject } from "./helpers/projects.ts";
 
 const COOKIE = "mcpulse_read_key";
@@ -68,7 +69,7 @@ describe("the alerts page", () => {
     expect(res.status).toBe(202);
     await runCron(t0);
 
-    const html = await (await page("/alerts", p.read_key)).text();
+    const html = await pageHtml("/alerts", p.read_key);
     const rows = html.split("<tr").filter((r) => r.includes("data-delivery="));
     expect(rows).toHaveLength(3);
     for (const row of rows) {

@@ -1,16 +1,14 @@
 // Charts that say something: a range whose calls fall on one or two days is charted per hour over
 // those days (not one bar and a dot at the edge), durations under 1 ms are shown as "< 1 ms" in
 // their own slot, percentile labels never overprint, and each chart has a phone drawing.
-import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { NARROW, WIDE, placeLabels } from "../../src/worker/dashboard/charts.tsx";
 import { callsSpan } from "../../src/worker/metrics/page-data.ts";
+import { pageHtml } from "./helpers/pages.ts";
 import { createProject } from "./helpers/projects.ts";
 import { dayMs, histogramOf, seedHour } from "./metrics/seed.ts";
 
-const COOKIE = "mcpulse_read_key";
-const page = async (path: string, key: string) =>
-  (await exports.default.fetch(`http://worker${path}`, { headers: { cookie: `${COOKIE}=${key}` }, redirect: "manual" })).text();
+const page = pageHtml;
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 

@@ -1,18 +1,16 @@
 // Figures that explain themselves: the first-call success and retry counts open to what they are
 // made of (SPEC §2.2), a 0 % first-call success on all-ok calls says why, and "Fix first" states its
 // small-sample rule and lists the failing tool first.
-import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { callsWithoutSession, firstCallFacts } from "../../src/worker/dashboard/explain.tsx";
 import { counterFigures, emptyGroup } from "../../src/worker/metrics/counters.ts";
 import { INSIGHT_MIN_CALLS, INSIGHT_MIN_FAILURES, SMALL_SAMPLE_RULE } from "../../src/worker/metrics/insights.ts";
 import { sessionsFrom } from "../../src/worker/metrics/reports.ts";
+import { pageHtml } from "./helpers/pages.ts";
 import { createProject } from "./helpers/projects.ts";
 import { dayMs, seedHour } from "./metrics/seed.ts";
 
-const COOKIE = "mcpulse_read_key";
-const page = async (path: string, key: string) =>
-  (await exports.default.fetch(`http://worker${path}`, { headers: { cookie: `${COOKIE}=${key}` }, redirect: "manual" })).text();
+const page = pageHtml;
 
 function figures(counters: Record<string, number>) {
   const group = emptyGroup();
