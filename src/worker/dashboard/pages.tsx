@@ -388,7 +388,7 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
                   <tr data-client={c.client_name}>
                     <td><a href={toolHref(tool, { ...q, client: c.client_name })}><Name text={c.client_name} /></a></td>
                     <td class="n" data-value={String(c.calls)}>{formatInt(c.calls)}</td>
-                    <td class={`n ${firstCallClass(c.first_call_rate)}`}>{formatRate(c.first_call_rate)}</td>
+                    <td class={`n ${firstCallClass(c.first_call_rate)}`} title={firstCallHint(c)}>{formatRate(c.first_call_rate)}</td>
                     <td class="n">{formatRate(c.error_rate)}</td>
                     <td class="n">{formatRate(c.empty_rate)}</td>
                     <td class="n">{formatMs(c.duration_ms.p95)}</td>
