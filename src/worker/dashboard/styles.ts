@@ -132,6 +132,7 @@ section.panel{padding:12px}
 form.search input{min-width:0;flex:1}
 .signin{margin:6vh auto;padding:20px}
 td.tool bdi.name,td bdi.name{max-width:11em}
+ul.insights .alert-me{flex-basis:100%;text-align:right}
 }
 #manage-rules details{border-top:1px solid #f2f4f7;padding:8px 0}
 #manage-rules summary{cursor:pointer;font-size:13px}
