@@ -52,7 +52,11 @@ export async function alertsReport(db: D1Database, projectId: string, deliveryLi
     deliveries: deliveries.map((d) => ({
       id: d.notification_id,
       rule_id: d.rule_id,
+      rule_name: d.rule_name,
       destination_id: d.destination_id,
+      destination_kind: d.destination_kind,
+      destination_name: d.destination_name,
+      scope: d.rule_id === null ? null : { tool: d.scope_tool, client: d.scope_client },
       kind: d.kind,
       status: d.status,
       created_at: iso(d.created_at_ms),

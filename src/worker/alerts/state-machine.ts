@@ -40,7 +40,9 @@ export function initialState(nowMs: number): ScopeState {
 export function step(previous: ScopeState | undefined, verdict: Verdict, rule: StepRule, nowMs: number): Step {
   const prev = previous ?? initialState(nowMs);
   const base = { ...prev, value: verdict.value, last_evaluated_ms: nowMs };
-  if (verdict.breaching === null) return { next: base, notify: null };
+  // Not evaluated: the figure is not kept (a value over the threshold beside "ok" reads as a broken
+  // rule), so a reader sees "not evaluated" — the state table's `value` is NULL exactly then.
+  if (verdict.breaching === null) return { next: { ...base, value: null }, notify: null };
   if (!verdict.breaching) {
     if (prev.state === "ok") return { next: { ...base, breaches: 0 }, notify: null };
     const next: ScopeState = { ...base, state: "ok", breaches: 0, since_ms: nowMs };

@@ -516,7 +516,15 @@ export function recordAttemptsStatements(db: D1Database, attempts: string): D1Pr
 export type DeliveryLogRow = {
   notification_id: number;
   rule_id: string | null;
+  /** The rule's name now (NULL for a test, a rule without a name, or a deleted rule). */
+  rule_name: string | null;
   destination_id: string;
+  /** The destination's kind and name now (NULL once it is deleted). */
+  destination_kind: string | null;
+  destination_name: string | null;
+  /** The notification's scope, from its payload (NULL for a test). */
+  scope_tool: string | null;
+  scope_client: string | null;
   kind: NotificationKind;
   status: "pending" | "delivered" | "failed";
   created_at_ms: number;
@@ -529,12 +537,16 @@ export type DeliveryLogRow = {
 export async function listDeliveries(db: D1Database, projectId: string, limit: number): Promise<DeliveryLogRow[]> {
   const { results } = await db
     .prepare(
-      `SELECT o.notification_id, o.rule_id, o.destination_id, o.kind, o.status, o.created_at_ms, o.next_attempt_at_ms,
-         o.delivered_at_ms,
+      `SELECT o.notification_id, o.rule_id, r.name AS rule_name, o.destination_id, d.kind AS destination_kind,
+         d.name AS destination_name, json_extract(o.payload_json, '$.scope.tool') AS scope_tool,
+         json_extract(o.payload_json, '$.scope.client') AS scope_client, o.kind, o.status, o.created_at_ms,
+         o.next_attempt_at_ms, o.delivered_at_ms,
          (SELECT json_group_array(json_object('attempt', a.attempt, 'at_ms', a.attempted_at_ms, 'http_status', a.http_status,
              'latency_ms', a.latency_ms, 'error_class', a.error_class))
           FROM (SELECT * FROM alert_delivery_attempts WHERE notification_id = o.notification_id ORDER BY attempt) AS a) AS attempts_json
        FROM alert_outbox AS o
+       LEFT JOIN alert_rules AS r ON r.rule_id = o.rule_id AND r.project_id = o.project_id
+       LEFT JOIN alert_destinations AS d ON d.destination_id = o.destination_id AND d.project_id = o.project_id
        WHERE o.project_id = ?1
        ORDER BY o.notification_id DESC
        LIMIT ?2`,

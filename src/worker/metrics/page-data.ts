@@ -17,7 +17,8 @@ import type { DurationHistogram } from "../histogram.ts";
 import { sumCounters, type CounterRequest } from "./counter-sums.ts";
 import { counterFigures, emptyGroup, mergeGroups, type CounterFigures, type CounterGroup } from "./counters.ts";
 import { buildInsights, type Insight } from "./insights.ts";
-import { previousRange, type DateRange, type Grain, type PageParams } from "./query.ts";
+import { previousRange, rangeFromDays, type DateRange, type Grain, type PageParams } from "./query.ts";
+import { DAY_MS } from "../time.ts";
 import {
   agreementFrom,
   bucketsFrom,
@@ -79,9 +80,49 @@ export async function loadProjectName(scope: ReadScope): Promise<string> {
   return (await findProject(scope.db, scope.projectId))?.name ?? "";
 }
 
+/** Ranges (and spans of data) up to this many days are charted per hour, longer ones per day. */
+export const HOUR_CHART_DAYS = 2;
+
 /** Charts of ranges up to 2 days use hours, longer ranges days. */
 export function chartGrain(range: DateRange): Grain {
-  return range.days <= 2 ? "hour" : "day";
+  return range.days <= HOUR_CHART_DAYS ? "hour" : "day";
+}
+
+/** What a page's time charts show: the buckets, their grain, and the days they cover. */
+export type ChartSeries = { series: TimeseriesBucket[]; grain: Grain; range: DateRange };
+
+/**
+ * The days of a day series that had calls, when they span at most HOUR_CHART_DAYS days; else null.
+ * A week with one day of data is one bar and one dot at the chart's edge: such a range is charted
+ * per hour over the days that had calls instead.
+ */
+export function callsSpan(series: readonly TimeseriesBucket[]): DateRange | null {
+  const busy = series.filter((b) => b.calls > 0);
+  const first = busy[0];
+  const last = busy[busy.length - 1];
+  if (!first || !last) return null;
+  const fromMs = Date.parse(first.start);
+  const toMs = Date.parse(last.start);
+  return toMs - fromMs < HOUR_CHART_DAYS * DAY_MS ? rangeFromDays(fromMs, toMs) : null;
+}
+
+/**
+ * The chart series of a page from its day or hour sums; when day sums have calls on at most
+ * HOUR_CHART_DAYS days, one more statement reads those days' hours (a few rows: the data is small
+ * exactly then).
+ */
+async function chartSeries(
+  scope: ReadScope,
+  range: DateRange,
+  grain: Grain,
+  sums: Map<string, CounterGroup>,
+  filters: { client?: string | undefined; tool?: string | undefined },
+): Promise<ChartSeries> {
+  const series = bucketsFrom(sums, range, grain);
+  const span = grain === "day" ? callsSpan(series) : null;
+  if (span === null) return { series, grain, range };
+  const [hours] = await sumCounters(scope, [timeseriesRequest(span, "hour", filters, { latency: false })]);
+  return { series: bucketsFrom(hours ?? new Map(), span, "hour"), grain: "hour", range: span };
 }
 
 /** The totals of the period before, for the cards' deltas (p95 included). */
@@ -167,8 +208,7 @@ export type OverviewData = {
   previousTotals: CounterFigures;
   sessions: SessionsReport;
   previousSessions: SessionsReport;
-  series: TimeseriesBucket[];
-  grain: Grain;
+  chart: ChartSeries;
   insights: Insight[];
   pairs: Listed<PairRow>;
   descriptions: PageDescriptions;
@@ -203,6 +243,7 @@ export async function loadOverview(scope: ReadScope, params: PageParams, price: 
   const allClients = clientSums ?? new Map<string, CounterGroup>();
   const filteredClients = client === undefined ? allClients : new Map([...allClients].filter(([name]) => name === client));
   const dead = tools.rows.filter((r) => r.dead);
+  const chart = await chartSeries(scope, range, grain, seriesSums ?? new Map(), { client });
   return {
     asOf,
     clients: pickerClients(allClients, client),
@@ -218,8 +259,7 @@ export async function loadOverview(scope: ReadScope, params: PageParams, price: 
     previousTotals: counterFigures(previousSums?.get("") ?? emptyGroup()),
     sessions: sessions as SessionsReport,
     previousSessions: previousSessions as SessionsReport,
-    series: bucketsFrom(seriesSums ?? new Map(), range, grain),
-    grain,
+    chart,
     insights: buildInsights(tools.rows, tools.histograms, tools.registered),
     pairs: cut(pairs.filter((p) => nameMatches(p.from_tool, search) || nameMatches(p.to_tool, search)), SIDE_ROWS),
     descriptions: pageDescriptions(descriptionsFrom(versions, registered, {}, asOf), search),
@@ -234,8 +274,7 @@ export type ToolPageData = {
   row: ToolRow | undefined;
   histogram: DurationHistogram;
   previous: CounterFigures;
-  series: TimeseriesBucket[];
-  grain: Grain;
+  chart: ChartSeries;
   /** One page of this tool's clients that match the search, most calls first. */
   clientRows: Paged<ClientRow>;
   pairs: PairRow[];
@@ -271,14 +310,14 @@ export async function loadToolPage(scope: ReadScope, tool: string, params: PageP
       asOfIso(scope),
     ]);
   const tools = toolsFrom(toolSums ?? new Map(), registered, { client, tool });
+  const chart = await chartSeries(scope, range, grain, seriesSums ?? new Map(), { client, tool });
   return {
     asOf,
     clients: pickerClients(allClientSums ?? new Map(), client),
     row: tools.rows[0],
     histogram: tools.histograms.get(tool) ?? {},
     previous: counterFigures(previousSums?.get("") ?? emptyGroup()),
-    series: bucketsFrom(seriesSums ?? new Map(), range, grain),
-    grain,
+    chart,
     clientRows: pageOf(clientRowsFrom(clientSums ?? new Map()).filter((c) => nameMatches(c.client_name, search)), page),
     pairs,
     regression: regressions[0],

@@ -44,6 +44,7 @@ const COLUMNS = [
   "retries",
   "first_call_attempts",
   "first_call_ok",
+  "calls_without_session",
 ] as const;
 
 /** Inserts one hour row; the day row adds it by trigger (counters and histogram, migration 0013). */
@@ -54,7 +55,7 @@ export async function seedHour(row: HourRow): Promise<void> {
   const placeholders = COLUMNS.map((_, i) => `?${i + 5}`).join(", ");
   await env.DB.prepare(
     `INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name, ${COLUMNS.join(", ")}, duration_histogram_json) ` +
-      `VALUES (?1, ?2, ?3, ?4, ${placeholders}, ?16)`,
+      `VALUES (?1, ?2, ?3, ?4, ${placeholders}, ?${COLUMNS.length + 5})`,
   )
     .bind(row.projectId, row.hourMs, row.tool, row.client, ...values, JSON.stringify(histogram))
     .run();
