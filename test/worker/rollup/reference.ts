@@ -1,5 +1,5 @@
 // A plain in-memory computation of every rollup table from ALL payloads at once, written from
-// SPEC §2 word for word (chains are walked explicitly, not derived from per-call flags), to
+// SPEC §2 (docs/spec.md) word for word (chains are walked explicitly, not derived from per-call flags), to
 // compare the incremental SQL rollup against. Deliberately straightforward and slow.
 import { durationBucket } from "../../../src/worker/histogram.ts";
 import type { CounterRow, RollupSnapshot, TestAgreement, TestCall, TestStartup } from "./fixtures.ts";
