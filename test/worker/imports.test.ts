@@ -47,7 +47,7 @@ function layerOf(path: string): string {
 }
 
 /** Leaves every layer may import: units, histogram buckets, text, the Env types, the wire contract. */
-const LEAVES = ["time.ts", "histogram.ts", "text.ts", "env.ts"];
+const LEAVES = ["time.ts", "histogram.ts", "text.ts", "env.ts", "errors.ts"];
 /** What each layer may import besides itself and LEAVES (src/shared is outside the worker and always allowed). */
 const MAY_IMPORT: Record<string, string[]> = {
   "db/": [],
@@ -67,6 +67,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   "histogram.ts": [],
   "text.ts": [],
   "env.ts": ["budget/"],
+  "errors.ts": [],
 };
 /** The read side's routes and pages ask metrics/ and never run SQL of their own. */
 const READ_ROUTES = ["routes/metrics.ts", "routes/dashboard.tsx", "routes/mcp.ts"];
