@@ -22,7 +22,6 @@ import {
   type ManageContext,
   type Outcome,
 } from "../alerts/manage.ts";
-import { asAlertRule } from "../alerts/rules.ts";
 import { runsLocally } from "../alerts/targets.ts";
 import { alertsReport, DELIVERY_LOG_LIMIT, ruleAnswer } from "../alerts/report.ts";
 import { requireAdmin } from "./admin.ts";
@@ -96,7 +95,7 @@ alertRoutes.get("/admin/projects/:id/alert-rules", async (c) => {
   const projectId = c.req.param("id");
   await requireProject(c.env.DB, projectId);
   const [rules, states] = await Promise.all([listRules(c.env.DB, projectId), listProjectStates(c.env.DB, projectId)]);
-  return c.json({ rules: rules.map((r) => ruleAnswer(asAlertRule(r), states)) });
+  return c.json({ rules: rules.map((r) => ruleAnswer(r, states)) });
 });
 
 alertRoutes.get("/admin/projects/:id/alert-rules/:rule", async (c) => {
@@ -104,7 +103,7 @@ alertRoutes.get("/admin/projects/:id/alert-rules/:rule", async (c) => {
   const record = await findRule(c.env.DB, projectId, c.req.param("rule"));
   if (!record) throw apiError("NOT_FOUND", MANAGE_ERROR_MESSAGES.no_such_rule);
   const states = await listProjectStates(c.env.DB, projectId);
-  return c.json(ruleAnswer(asAlertRule(record), states));
+  return c.json(ruleAnswer(record, states));
 });
 
 alertRoutes.patch("/admin/projects/:id/alert-rules/:rule", validBody(JsonObjectBody), async (c) => {
