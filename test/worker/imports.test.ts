@@ -51,7 +51,8 @@ const LEAVES = ["time.ts", "histogram.ts", "text.ts", "env.ts", "errors.ts"];
 /** What each layer may import besides itself and LEAVES (src/shared is outside the worker and always allowed). */
 const MAY_IMPORT: Record<string, string[]> = {
   "db/": [],
-  "analytics/": [],
+  // The Analytics Engine layout is named after the counter definition (one list of counters).
+  "analytics/": ["metrics/counters.ts"],
   "budget/": [],
   "rollup/": ["db/"],
   "metrics/": ["db/"],
@@ -101,7 +102,7 @@ describe("worker imports", () => {
       }
       for (const to of targets) {
         const target = layerOf(to);
-        if (target === layer || LEAVES.includes(to) || allowed.includes(target)) continue;
+        if (target === layer || LEAVES.includes(to) || allowed.includes(target) || allowed.includes(to)) continue;
         wrong.push(`${from} → ${to}`);
       }
       if (READ_ROUTES.includes(from) || layer === "dashboard/" || layer === "mcp/") {

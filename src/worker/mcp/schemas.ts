@@ -2,6 +2,7 @@
 // model. Each tool's outputSchema is built from these, and the SDK checks every structuredContent
 // against it, so a report that drifts from its schema fails the tool call instead of misleading.
 import { z } from "zod";
+import { COUNTERS, COUNTER_NAMES, RATES } from "../metrics/counters.ts";
 
 const rate = z.number().nullable();
 
@@ -11,23 +12,27 @@ export const Percentiles = z.object({
   p99: z.number().nullable(),
 });
 
-/** The SPEC §2.1–2.3 counters of a tool, client or range, as /v1/metrics/* shows them. */
-export const CounterFigures = z.object({
-  calls: z.number().int().describe("tool calls in the range"),
-  ok: z.number().int(),
-  empty: z.number().int().describe("ok calls whose result was empty (an answer with nothing in it; not an error)"),
-  bad_args: z.number().int().describe("calls the tool never ran because the model's arguments failed validation"),
-  tool_error: z.number().int().describe("the tool ran and answered isError: true"),
-  crashed: z.number().int().describe("the tool threw or broke its own output schema"),
-  retries: z.number().int().describe("calls that retried the previous call of the same tool in the same session and client within 30 s"),
-  first_call_attempts: z.number().int().describe("first attempts: calls that were not themselves retries"),
-  first_call_ok: z.number().int().describe("first attempts that succeeded without needing a retry"),
-  first_call_rate: rate.describe("first_call_ok / first_call_attempts, 4 decimals: how often the model gets the tool right the first time"),
-  empty_rate: rate.describe("empty / calls"),
-  error_rate: rate.describe("(bad_args + tool_error + crashed) / calls"),
-  duration_ms: Percentiles,
-  response_bytes: z.object({ sum: z.number().int(), avg: z.number().nullable() }),
-});
+/**
+ * The SPEC §2.1–2.3 counters of a tool, client or range, as /v1/metrics/* shows them: built from
+ * metrics/counters.ts (COUNTERS and RATES, with their descriptions) in the order counterFigures()
+ * writes them, so a counter added there is in every tool's output schema.
+ */
+function counterFiguresShape(): Record<string, z.ZodType> {
+  const shape: Record<string, z.ZodType> = {};
+  for (const name of COUNTER_NAMES) {
+    if (COUNTERS[name].shown === "count") shape[name] = z.number().int().describe(COUNTERS[name].description);
+  }
+  for (const [name, r] of Object.entries(RATES)) shape[name] = rate.describe(r.description);
+  shape.duration_ms = Percentiles;
+  for (const name of COUNTER_NAMES) {
+    const shown = COUNTERS[name].shown;
+    if (typeof shown === "object") {
+      shape[shown.sumAndAverageAs] = z.object({ sum: z.number().int(), avg: z.number().nullable() }).describe(COUNTERS[name].description);
+    }
+  }
+  return shape;
+}
+export const CounterFigures = z.object(counterFiguresShape());
 
 export const ToolPolicy = z.object({ requires_authorization: z.boolean(), requires_verified_identity: z.boolean() }).nullable();
 
