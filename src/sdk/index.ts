@@ -4,7 +4,7 @@
 // block (recording is synchronous and cheap, nothing on the tool-call path waits on the network);
 // rule 3, never send customer data (arguments, results, descriptions and schemas stay in the process).
 export { watch } from "./watch.ts";
-export type { WatchOptions, ToolPolicy } from "./options.ts";
+export type { WatchOptions, ToolPolicy, SessionKeyRequest } from "./options.ts";
 export {
   DEFAULT_AGREE_WINDOW_MS,
   EXIT_FLUSH_TIMEOUT_MS,

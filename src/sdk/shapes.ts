@@ -2,6 +2,7 @@
 // SPEC §4 "Facts about the MCP SDKs". `Server._requestHandlers` is a Map of method → handler in
 // every version; `McpServer` wraps a `Server` in `.server` and keeps `_registeredTools` by name.
 // Every private member the SDK relies on, with the versions it was checked on: internals.ts.
+import { transportKindOf } from "./session.ts";
 export type RequestHandler = (request: unknown, extra: unknown) => unknown;
 
 export interface LowLevelServer {
@@ -48,11 +49,6 @@ export function recogniseServer(value: unknown): ServerShape | null {
 
 /** `transport` of the startup payload, from the connected transport's class (SPEC §4). */
 export function transportKind(transport: unknown): "stdio" | "http" | "sse" | "unknown" {
-  if (transport === null || typeof transport !== "object") return "unknown";
-  const name = (transport as { constructor?: { name?: unknown } }).constructor?.name;
-  if (typeof name !== "string") return "unknown";
-  if (/stdio/i.test(name)) return "stdio";
-  if (/sse/i.test(name)) return "sse";
-  if (/http/i.test(name)) return "http";
-  return "unknown";
+  const kind = transportKindOf(transport);
+  return kind === "memory" ? "unknown" : kind;
 }

@@ -54,20 +54,24 @@ const MAY_IMPORT: Record<string, string[]> = {
   // The Analytics Engine layout is named after the counter definition (one list of counters).
   "analytics/": ["metrics/counters.ts"],
   "budget/": [],
+  "health/": [],
+  // A queue module: producer and consumer of one queue (STYLE.md), writing through db/.
+  "queues/": ["db/", "health/"],
   "rollup/": ["db/"],
   "metrics/": ["db/"],
   "dashboard/": ["metrics/", "alerts/"],
   "mcp/": ["metrics/", "alerts/"],
   // Alerts evaluate with the read side's counter definitions (SPEC §5: the read API's figures).
   "alerts/": ["metrics/", "db/", "auth.ts"],
-  "auth.ts": ["db/"],
-  "routes/": ["metrics/", "dashboard/", "mcp/", "alerts/", "db/", "auth.ts", "analytics/", "budget/"],
+  // The ingest key is checked by its Durable Object (budget/), D1 only to refresh it.
+  "auth.ts": ["db/", "budget/"],
+  "routes/": ["metrics/", "dashboard/", "mcp/", "alerts/", "db/", "auth.ts", "analytics/", "budget/", "queues/", "health/"],
   "app.ts": ["routes/"],
-  "index.ts": ["app.ts", "rollup/", "alerts/", "budget/"],
+  "index.ts": ["app.ts", "rollup/", "alerts/", "budget/", "queues/", "health/"],
   "time.ts": [],
   "histogram.ts": [],
   "text.ts": [],
-  "env.ts": ["budget/"],
+  "env.ts": ["budget/", "health/"],
   "errors.ts": [],
 };
 /** The read side's routes and pages ask metrics/ and never run SQL of their own. */

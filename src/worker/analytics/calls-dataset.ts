@@ -32,6 +32,8 @@ export const CALLS_DATASET = {
     duration_ms_sum: "double7",
     /** UTF-16 length of the responses (SPEC §1.3), summed. */
     response_bytes_sum: "double8",
+    /** Calls sent without a session (SPEC §2.2). */
+    calls_without_session: "double9",
   } satisfies Record<PerCallCounterName, `double${number}`>,
 } as const;
 

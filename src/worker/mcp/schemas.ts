@@ -89,6 +89,10 @@ export const Sessions = z.object({
   response_tokens_per_session: z.number().nullable(),
   schema_tokens_per_session: z.number().nullable(),
   cost_per_session_usd: z.number().nullable(),
+  calls_without_session: z
+    .number()
+    .int()
+    .describe("calls in the range sent without a session (the server could not tell conversations apart): each counts as a chain of its own, never a retry"),
 });
 
 /** What every ranged answer says about its range and freshness. */

@@ -9,6 +9,8 @@ import { addHistogram, histogramPercentile, type DurationHistogram } from "../hi
 
 /** The facts of one call that the per-call counters are made of (SPEC §1.2). */
 export type CallFacts = {
+  /** Empty when no session is known (SPEC §2.2). */
+  session_id: string;
   outcome: "ok" | "bad_args" | "tool_error" | "crashed";
   is_empty: boolean;
   duration_ms: number;
@@ -64,6 +66,16 @@ export const COUNTERS = {
   },
   first_call_attempts: { sums: "SUM", shown: "count", perCall: null, description: "first attempts: calls that were not themselves retries" },
   first_call_ok: { sums: "SUM", shown: "count", perCall: null, description: "first attempts that succeeded without needing a retry" },
+  /**
+   * Calls sent without a session (SPEC §2.2, §4: nothing told their conversations apart): each is a
+   * chain of its own, so the share of calls with a known session says where retries could be measured.
+   */
+  calls_without_session: {
+    sums: "SUM",
+    shown: "count",
+    perCall: (c) => (c.session_id === "" ? 1 : 0),
+    description: "calls sent without a session: each is a chain of its own, so retries could not be measured for them",
+  },
   /** UTF-16 length of the responses (SPEC §1.3). */
   response_bytes_sum: {
     sums: "SUM",

@@ -7,9 +7,11 @@ import { timingSafeEqual } from "hono/utils/buffer";
 import { z } from "zod";
 import type { AppEnv } from "../env.ts";
 import { apiError, validBody } from "../errors.ts";
-import { generateKey, keyIdOf, randomBase62, sha256Hex, type KeyKind } from "../auth.ts";
+import { generateKey, keyIdOf, randomBase62, revokeKeyStates, sha256Hex, type KeyKind } from "../auth.ts";
 import { insertKeyStatement, listKeys, revokeKey } from "../db/keys.ts";
 import { deleteProject, findProject, insertProjectStatement, listProjects, setPayloadBudget } from "../db/projects.ts";
+import { INGEST_HEALTH_NAME } from "../health/ingest-health.ts";
+import { healthRoutes } from "./health.ts";
 
 export const MAX_PROJECT_NAME_CHARS = 200;
 /** Upper bound of a settable budget: far above what one key can send, low enough to stay an integer. */
@@ -43,6 +45,16 @@ export const requireAdmin = bearerAuth({
 });
 
 adminRoutes.use("*", requireAdmin);
+adminRoutes.route("/health", healthRoutes);
+
+/** A deleted project's queue backlog and dead letters are forgotten with it (best effort, logged). */
+async function forgetProjectHealth(env: AppEnv["Bindings"], projectId: string): Promise<void> {
+  try {
+    await env.INGEST_HEALTH.get(env.INGEST_HEALTH.idFromName(INGEST_HEALTH_NAME)).forgetProject(projectId);
+  } catch (err) {
+    console.error(JSON.stringify({ event: "ingest_health_unavailable", kind: "forget_project", project_id: projectId, error: err instanceof Error ? err.name : typeof err }));
+  }
+}
 
 async function newKeyRow(kind: KeyKind, projectId: string, nowMs: number) {
   const key = generateKey(kind);
@@ -78,7 +90,12 @@ adminRoutes.get("/projects", async (c) => {
 });
 
 adminRoutes.delete("/projects/:id", async (c) => {
-  if (!(await deleteProject(c.env.DB, c.req.param("id")))) throw apiError("NOT_FOUND", "no such project");
+  const projectId = c.req.param("id");
+  const keys = await listKeys(c.env.DB, projectId);
+  if (!(await deleteProject(c.env.DB, projectId))) throw apiError("NOT_FOUND", "no such project");
+  // Its ingest keys stop at once where their objects hold them (SPEC §3), not after their refresh.
+  await revokeKeyStates(c.env, keys.filter((k) => k.kind === "ingest").map((k) => k.key_id));
+  await forgetProjectHealth(c.env, projectId);
   return c.body(null, 204);
 });
 
@@ -111,8 +128,11 @@ adminRoutes.post("/projects/:id/keys", validBody(CreateKeyBody), async (c) => {
 });
 
 adminRoutes.delete("/keys/:key_id", async (c) => {
-  if (!(await revokeKey(c.env.DB, c.req.param("key_id"), Date.now()))) {
+  const keyId = c.req.param("key_id");
+  if (!(await revokeKey(c.env.DB, keyId, Date.now()))) {
     throw apiError("NOT_FOUND", "no such key");
   }
+  // Immediate where the worker can see it: the key's object refuses it from now on (SPEC §1.1).
+  if (keyId.startsWith("mp_live_")) await revokeKeyStates(c.env, [keyId]);
   return c.body(null, 204);
 });
