@@ -1,10 +1,11 @@
 // API keys (SPEC §3): generation, SHA-256 storage, constant-time verification, and the Hono
 // middleware that turns a bearer key into the one project it belongs to.
 import type { MiddlewareHandler } from "hono";
-import { HTTPException } from "hono/http-exception";
+import { timingSafeEqual } from "hono/utils/buffer";
 import type { AppEnv, Env } from "./env.ts";
 import type { KeyState } from "./budget/key-budget.ts";
 import { findKeyById, type ApiKeyRow, type KeyKind } from "./db/keys.ts";
+import { apiError } from "./errors.ts";
 
 export type { KeyKind };
 
@@ -54,18 +55,11 @@ export async function sha256Hex(text: string): Promise<string> {
   return hex;
 }
 
-/** Compares two strings in time that depends only on their lengths (never on where they differ). */
-export function constantTimeEqual(a: string, b: string): boolean {
-  const length = Math.max(a.length, b.length);
-  let diff = a.length ^ b.length;
-  for (let i = 0; i < length; i++) diff |= (a.charCodeAt(i) || 0) ^ (b.charCodeAt(i) || 0);
-  return diff === 0;
-}
-
 /**
  * The project a key belongs to, or null when the key is malformed, unknown, revoked or of another
  * kind (a key of the wrong kind is answered like an unknown key — SPEC §3). The row is found by its
- * clear `key_id`; the secret part is checked by comparing SHA-256 digests in constant time.
+ * clear `key_id`; the secret part is checked by comparing SHA-256 digests in constant time (Hono's
+ * `timingSafeEqual`).
  */
 export async function authenticateKey(
   db: D1Database,
@@ -75,7 +69,7 @@ export async function authenticateKey(
   if (!KEY_PATTERN.test(key) || !key.startsWith(KEY_PREFIX[kind])) return null;
   const [row, digest] = await Promise.all([findKeyById(db, keyIdOf(key)), sha256Hex(key)]);
   if (!row || row.kind !== kind || row.revoked_at_ms !== null) return null;
-  if (!constantTimeEqual(row.key_sha256, digest)) return null;
+  if (!(await timingSafeEqual(row.key_sha256, digest))) return null;
   return { project_id: row.project_id, key_id: row.key_id, payload_budget_per_minute: row.payload_budget_per_minute };
 }
 
@@ -87,8 +81,8 @@ function keyStateOf(row: (ApiKeyRow & { payload_budget_per_minute: number }) | n
   return { key_sha256: row.key_sha256, project_id: row.project_id, kind: row.kind, revoked: row.revoked_at_ms !== null, payload_budget_per_minute: row.payload_budget_per_minute };
 }
 
-function admitByState(state: KeyState | null, keyId: string, digest: string): IngestKeyCheck {
-  if (!state || state.kind !== "ingest" || state.revoked || !constantTimeEqual(state.key_sha256, digest)) return { ok: false, status: 401 };
+async function admitByState(state: KeyState | null, keyId: string, digest: string): Promise<IngestKeyCheck> {
+  if (!state || state.kind !== "ingest" || state.revoked || !(await timingSafeEqual(state.key_sha256, digest))) return { ok: false, status: 401 };
   return { ok: true, key: { project_id: state.project_id, key_id: keyId, payload_budget_per_minute: state.payload_budget_per_minute } };
 }
 
@@ -157,16 +151,15 @@ export function bearerToken(header: string | undefined): string | null {
 
 /**
  * Middleware: requires a live key of `kind` in `Authorization: Bearer`, else 401
- * `{"error": …}`; sets `c.var.projectId` / `c.var.keyId` for the handlers after it.
+ * `{"error": …, "code": "UNAUTHORIZED"}`; sets `c.var.projectId` / `c.var.keyId` for the handlers after it.
  */
 export function requireKey(kind: KeyKind): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const token = bearerToken(c.req.header("authorization"));
     const auth = token === null ? null : await authenticateKey(c.env.DB, token, kind);
     if (!auth) {
-      throw new HTTPException(401, {
-        message: token === null ? "missing bearer key" : `not a valid ${kind} key`,
-        res: new Response(null, { status: 401, headers: { "WWW-Authenticate": 'Bearer realm="mcpulse"' } }),
+      throw apiError("UNAUTHORIZED", token === null ? "missing bearer key" : `not a valid ${kind} key`, {
+        "WWW-Authenticate": 'Bearer realm="mcpulse"',
       });
     }
     c.set("projectId", auth.project_id);

@@ -47,11 +47,12 @@ function layerOf(path: string): string {
 }
 
 /** Leaves every layer may import: units, histogram buckets, text, the Env types, the wire contract. */
-const LEAVES = ["time.ts", "histogram.ts", "text.ts", "env.ts"];
+const LEAVES = ["time.ts", "histogram.ts", "text.ts", "env.ts", "errors.ts"];
 /** What each layer may import besides itself and LEAVES (src/shared is outside the worker and always allowed). */
 const MAY_IMPORT: Record<string, string[]> = {
   "db/": [],
-  "analytics/": [],
+  // The Analytics Engine layout is named after the counter definition (one list of counters).
+  "analytics/": ["metrics/counters.ts"],
   "budget/": [],
   "health/": [],
   // A queue module: producer and consumer of one queue (STYLE.md), writing through db/.
@@ -71,6 +72,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   "histogram.ts": [],
   "text.ts": [],
   "env.ts": ["budget/", "health/"],
+  "errors.ts": [],
 };
 /** The read side's routes and pages ask metrics/ and never run SQL of their own. */
 const READ_ROUTES = ["routes/metrics.ts", "routes/dashboard.tsx", "routes/mcp.ts"];
@@ -104,7 +106,7 @@ describe("worker imports", () => {
       }
       for (const to of targets) {
         const target = layerOf(to);
-        if (target === layer || LEAVES.includes(to) || allowed.includes(target)) continue;
+        if (target === layer || LEAVES.includes(to) || allowed.includes(target) || allowed.includes(to)) continue;
         wrong.push(`${from} → ${to}`);
       }
       if (READ_ROUTES.includes(from) || layer === "dashboard/" || layer === "mcp/") {

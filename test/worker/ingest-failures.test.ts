@@ -95,7 +95,7 @@ describe("the key check without D1", () => {
     const res = await postIngest({ batch }, { key: p.ingest_key, env: fast({ DB: d1.db }) });
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("10");
-    expect(await res.json()).toEqual({ error: "ingest temporarily unavailable; retry later" });
+    expect(await res.json()).toEqual({ error: "ingest temporarily unavailable; retry later", code: "SERVICE_UNAVAILABLE" });
   });
 
   it("an unknown key is 401 and the answer is remembered for the minute", async () => {

@@ -2,6 +2,7 @@
 // model. Each tool's outputSchema is built from these, and the SDK checks every structuredContent
 // against it, so a report that drifts from its schema fails the tool call instead of misleading.
 import { z } from "zod";
+import { COUNTERS, COUNTER_NAMES, RATES } from "../metrics/counters.ts";
 import { DEFINITIONS } from "../metrics/definitions.ts";
 
 const rate = z.number().nullable();
@@ -12,24 +13,27 @@ export const Percentiles = z.object({
   p99: z.number().nullable(),
 });
 
-/** The SPEC §2.1–2.3 counters of a tool, client or range, as /v1/metrics/* shows them. */
-export const CounterFigures = z.object({
-  calls: z.number().int().describe(DEFINITIONS.calls),
-  ok: z.number().int().describe(DEFINITIONS.ok),
-  empty: z.number().int().describe(DEFINITIONS.empty),
-  bad_args: z.number().int().describe(DEFINITIONS.bad_args),
-  tool_error: z.number().int().describe(DEFINITIONS.tool_error),
-  crashed: z.number().int().describe(DEFINITIONS.crashed),
-  retries: z.number().int().describe(`calls that are retries: ${DEFINITIONS.retry}`),
-  first_call_attempts: z.number().int().describe(DEFINITIONS.first_call_attempts),
-  first_call_ok: z.number().int().describe(DEFINITIONS.first_call_ok),
-  calls_without_session: z.number().int().describe(`calls sent without a session: each is a chain of one. ${DEFINITIONS.known_session}`),
-  first_call_rate: rate.describe(DEFINITIONS.first_call_rate),
-  empty_rate: rate.describe(DEFINITIONS.empty_rate),
-  error_rate: rate.describe(DEFINITIONS.error_rate),
-  duration_ms: Percentiles.describe(DEFINITIONS.percentiles),
-  response_bytes: z.object({ sum: z.number().int(), avg: z.number().nullable() }),
-});
+/**
+ * The SPEC §2.1–2.3 counters of a tool, client or range, as /v1/metrics/* shows them: built from
+ * metrics/counters.ts (COUNTERS and RATES, with their descriptions) in the order counterFigures()
+ * writes them, so a counter added there is in every tool's output schema.
+ */
+function counterFiguresShape(): Record<string, z.ZodType> {
+  const shape: Record<string, z.ZodType> = {};
+  for (const name of COUNTER_NAMES) {
+    if (COUNTERS[name].shown === "count") shape[name] = z.number().int().describe(COUNTERS[name].description);
+  }
+  for (const [name, r] of Object.entries(RATES)) shape[name] = rate.describe(r.description);
+  shape.duration_ms = Percentiles.describe(DEFINITIONS.percentiles);
+  for (const name of COUNTER_NAMES) {
+    const shown = COUNTERS[name].shown;
+    if (typeof shown === "object") {
+      shape[shown.sumAndAverageAs] = z.object({ sum: z.number().int(), avg: z.number().nullable() }).describe(COUNTERS[name].description);
+    }
+  }
+  return shape;
+}
+export const CounterFigures = z.object(counterFiguresShape());
 
 export const ToolPolicy = z.object({ requires_authorization: z.boolean(), requires_verified_identity: z.boolean() }).nullable();
 

@@ -12,6 +12,7 @@ import {
   type RegisteredToolRow,
   type ToolVersionRow,
 } from "../db/metrics.ts";
+import { compareByCodePoint } from "../../shared/index.ts";
 import { findProject } from "../db/projects.ts";
 import type { DurationHistogram } from "../histogram.ts";
 import { sumCounters, type CounterRequest } from "./counter-sums.ts";
@@ -131,28 +132,18 @@ function previousTotalsRequest(range: DateRange, filters: { client?: string | un
   return { filter: { startMs: previous.startMs, endMs: previous.endMs, ...filters }, grain: "day", groupBy: "all" };
 }
 
-/** Code-point order, as SQLite's BINARY collation sorts UTF-8 (the client picker's order). */
-function byCodePoints(a: string, b: string): number {
-  const x = [...a];
-  const y = [...b];
-  for (let i = 0; i < Math.min(x.length, y.length); i++) {
-    const d = (x[i] as string).codePointAt(0)! - (y[i] as string).codePointAt(0)!;
-    if (d !== 0) return d;
-  }
-  return x.length - y.length;
-}
-
 /**
  * The picker's clients: the PICKER_CLIENTS with most calls in the range (from a per-client sum
  * without filters), in code-point order, and the chosen one even when it is not among them.
  */
 function pickerClients(sums: Map<string, CounterGroup>, chosen: string | undefined): string[] {
   const busiest = [...sums.entries()]
-    .sort(([a, x], [b, y]) => y.counters.calls - x.counters.calls || byCodePoints(a, b))
+    .sort(([a, x], [b, y]) => y.counters.calls - x.counters.calls || compareByCodePoint(a, b))
     .slice(0, PICKER_CLIENTS)
     .map(([name]) => name);
   if (chosen !== undefined && !busiest.includes(chosen)) busiest.push(chosen);
-  return busiest.sort(byCodePoints);
+  // Code-point order, as SQLite's BINARY collation sorts UTF-8.
+  return busiest.sort(compareByCodePoint);
 }
 
 /** A page's descriptions, bounded: the top churn and convergence rows, each group's tools cut. */
