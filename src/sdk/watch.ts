@@ -24,7 +24,8 @@ import {
   SDK_ID,
   UNKNOWN_CLIENT,
 } from "./constants.ts";
-import { debugLog, type DebugLog } from "./debug.ts";
+import { debugLog, toStderr, type DebugLog } from "./debug.ts";
+import { missingInternals, missingInternalsMessage } from "./internals.ts";
 import { knownMcpSdkVersion, learnMcpSdkVersion } from "./mcp-sdk-version.ts";
 import { isEmptyResult } from "./empty.ts";
 import { resolveOptions, type ResolvedOptions, type WatchOptions } from "./options.ts";
@@ -133,6 +134,7 @@ function instrument(server: unknown, rawOptions: unknown): void {
     log("watch() called again on the same server; nothing to do");
     return;
   }
+  warnOnceIfInternalsMissing(server);
   const shape = recogniseServer(server);
   if (shape === null) {
     log("not an McpServer or Server of the MCP SDK; returned untouched");
@@ -159,6 +161,21 @@ function instrument(server: unknown, rawOptions: unknown): void {
   hookRequestHandlers(state);
   startupIfAlreadyInitialized(state);
   log(`watching ${shape.kind === "mcp" ? "McpServer" : "Server"} (MCP SDK ${shape.major}.x), sending to ${destination.ingestUrl}`);
+}
+
+const INTERNALS_WARNED = Symbol.for("mcpulse-edge.sdk.internals-warned");
+
+/**
+ * An MCP SDK release that renamed a private member the SDK relies on (src/sdk/internals.ts) would
+ * make watch() measure less, or nothing: say so on stderr, once per process, debug or not.
+ */
+function warnOnceIfInternalsMissing(server: unknown): void {
+  const holder = globalThis as unknown as Record<symbol, boolean | undefined>;
+  if (holder[INTERNALS_WARNED]) return;
+  const missing = missingInternals(server);
+  if (missing === null || missing.length === 0) return;
+  holder[INTERNALS_WARNED] = true;
+  toStderr(missingInternalsMessage(missing));
 }
 
 /**

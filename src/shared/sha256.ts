@@ -111,7 +111,7 @@ const HMAC_BLOCK_BYTES = 64;
  * against node:crypto's createHmac.
  */
 export function hmacSha256HexPrefix(key: string, message: string, hexChars: number): string {
-  let keyBytes = utf8Encoder.encode(key);
+  let keyBytes: Uint8Array = utf8Encoder.encode(key);
   if (keyBytes.length > HMAC_BLOCK_BYTES) keyBytes = sha256Bytes(keyBytes);
   const messageBytes = utf8Encoder.encode(message);
   const inner = new Uint8Array(HMAC_BLOCK_BYTES + messageBytes.length);

@@ -309,3 +309,23 @@ test("agreement compares symmetrically, and a number always agrees with its own 
     { numRuns: 3_000 },
   );
 });
+
+test("an MCP SDK that lost an internal watch() relies on is named on stderr, once per process, debug or not", () => {
+  const writes: string[] = [];
+  const spy = vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+    writes.push(String(chunk));
+    return true;
+  });
+  try {
+    // A server with the public API but its handlers no longer in `_requestHandlers`.
+    const renamed = () => ({ setRequestHandler() {}, _handlersRenamed: new Map() });
+    const options = { key: "mp_live_internals", endpoint: "http://127.0.0.1:9" };
+    expect(sdk.watch(renamed(), options)).toBeDefined();
+    sdk.watch(renamed(), options);
+    const lines = writes.filter((w) => w.includes("relies on"));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain("_requestHandlers");
+  } finally {
+    spy.mockRestore();
+  }
+});
