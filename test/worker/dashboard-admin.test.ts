@@ -213,6 +213,8 @@ describe("management forms", () => {
     const bad: [Fields, number, string][] = [
       [{ kind: "webhook", url: "http://plain.example/SECRETPATH2" }, 400, "https://"],
       [{ kind: "webhook", url: "not a url SECRETPATH3" }, 400, "not a URL"],
+      [{ kind: "webhook", url: "https://169.254.169.254/SECRETPATH5" }, 400, "metadata address"],
+      [{ kind: "slack", url: "https://[::ffff:10.0.0.1]/SECRETPATH6" }, 400, "private, loopback"],
       [{ kind: "ZZKIND", url: "https://example.com/SECRETPATH4" }, 400, "choose a kind"],
       [{ kind: "slack" }, 400, "choose a kind"],
     ];

@@ -63,6 +63,7 @@ function refusalMessage(refusal: Refusal, what: "rule" | "destination"): string 
     unknown_destination: "The rule was not saved: one of its destinations no longer exists.",
     invalid_url: "The destination was not added: that is not a URL this worker can send to.",
     url_not_https: "The destination was not added: its URL must start with https://.",
+    url_not_public: "The destination was not added: its host is a private, loopback, link-local or metadata address, which this worker never sends to.",
     no_such_project: "This project no longer exists.",
     no_such_rule: "That rule no longer exists.",
     no_such_destination: "That destination no longer exists.",
