@@ -4,6 +4,7 @@ import type { MiddlewareHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { AppEnv } from "./env.ts";
 import { findKeyById, type KeyKind } from "./db/keys.ts";
+import { attemptOf, guardBeforeCheck, keyPrefix, recordFailedCredential, tooManyAttempts } from "./throttle/credentials.ts";
 
 export type { KeyKind };
 
@@ -88,12 +89,27 @@ export function bearerToken(header: string | undefined): string | null {
 /**
  * Middleware: requires a live key of `kind` in `Authorization: Bearer`, else 401
  * `{"error": …}`; sets `c.var.projectId` / `c.var.keyId` for the handlers after it.
+ *
+ * With `throttle` (the default for read keys) a wrong key or a malformed header counts as a failed
+ * sign-in (throttle/credentials.ts), and a client over its limit is answered 429 with Retry-After;
+ * a correct key costs nothing more. A request without any Authorization header is not a guess and
+ * is not counted. Ingest is not throttled here yet: its route passes `{ throttle: true }` to opt in.
  */
-export function requireKey(kind: KeyKind): MiddlewareHandler<AppEnv> {
+export function requireKey(kind: KeyKind, options: { throttle?: boolean } = {}): MiddlewareHandler<AppEnv> {
+  const throttle = options.throttle ?? kind === "read";
   return async (c, next) => {
-    const token = bearerToken(c.req.header("authorization"));
+    const header = c.req.header("authorization");
+    const token = bearerToken(header);
+    const attempt = attemptOf(c.req.raw, token === null ? null : keyPrefix(token));
+    const nowMs = Date.now();
+    if (throttle && header !== undefined) {
+      const wait = await guardBeforeCheck(c.env, attempt, nowMs, { authoritative: false });
+      if (wait !== null) throw tooManyAttempts(wait);
+    }
     const auth = token === null ? null : await authenticateKey(c.env.DB, token, kind);
     if (!auth) {
+      const wait = throttle && header !== undefined ? await recordFailedCredential(c.env, attempt, nowMs) : null;
+      if (wait !== null) throw tooManyAttempts(wait);
       throw new HTTPException(401, {
         message: token === null ? "missing bearer key" : `not a valid ${kind} key`,
         res: new Response(null, { status: 401, headers: { "WWW-Authenticate": 'Bearer realm="mcpulse"' } }),

@@ -1,10 +1,13 @@
 // The worker's bindings and variables (wrangler.toml), and the one Hono environment every route uses.
 import type { KeyBudget } from "./budget/key-budget.ts";
+import type { SignInThrottle } from "./throttle/sign-in-throttle.ts";
 
 export interface Env {
   DB: D1Database;
   CALLS_AE: AnalyticsEngineDataset;
   KEY_BUDGET: DurableObjectNamespace<KeyBudget>;
+  /** Failed sign-ins per client network and per key prefix (throttle/credentials.ts). */
+  SIGN_IN_THROTTLE: DurableObjectNamespace<SignInThrottle>;
   ADMIN_TOKEN?: string;
   RAW_RETENTION_DAYS?: string;
   /** D1 statements one rollup run may spend (default 48, the free plan; up to 1,000 on Paid). */

@@ -5,6 +5,7 @@ import type { Env } from "./env.ts";
 import { handleScheduled } from "./rollup/index.ts";
 
 export { KeyBudget } from "./budget/key-budget.ts";
+export { SignInThrottle } from "./throttle/sign-in-throttle.ts";
 
 export default {
   fetch: app.fetch,

@@ -6,11 +6,10 @@ import { describe, expect, it } from "vitest";
 import { CreateRuleBody } from "../../src/worker/alerts/rules.ts";
 import { ruleForInsight } from "../../src/worker/alerts/suggest.ts";
 import { INSIGHT_KINDS } from "../../src/worker/metrics/insights.ts";
-import { adminHeaders, createProject } from "./helpers/projects.ts";
+import { adminHeaders, createProject, readSessionCookie } from "./helpers/projects.ts";
 
-const COOKIE = "mcpulse_read_key";
-const page = (path: string, key?: string) =>
-  exports.default.fetch(`http://worker${path}`, { headers: key ? { cookie: `${COOKIE}=${key}` } : {}, redirect: "manual" });
+const page = async (path: string, key?: string) =>
+  exports.default.fetch(`http://worker${path}`, { headers: key ? { cookie: await readSessionCookie(key) } : {}, redirect: "manual" });
 const admin = (path: string, body: unknown) =>
   exports.default.fetch(`http://worker/v1/admin${path}`, { method: "POST", headers: adminHeaders(), body: JSON.stringify(body) });
 

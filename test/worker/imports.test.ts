@@ -47,26 +47,28 @@ function layerOf(path: string): string {
 }
 
 /** Leaves every layer may import: units, histogram buckets, text, the Env types, the wire contract. */
-const LEAVES = ["time.ts", "histogram.ts", "text.ts", "env.ts"];
+const LEAVES = ["time.ts", "histogram.ts", "text.ts", "env.ts", "ip.ts"];
 /** What each layer may import besides itself and LEAVES (src/shared is outside the worker and always allowed). */
 const MAY_IMPORT: Record<string, string[]> = {
   "db/": [],
   "analytics/": [],
   "budget/": [],
+  "throttle/": [],
   "rollup/": ["db/"],
   "metrics/": ["db/"],
   "dashboard/": ["metrics/", "alerts/"],
   "mcp/": ["metrics/", "alerts/"],
   // Alerts evaluate with the read side's counter definitions (SPEC §5: the read API's figures).
   "alerts/": ["metrics/", "db/", "auth.ts"],
-  "auth.ts": ["db/"],
-  "routes/": ["metrics/", "dashboard/", "mcp/", "alerts/", "db/", "auth.ts", "analytics/", "budget/"],
+  "auth.ts": ["db/", "throttle/"],
+  "routes/": ["metrics/", "dashboard/", "mcp/", "alerts/", "db/", "auth.ts", "analytics/", "budget/", "throttle/"],
   "app.ts": ["routes/"],
-  "index.ts": ["app.ts", "rollup/", "alerts/", "budget/"],
+  "index.ts": ["app.ts", "rollup/", "alerts/", "budget/", "throttle/"],
   "time.ts": [],
   "histogram.ts": [],
   "text.ts": [],
-  "env.ts": ["budget/"],
+  "env.ts": ["budget/", "throttle/"],
+  "ip.ts": [],
 };
 /** The read side's routes and pages ask metrics/ and never run SQL of their own. */
 const READ_ROUTES = ["routes/metrics.ts", "routes/dashboard.tsx", "routes/mcp.ts"];

@@ -1,6 +1,7 @@
 // Which URLs a destination may point at (SPEC §5), and the hint lists show instead of the URL.
 // A destination URL is a secret (a Slack or Discord webhook URL is its own credential): it is stored,
 // compared and fetched, never answered after creation and never logged.
+import { ipv4Number, ipv6Pieces } from "../ip.ts";
 
 /** Hosts a local worker may reach over plain http (SPEC §5): the machine itself, nothing else. */
 export const LOCAL_HTTP_HOSTS = ["127.0.0.1", "localhost", "[::1]"] as const;
@@ -67,15 +68,6 @@ export function isPublicHost(hostname: string): boolean {
   return !PRIVATE_NAME_SUFFIXES.some((suffix) => name === suffix || name.endsWith("." + suffix));
 }
 
-/** A dotted-decimal IPv4 address (the only form the URL parser leaves) as a 32-bit number, else null. */
-function ipv4Number(hostname: string): number | null {
-  const match = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(hostname);
-  if (!match) return null;
-  const octets = match.slice(1).map(Number);
-  if (octets.some((o) => o > 255)) return null;
-  return ((octets[0]! << 24) >>> 0) + (octets[1]! << 16) + (octets[2]! << 8) + octets[3]!;
-}
-
 /** IPv4 ranges that are not the public internet (IANA's special-purpose registry, RFC 6890 and after). */
 const NON_PUBLIC_IPV4: readonly (readonly [string, number])[] = [
   ["0.0.0.0", 8], // "this network"
@@ -98,19 +90,6 @@ const NON_PUBLIC_IPV4_RANGES = NON_PUBLIC_IPV4.map(([base, bits]) => ({ base: ip
 
 function isPublicIpv4(address: number): boolean {
   return !NON_PUBLIC_IPV4_RANGES.some(({ base, bits }) => (address ^ base) >>> (32 - bits) === 0);
-}
-
-/** The eight 16-bit pieces of an IPv6 address as the URL parser writes it (hex, `::` at most once), else null. */
-function ipv6Pieces(text: string): number[] | null {
-  const halves = text.split("::");
-  if (halves.length > 2) return null;
-  const parse = (part: string) => (part === "" ? [] : part.split(":").map((h) => (/^[0-9a-f]{1,4}$/.test(h) ? parseInt(h, 16) : Number.NaN)));
-  const head = parse(halves[0]!);
-  const tail = halves.length === 2 ? parse(halves[1]!) : [];
-  const missing = 8 - head.length - tail.length;
-  if (halves.length === 1 ? missing !== 0 : missing < 1) return null;
-  const pieces = [...head, ...Array<number>(halves.length === 2 ? missing : 0).fill(0), ...tail];
-  return pieces.some(Number.isNaN) ? null : pieces;
 }
 
 /**
