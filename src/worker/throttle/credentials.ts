@@ -96,18 +96,19 @@ export async function guardBeforeCheck(env: Env, attempt: CredentialAttempt, now
 }
 
 /**
- * After a credential failed: counts it, and answers the seconds to wait when either counter is
- * full (answer 429), else null (answer 401).
+ * After a credential failed: counts it, and answers the seconds to wait when either counter was
+ * already full (answer 429), else null (answer 401). The failure that fills a counter is still a
+ * 401; the next attempt is the first refused.
  */
 export async function recordFailedCredential(env: Env, attempt: CredentialAttempt, nowMs: number): Promise<number | null> {
   const { network, prefix } = attempt;
   if (network === null) return null;
-  const [own, ofPrefix] = await Promise.all([
-    counter(env, `network:${network}`).fail(nowMs, NETWORK_RULE),
-    prefix === null ? null : counter(env, `prefix:${prefix}`).fail(nowMs, PREFIX_RULE),
-  ]);
+  const own = await counter(env, `network:${network}`).fail(nowMs, NETWORK_RULE);
   rememberBlocked(network, own, nowMs);
-  const waits = [own.retryAfterSeconds, ofPrefix?.retryAfterSeconds ?? null].filter((s): s is number => s !== null);
+  // A network already refused does not count against the prefix too: one blocked attacker must not
+  // be able to fill the prefix's window and slow the credential's owner down.
+  const ofPrefix = own.refused || prefix === null ? null : await counter(env, `prefix:${prefix}`).fail(nowMs, PREFIX_RULE);
+  const waits = [own, ofPrefix].flatMap((v) => (v?.refused && v.retryAfterSeconds !== null ? [v.retryAfterSeconds] : []));
   return waits.length === 0 ? null : Math.max(...waits);
 }
 

@@ -36,12 +36,10 @@ export function verdictOf(recent: readonly number[], nowMs: number, rule: Failur
 type StoredFailures = { windowMs: number; failures: number[] };
 
 export class SignInThrottle extends DurableObject {
-  #state: StoredFailures | undefined;
-
+  // No copy in memory: the object's SQLite storage is local to it, so a read is cheap, and the
+  // alarm's clean-up can never disagree with a cached copy.
   async #load(): Promise<StoredFailures> {
-    // The input gate holds other calls while this first read is in flight.
-    this.#state ??= (await this.ctx.storage.get<StoredFailures>(STATE_KEY)) ?? { windowMs: 0, failures: [] };
-    return this.#state;
+    return (await this.ctx.storage.get<StoredFailures>(STATE_KEY)) ?? { windowMs: 0, failures: [] };
   }
 
   /** The verdict now, without counting anything: what a correct credential costs (a read). */
@@ -49,16 +47,18 @@ export class SignInThrottle extends DurableObject {
     return verdictOf(recentFailures((await this.#load()).failures, nowMs, rule), nowMs, rule);
   }
 
-  /** Counts one failure unless the window is already full (then nothing is written), and answers the verdict after it. */
-  async fail(nowMs: number, rule: FailureRule): Promise<FailureVerdict> {
+  /**
+   * Counts one failure unless the window is already full — then nothing is written and the failure
+   * is `refused` (the caller answers 429) — and answers the verdict after it.
+   */
+  async fail(nowMs: number, rule: FailureRule): Promise<FailureVerdict & { refused: boolean }> {
     const recent = recentFailures((await this.#load()).failures, nowMs, rule);
     const before = verdictOf(recent, nowMs, rule);
-    if (before.retryAfterSeconds !== null) return before;
+    if (before.retryAfterSeconds !== null) return { ...before, refused: true };
     if (recent.length === 0) await this.ctx.storage.setAlarm(nowMs + rule.windowMs);
     recent.push(nowMs);
-    this.#state = { windowMs: rule.windowMs, failures: recent };
-    await this.ctx.storage.put(STATE_KEY, this.#state);
-    return verdictOf(recent, nowMs, rule);
+    await this.ctx.storage.put(STATE_KEY, { windowMs: rule.windowMs, failures: recent } satisfies StoredFailures);
+    return { ...verdictOf(recent, nowMs, rule), refused: false };
   }
 
   /** A window has passed since the first failure: forget what aged out, and everything once nothing is left. */
@@ -67,12 +67,10 @@ export class SignInThrottle extends DurableObject {
     const { windowMs, failures } = await this.#load();
     const recent = failures.filter((at) => at > nowMs - windowMs);
     if (recent.length === 0) {
-      this.#state = { windowMs, failures: [] };
       await this.ctx.storage.deleteAll();
       return;
     }
-    this.#state = { windowMs, failures: recent };
-    await this.ctx.storage.put(STATE_KEY, this.#state);
+    await this.ctx.storage.put(STATE_KEY, { windowMs, failures: recent } satisfies StoredFailures);
     await this.ctx.storage.setAlarm(recent[0]! + windowMs);
   }
 }
