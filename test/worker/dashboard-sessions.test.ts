@@ -2,10 +2,11 @@
 // stores a session row and a cookie holding its signed id (never the key); sign-out, the key's
 // revocation and the project's deletion end it on the server, so a saved copy of the cookie is
 // worth nothing afterwards; expired rows are swept at the next sign-in.
-import { env } from "cloudflare:test";
+import { createExecutionContext, env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { READ_SESSION_MS } from "../../src/worker/routes/dashboard-cookies.ts";
+import worker from "../../src/worker/index.ts";
 import { adminHeaders, createKey, createProject, revokeKey } from "./helpers/projects.ts";
 
 async function signIn(key: string): Promise<string> {
@@ -91,6 +92,17 @@ describe("read sessions", () => {
     expect(await rowsOfKey(p.read_key.slice(0, 16))).toBe(1);
     await signIn(p.read_key);
     expect(await rowsOfKey(p.read_key.slice(0, 16))).toBe(1); // the new one only
+  });
+
+  it("without ADMIN_TOKEN, which signs sessions, sign-in says so and stores nothing", async () => {
+    const p = await createProject();
+    const { ADMIN_TOKEN: _unused, ...withoutToken } = env;
+    const req = new Request("http://worker/signin", { method: "POST", headers: { origin: "http://worker" }, body: new URLSearchParams({ key: p.read_key }) });
+    const res = await worker.fetch(req as never, withoutToken as never, createExecutionContext());
+    expect(res.status).toBe(503);
+    expect(res.headers.get("set-cookie")).toBeNull();
+    expect(await res.text()).toContain("no ADMIN_TOKEN set");
+    expect(await rowsOfKey(p.read_key.slice(0, 16))).toBe(0);
   });
 
   it("the old cookie, which held the key itself, is no session", async () => {
