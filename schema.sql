@@ -82,10 +82,6 @@ CREATE TABLE agreement_declarations (
   PRIMARY KEY (project_id, field, tool_name)
 );
 
-CREATE TABLE rollup_chunk_startups (
-  startup_seq INTEGER PRIMARY KEY
-);
-
 CREATE TABLE alert_destinations (
   destination_id TEXT PRIMARY KEY,
   project_id TEXT NOT NULL,
@@ -196,17 +192,6 @@ CREATE TABLE call_state (
   PRIMARY KEY (project_id, session_id, client_name, hour_start_ms)
 ) WITHOUT ROWID;
 
-CREATE TABLE "call_batches" (
-  -- Receive order of the requests (rowid: above every batch still waiting, which is all the rollup needs).
-  batch_seq INTEGER PRIMARY KEY,
-  project_id TEXT NOT NULL,
-  received_at_ms INTEGER NOT NULL,
-  call_count INTEGER NOT NULL,
-  -- JSON array of [session_id, client_name, tool_name, started_at_ms, duration_ms, outcome,
-  -- response_bytes, is_empty, args_hash, duration_bucket] in the request's order.
-  calls_json TEXT NOT NULL
-);
-
 CREATE TABLE "sessions" (
   project_id TEXT NOT NULL,
   session_id TEXT NOT NULL,
@@ -237,7 +222,7 @@ CREATE TABLE "tool_hour_metrics" (
   first_call_attempts INTEGER NOT NULL,
   first_call_ok INTEGER NOT NULL,
   -- JSON object {"<bucket>": count} over src/worker/histogram.ts buckets; sparse.
-  duration_histogram_json TEXT NOT NULL,
+  duration_histogram_json TEXT NOT NULL, calls_without_session INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (project_id, hour_start_ms, tool_name, client_name)
 ) WITHOUT ROWID;
 
@@ -257,7 +242,7 @@ CREATE TABLE "tool_day_metrics" (
   retries INTEGER NOT NULL,
   first_call_attempts INTEGER NOT NULL,
   first_call_ok INTEGER NOT NULL,
-  duration_histogram_json TEXT NOT NULL,
+  duration_histogram_json TEXT NOT NULL, calls_without_session INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (project_id, day_start_ms, tool_name, client_name)
 ) WITHOUT ROWID;
 
@@ -290,9 +275,9 @@ CREATE TABLE "rollup_state" (
 CREATE INDEX tool_pair_days_emptied ON tool_pair_days (pair_count) WHERE pair_count = 0;
 
 CREATE TRIGGER tool_hour_metrics_add_to_day AFTER INSERT ON tool_hour_metrics BEGIN
-  INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, response_bytes_sum, duration_ms_sum, retries, first_call_attempts, first_call_ok, duration_histogram_json)
+  INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, response_bytes_sum, duration_ms_sum, retries, first_call_attempts, first_call_ok, calls_without_session, duration_histogram_json)
     VALUES (NEW.project_id, NEW.hour_start_ms - NEW.hour_start_ms % 86400000, NEW.tool_name, NEW.client_name,
-      NEW.calls, NEW.ok, NEW.empty, NEW.bad_args, NEW.tool_error, NEW.crashed, NEW.response_bytes_sum, NEW.duration_ms_sum, NEW.retries, NEW.first_call_attempts, NEW.first_call_ok, NEW.duration_histogram_json)
+      NEW.calls, NEW.ok, NEW.empty, NEW.bad_args, NEW.tool_error, NEW.crashed, NEW.response_bytes_sum, NEW.duration_ms_sum, NEW.retries, NEW.first_call_attempts, NEW.first_call_ok, NEW.calls_without_session, NEW.duration_histogram_json)
     ON CONFLICT (project_id, day_start_ms, tool_name, client_name) DO UPDATE SET
       calls = calls + excluded.calls,
       ok = ok + excluded.ok,
@@ -305,6 +290,7 @@ CREATE TRIGGER tool_hour_metrics_add_to_day AFTER INSERT ON tool_hour_metrics BE
       retries = retries + excluded.retries,
       first_call_attempts = first_call_attempts + excluded.first_call_attempts,
       first_call_ok = first_call_ok + excluded.first_call_ok,
+      calls_without_session = calls_without_session + excluded.calls_without_session,
       duration_histogram_json = (SELECT COALESCE(json_group_object(key, calls ORDER BY CAST(key AS INTEGER)), '{}') FROM (
         SELECT key, SUM(value) AS calls FROM (
           SELECT key, value FROM json_each(tool_day_metrics.duration_histogram_json) UNION ALL SELECT key, value FROM json_each(excluded.duration_histogram_json))
@@ -312,9 +298,9 @@ CREATE TRIGGER tool_hour_metrics_add_to_day AFTER INSERT ON tool_hour_metrics BE
 END;
 
 CREATE TRIGGER tool_hour_metrics_change_day AFTER UPDATE ON tool_hour_metrics BEGIN
-  INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, response_bytes_sum, duration_ms_sum, retries, first_call_attempts, first_call_ok, duration_histogram_json)
+  INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, response_bytes_sum, duration_ms_sum, retries, first_call_attempts, first_call_ok, calls_without_session, duration_histogram_json)
     VALUES (NEW.project_id, NEW.hour_start_ms - NEW.hour_start_ms % 86400000, NEW.tool_name, NEW.client_name,
-      NEW.calls - OLD.calls, NEW.ok - OLD.ok, NEW.empty - OLD.empty, NEW.bad_args - OLD.bad_args, NEW.tool_error - OLD.tool_error, NEW.crashed - OLD.crashed, NEW.response_bytes_sum - OLD.response_bytes_sum, NEW.duration_ms_sum - OLD.duration_ms_sum, NEW.retries - OLD.retries, NEW.first_call_attempts - OLD.first_call_attempts, NEW.first_call_ok - OLD.first_call_ok,
+      NEW.calls - OLD.calls, NEW.ok - OLD.ok, NEW.empty - OLD.empty, NEW.bad_args - OLD.bad_args, NEW.tool_error - OLD.tool_error, NEW.crashed - OLD.crashed, NEW.response_bytes_sum - OLD.response_bytes_sum, NEW.duration_ms_sum - OLD.duration_ms_sum, NEW.retries - OLD.retries, NEW.first_call_attempts - OLD.first_call_attempts, NEW.first_call_ok - OLD.first_call_ok, NEW.calls_without_session - OLD.calls_without_session,
       (SELECT COALESCE(json_group_object(key, calls ORDER BY CAST(key AS INTEGER)), '{}') FROM (
         SELECT key, SUM(value) AS calls FROM (
           SELECT key, value FROM json_each(NEW.duration_histogram_json) UNION ALL SELECT key, -value FROM json_each(OLD.duration_histogram_json))
@@ -331,11 +317,35 @@ CREATE TRIGGER tool_hour_metrics_change_day AFTER UPDATE ON tool_hour_metrics BE
       retries = retries + excluded.retries,
       first_call_attempts = first_call_attempts + excluded.first_call_attempts,
       first_call_ok = first_call_ok + excluded.first_call_ok,
+      calls_without_session = calls_without_session + excluded.calls_without_session,
       duration_histogram_json = (SELECT COALESCE(json_group_object(key, calls ORDER BY CAST(key AS INTEGER)), '{}') FROM (
         SELECT key, SUM(value) AS calls FROM (
           SELECT key, value FROM json_each(tool_day_metrics.duration_histogram_json) UNION ALL SELECT key, value FROM json_each(excluded.duration_histogram_json))
         GROUP BY key HAVING SUM(value) <> 0));
 END;
+
+CREATE TABLE "call_batches" (
+  -- Receive order of the requests (rowid: above every batch still waiting, which is all the rollup needs).
+  batch_seq INTEGER PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  received_at_ms INTEGER NOT NULL,
+  call_count INTEGER NOT NULL,
+  -- The request's Idempotency-Key or a drawn id (NULL for rows stored before 0015). No index: an
+  -- index entry is one more row written per request; the guard scans only the newest batches.
+  batch_id TEXT,
+  -- JSON array of [session_id, client_name, tool_name, started_at_ms, duration_ms, outcome,
+  -- response_bytes, is_empty, args_hash, duration_bucket] in the request's order.
+  calls_json TEXT NOT NULL
+);
+
+CREATE TABLE ingest_receipts (
+  project_id TEXT NOT NULL,
+  batch_id TEXT NOT NULL,
+  -- A value drawn per write attempt: the attempt that inserted the receipt writes the batch's rows.
+  attempt_id TEXT NOT NULL,
+  written_at_ms INTEGER NOT NULL,
+  PRIMARY KEY (project_id, batch_id)
+) WITHOUT ROWID;
 
 CREATE TABLE dashboard_sessions (
   session_sha256 TEXT PRIMARY KEY,

@@ -137,7 +137,9 @@ async function driveSlice(target, bodies, seconds) {
         const t0 = performance.now();
         let status = 0;
         try {
-          const res = await fetch(target.url, { method: "POST", headers: target.headers, body: bodies[n % bodies.length] });
+          // An Idempotency-Key per request, as the SDK sends one per batch (the worker's resend guard runs).
+          const headers = { ...target.headers, "idempotency-key": `bench-${client}-${n}-${Math.floor(start)}` };
+          const res = await fetch(target.url, { method: "POST", headers, body: bodies[n % bodies.length] });
           await res.arrayBuffer();
           status = res.status;
         } catch {
@@ -200,7 +202,8 @@ function ingestTarget(name, workerScript) {
       scriptPath: workerScript,
       compatibilityFlags: ["nodejs_compat"],
       d1Databases: { DB: `bench-${name}` },
-      durableObjects: { KEY_BUDGET: { className: "KeyBudget", useSQLite: true } },
+      durableObjects: { KEY_BUDGET: { className: "KeyBudget", useSQLite: true }, INGEST_HEALTH: { className: "IngestHealth", useSQLite: true } },
+      queueProducers: { INGEST_QUEUE: { queueName: "mcpulse-ingest" } },
       analyticsEngineDatasets: { CALLS_AE: { dataset: "bench_calls" } },
       bindings: { ADMIN_TOKEN, RAW_RETENTION_DAYS: "30", PRICE_PER_MILLION_TOKENS_USD: "3" },
     },

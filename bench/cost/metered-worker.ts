@@ -122,6 +122,8 @@ function snapshot() {
   };
 }
 
+export { IngestHealth } from "../../src/worker/index.ts";
+
 export default {
   async fetch(request, env, ctx) {
     const path = new URL(request.url).pathname;
@@ -192,8 +194,19 @@ export class KeyBudget extends RealKeyBudget {
     return { ...durable };
   }
 
-  override async take(payloads: number, budgetPerMinute: number) {
+  override async take(payloads: number, budgetPerMinute: number, idempotencyKey: string | null = null) {
     durable.requests += 1;
-    return super.take(payloads, budgetPerMinute);
+    return super.take(payloads, budgetPerMinute, idempotencyKey);
+  }
+
+  // The key check (SPEC §1.1, turn 3) asks this object on every ingest request, and tells it what D1 said at most once a minute.
+  override async keyState() {
+    durable.requests += 1;
+    return super.keyState();
+  }
+
+  override async setKeyState(state: Parameters<RealKeyBudget["setKeyState"]>[0]) {
+    durable.requests += 1;
+    return super.setKeyState(state);
   }
 }

@@ -1,15 +1,25 @@
 // Sends one batch to the ingest (SPEC §1.1) without ever holding the process open (SPEC §4).
 // On Node it uses node:http(s) so the socket can be unref'd; elsewhere (workerd) it uses fetch.
+// The batch's Idempotency-Key goes with every attempt, and Retry-After comes back (./retry.ts).
+import { parseRetryAfter, type PostAnswer } from "./retry.ts";
 
 export interface SendOptions {
   /** Abandon the send after this long; the batch is then dropped (SPEC §4: 10 s). */
   timeoutMs: number;
   /** The exit flush must keep the process alive until it ends; ordinary sends must not. */
   keepProcessAlive: boolean;
+  /** Sent as `Idempotency-Key`: the same on every attempt of one batch (SPEC §1.1, §4). */
+  idempotencyKey?: string;
 }
 
-/** Resolves with the HTTP status, or rejects on a network failure or timeout. */
-export type PostJson = (url: string, key: string, body: string, options: SendOptions) => Promise<number>;
+/** Resolves with the HTTP status (and Retry-After), or rejects on a network failure or timeout. */
+export type PostJson = (url: string, key: string, body: string, options: SendOptions) => Promise<number | PostAnswer>;
+
+function requestHeaders(key: string, options: SendOptions): Record<string, string> {
+  const headers: Record<string, string> = { "content-type": "application/json", authorization: `Bearer ${key}` };
+  if (options.idempotencyKey) headers["idempotency-key"] = options.idempotencyKey;
+  return headers;
+}
 
 type Unrefable = { unref?: () => unknown };
 
@@ -79,16 +89,16 @@ function targetOf(url: string): Target {
 }
 
 const postWithNodeHttp = (builtins: NodeBuiltins): PostJson => (url, key, body, options) =>
-  new Promise<number>((resolve, reject) => {
+  new Promise<PostAnswer>((resolve, reject) => {
     const target = targetOf(url);
     const client = target.protocol === "https:" ? builtins.https : builtins.http;
     let settled = false;
-    const finish = (error: Error | null, status?: number) => {
+    const finish = (error: Error | null, answer?: PostAnswer) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       if (error) reject(error);
-      else resolve(status ?? 0);
+      else resolve(answer ?? { status: 0, retryAfterMs: null });
     };
     const request = client.request(
       {
@@ -98,15 +108,12 @@ const postWithNodeHttp = (builtins: NodeBuiltins): PostJson => (url, key, body, 
         path: target.path,
         method: "POST",
         agent: agentFor(builtins, target.protocol),
-        headers: {
-          "content-type": "application/json",
-          authorization: `Bearer ${key}`,
-          "content-length": Buffer.byteLength(body),
-        },
+        headers: { ...requestHeaders(key, options), "content-length": String(Buffer.byteLength(body)) },
       },
       (response) => {
+        const retryAfter = response.headers["retry-after"];
         response.on("error", (error) => finish(error));
-        response.on("end", () => finish(null, response.statusCode));
+        response.on("end", () => finish(null, { status: response.statusCode ?? 0, retryAfterMs: parseRetryAfter(typeof retryAfter === "string" ? retryAfter : null, Date.now()) }));
         response.resume();
       },
     );
@@ -130,13 +137,13 @@ const postWithFetch: PostJson = async (url, key, body, options) => {
   try {
     const response = await fetch(url, {
       method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+      headers: requestHeaders(key, options),
       body,
       signal: controller.signal,
     });
     // Drain so the connection can be reused; the ingest answers 202 with an empty body.
     await response.arrayBuffer().catch(() => undefined);
-    return response.status;
+    return { status: response.status, retryAfterMs: parseRetryAfter(response.headers.get("retry-after"), Date.now()) };
   } finally {
     clearTimeout(timer);
   }

@@ -20,6 +20,7 @@ export function boundedText(maxChars: number) {
 }
 
 /**
+/**
  * A name that identifies what an item is about (a tool, an agreement field): 1 to `maxChars` code
  * points (SPEC §1.2: tool names 1–200). An empty one drops the item — there is nothing to count it
  * under, and the dashboard would show it as an invisible link.
@@ -31,7 +32,13 @@ export function requiredName(maxChars: number) {
 /** What an empty or missing client name means: the SDKs send this when the client did not say (SPEC §4). */
 export const UNKNOWN_CLIENT_NAME = "unknown";
 
-export const sessionIdSchema = boundedText(MAX_SESSION_ID_CHARS);
+/**
+ * A startup's or a verdict's session: 1–128 characters. Only a call may have an empty one (SPEC
+ * §1.2, §2.2: no session known); a startup or a verdict always belongs to a session.
+ */
+export const sessionIdSchema = boundedText(MAX_SESSION_ID_CHARS).min(1);
+/** A call's session: at most 128 characters, empty when the producer knows no session (SPEC §2.2). */
+export const callSessionIdSchema = boundedText(MAX_SESSION_ID_CHARS);
 /**
  * The client's name only describes who called: an empty one does not cost the item (SPEC §1.2, a
  * descriptive field never costs the payload) and is stored as `unknown`, the name the SDKs give a

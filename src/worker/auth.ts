@@ -2,8 +2,9 @@
 // middleware that turns a bearer key into the one project it belongs to.
 import type { MiddlewareHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
-import type { AppEnv } from "./env.ts";
-import { findKeyById, type KeyKind } from "./db/keys.ts";
+import type { AppEnv, Env } from "./env.ts";
+import type { KeyState } from "./budget/key-budget.ts";
+import { findKeyById, type ApiKeyRow, type KeyKind } from "./db/keys.ts";
 import { attemptOf, guardBeforeCheck, keyPrefix, recordFailedCredential, tooManyAttempts } from "./throttle/credentials.ts";
 
 export type { KeyKind };
@@ -79,6 +80,75 @@ export async function authenticateKey(
   return { project_id: row.project_id, key_id: row.key_id, payload_budget_per_minute: row.payload_budget_per_minute };
 }
 
+/** The answer to an ingest key: its project, no such key (401), or cannot be told right now (503). */
+export type IngestKeyCheck = { ok: true; key: AuthenticatedKey } | { ok: false; status: 401 | 503 };
+
+function keyStateOf(row: (ApiKeyRow & { payload_budget_per_minute: number }) | null): KeyState | null {
+  if (!row) return null;
+  return { key_sha256: row.key_sha256, project_id: row.project_id, kind: row.kind, revoked: row.revoked_at_ms !== null, payload_budget_per_minute: row.payload_budget_per_minute };
+}
+
+function admitByState(state: KeyState | null, keyId: string, digest: string): IngestKeyCheck {
+  if (!state || state.kind !== "ingest" || state.revoked || !constantTimeEqual(state.key_sha256, digest)) return { ok: false, status: 401 };
+  return { ok: true, key: { project_id: state.project_id, key_id: keyId, payload_budget_per_minute: state.payload_budget_per_minute } };
+}
+
+function logKeyCheck(event: string, keyId: string, err: unknown): void {
+  console.error(JSON.stringify({ event, key_id: keyId, error: err instanceof Error ? err.name : typeof err }));
+}
+
+/**
+ * Checks an ingest key without D1 on the hot path (SPEC §1.1, turn 3): the key's Durable Object
+ * holds its state, read from `db` when the object has none or it is older than 60 s. While D1
+ * fails, a key the object knows keeps its last state (a valid key keeps getting 202, never a 401
+ * or a 500); a key nobody can check answers 503. When the object itself cannot answer, D1 does.
+ */
+export async function authenticateIngestKey(env: Env, db: D1Database, key: string): Promise<IngestKeyCheck> {
+  if (!KEY_PATTERN.test(key) || !key.startsWith(KEY_PREFIX.ingest)) return { ok: false, status: 401 };
+  const keyId = keyIdOf(key);
+  const digest = await sha256Hex(key);
+  let stub: ReturnType<Env["KEY_BUDGET"]["get"]> | null = null;
+  let known: { state: KeyState | null | undefined; fresh: boolean } | null = null;
+  try {
+    stub = env.KEY_BUDGET.get(env.KEY_BUDGET.idFromName(keyId));
+    known = await stub.keyState();
+  } catch (err) {
+    logKeyCheck("key_state_unavailable", keyId, err);
+  }
+  if (known?.fresh && known.state !== undefined) return admitByState(known.state, keyId, digest);
+  let state: KeyState | null;
+  try {
+    state = keyStateOf(await findKeyById(db, keyId));
+  } catch (err) {
+    logKeyCheck("key_check_d1_unavailable", keyId, err);
+    // D1 is down: the last state the object holds answers, however old; without one, nobody can tell.
+    if (known && known.state !== undefined) return admitByState(known.state, keyId, digest);
+    return { ok: false, status: 503 };
+  }
+  if (stub) {
+    try {
+      await stub.setKeyState(state);
+    } catch (err) {
+      logKeyCheck("key_state_unavailable", keyId, err);
+    }
+  }
+  return admitByState(state, keyId, digest);
+}
+
+/** Tells the keys' objects that they are revoked (a revocation or a project deletion), at once. */
+export async function revokeKeyStates(env: Env, keyIds: readonly string[]): Promise<void> {
+  await Promise.all(
+    keyIds.map(async (keyId) => {
+      try {
+        await env.KEY_BUDGET.get(env.KEY_BUDGET.idFromName(keyId)).revoke();
+      } catch (err) {
+        // Within KEY_STATE_MAX_AGE_MS the object reads D1 again and learns it there.
+        logKeyCheck("key_revocation_not_delivered", keyId, err);
+      }
+    }),
+  );
+}
+
 /** The token of an `Authorization: Bearer <token>` header, or null. */
 export function bearerToken(header: string | undefined): string | null {
   if (!header) return null;
@@ -90,25 +160,25 @@ export function bearerToken(header: string | undefined): string | null {
  * Middleware: requires a live key of `kind` in `Authorization: Bearer`, else 401
  * `{"error": …}`; sets `c.var.projectId` / `c.var.keyId` for the handlers after it.
  *
- * With `throttle` (the default for read keys) a wrong key or a malformed header counts as a failed
- * sign-in (throttle/credentials.ts), and a client over its limit is answered 429 with Retry-After;
- * a correct key costs nothing more. A request without any Authorization header is not a guess and
- * is not counted. Ingest is not throttled here yet: its route passes `{ throttle: true }` to opt in.
+ * A wrong key or a malformed header counts as a failed sign-in (throttle/credentials.ts), and a
+ * client over its limit is answered 429 with Retry-After; a correct key costs nothing more. A
+ * request without any Authorization header is not a guess and is not counted. (Ingest checks its
+ * key with authenticateIngestKey; it can call the same throttle functions around that check.)
  */
-export function requireKey(kind: KeyKind, options: { throttle?: boolean } = {}): MiddlewareHandler<AppEnv> {
-  const throttle = options.throttle ?? kind === "read";
+export function requireKey(kind: KeyKind): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const header = c.req.header("authorization");
     const token = bearerToken(header);
     const attempt = attemptOf(c.req.raw, token === null ? null : keyPrefix(token));
     const nowMs = Date.now();
-    if (throttle && header !== undefined) {
+    const throttle = header !== undefined;
+    if (throttle) {
       const wait = await guardBeforeCheck(c.env, attempt, nowMs, { authoritative: false });
       if (wait !== null) throw tooManyAttempts(wait);
     }
     const auth = token === null ? null : await authenticateKey(c.env.DB, token, kind);
     if (!auth) {
-      const wait = throttle && header !== undefined ? await recordFailedCredential(c.env, attempt, nowMs) : null;
+      const wait = throttle ? await recordFailedCredential(c.env, attempt, nowMs) : null;
       if (wait !== null) throw tooManyAttempts(wait);
       throw new HTTPException(401, {
         message: token === null ? "missing bearer key" : `not a valid ${kind} key`,

@@ -1,18 +1,19 @@
 // The buffer and transport against a real local HTTP server (node:http on 127.0.0.1, not a mocked
 // fetch): batching at 30 and on the interval, the 1,000 cap, ≤ 500 per request, one send in
-// flight, the send timeout, failed sends dropped (SPEC §4).
+// flight, the send timeout, failed sends retried with their Idempotency-Key (SPEC §4; the retry
+// schedule itself: test/sdk/retry.test.ts).
 import { afterEach, describe, expect, test, vi } from "vitest";
 import { PayloadBuffer, DEFAULT_BUFFER_TUNING } from "../../src/sdk/buffer.ts";
 import {
   destinationFor,
   resetDestinationsForTests,
   setTransportOverridesForTests,
-} from "../../src/sdk/session.ts";
+} from "../../src/sdk/destination.ts";
 import type { PostJson } from "../../src/sdk/transport.ts";
-import { startCaptureServer, type CaptureServer } from "./helpers/capture-server.ts";
+import { startCaptureServer, type CaptureMode, type CaptureServer } from "./helpers/capture-server.ts";
 
 const servers: CaptureServer[] = [];
-async function capture(mode: "accept" | "fail500" | "hang" = "accept") {
+async function capture(mode: CaptureMode = "accept") {
   const server = await startCaptureServer(mode);
   servers.push(server);
   return server;
@@ -92,7 +93,8 @@ describe("limits", () => {
     expect(ingest.requests).toHaveLength(1);
     expect(ingest.maxOpen).toBe(1);
     ingest.mode = "accept";
-    ingest.releaseHanging(); // the first send fails: its 30 are dropped, not retried
+    // The first send fails; back in the buffer its 30 are the oldest of 1,030, so the bound drops them.
+    ingest.releaseHanging();
     const requests = await ingest.waitForRequests(3);
     expect(seqs(requests[1]!.batch)).toEqual(range(130, 630));
     expect(seqs(requests[2]!.batch)).toEqual(range(630, 1_130));
@@ -136,7 +138,7 @@ describe("limits", () => {
     await ingest.waitForRequests(1);
     for (let i = 30; i < 59; i++) destination.enqueue(item(i)); // 29 waiting
     ingest.mode = "accept";
-    ingest.releaseHanging();
+    ingest.releaseHanging(202);
     await sleep(300);
     expect(ingest.requests).toHaveLength(1); // 29 < 30: they wait for the (long) interval
     destination.enqueue(item(59));
@@ -145,20 +147,52 @@ describe("limits", () => {
   });
 });
 
-describe("failures drop the batch", () => {
-  test("a 500 answer drops the batch, no retry", async () => {
+describe("failures: retried with the same Idempotency-Key, or dropped", () => {
+  test("a 500 answer is retried with the same Idempotency-Key, then the batch is done", async () => {
     const ingest = await capture("fail500");
     const destination = destinationFor(ingest.url, key());
     for (let i = 0; i < 30; i++) destination.enqueue(item(i));
     await ingest.waitForRequests(1);
+    ingest.mode = "accept";
+    await ingest.waitForRequests(2, 5_000);
     await sleep(200);
-    for (let i = 30; i < 60; i++) destination.enqueue(item(i));
-    await ingest.waitForRequests(2);
-    await sleep(200);
-    expect(ingest.requests.map((r) => seqs(r.batch))).toEqual([range(0, 30), range(30, 60)]);
+    expect(ingest.requests.map((r) => seqs(r.batch))).toEqual([range(0, 30), range(0, 30)]);
+    const [first, second] = ingest.requests.map((r) => r.headers["idempotency-key"]);
+    expect(first).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    expect(second).toBe(first);
+    expect(destination.buffer.size).toBe(0);
   });
 
-  test("a send that hangs is abandoned after the send timeout and its batch dropped", async () => {
+  test("a 400 drops the batch at once: no retry; the next batch has its own key", async () => {
+    const ingest = await capture("reject400");
+    const destination = destinationFor(ingest.url, key());
+    for (let i = 0; i < 30; i++) destination.enqueue(item(i));
+    await ingest.waitForRequests(1);
+    ingest.mode = "accept";
+    await sleep(1_500); // past the first retry's latest time (1.2 s)
+    expect(ingest.requests).toHaveLength(1);
+    for (let i = 30; i < 60; i++) destination.enqueue(item(i));
+    await ingest.waitForRequests(2);
+    expect(seqs(ingest.requests[1]!.batch)).toEqual(range(30, 60));
+    expect(ingest.requests[1]!.headers["idempotency-key"]).not.toBe(ingest.requests[0]!.headers["idempotency-key"]);
+    expect(destination.buffer.droppedBatches).toBe(1);
+  });
+
+  test("a 503's Retry-After is honoured", async () => {
+    const ingest = await capture("fail503");
+    ingest.retryAfter = "2";
+    const destination = destinationFor(ingest.url, key());
+    for (let i = 0; i < 30; i++) destination.enqueue(item(i));
+    await ingest.waitForRequests(1);
+    ingest.mode = "accept";
+    await sleep(1_500); // the backoff alone would have retried by 1.2 s
+    expect(ingest.requests).toHaveLength(1);
+    await ingest.waitForRequests(2, 5_000);
+    expect(ingest.requests[1]!.receivedAtMs - ingest.requests[0]!.receivedAtMs).toBeGreaterThanOrEqual(2_000);
+    expect(ingest.requests[1]!.headers["idempotency-key"]).toBe(ingest.requests[0]!.headers["idempotency-key"]);
+  });
+
+  test("a send that hangs is abandoned after the send timeout and retried with its key", async () => {
     const ingest = await capture("hang");
     setTransportOverridesForTests({ sendTimeoutMs: 300 });
     const destination = destinationFor(ingest.url, key());
@@ -170,9 +204,11 @@ describe("failures drop the batch", () => {
     await sleep(400);
     expect(destination.buffer.sending).toBe(false);
     expect(ingest.open).toBe(0); // the connection was cut
-    for (let i = 30; i < 60; i++) destination.enqueue(item(i));
-    await ingest.waitForRequests(2);
-    expect(seqs(ingest.requests[1]!.batch)).toEqual(range(30, 60));
+    expect(destination.buffer.size).toBe(30); // kept for its retry
+    ingest.mode = "accept";
+    await ingest.waitForRequests(2, 5_000);
+    expect(seqs(ingest.requests[1]!.batch)).toEqual(range(0, 30));
+    expect(ingest.requests[1]!.headers["idempotency-key"]).toBe(ingest.requests[0]!.headers["idempotency-key"]);
   });
 
   test("with the real defaults a hanging send is cut at exactly 10 s (fake clock, real socket)", async () => {
@@ -218,12 +254,12 @@ describe("failures drop the batch", () => {
     destination.enqueue(item(30));
     await destination.buffer.flushFinal();
     expect(seen).toEqual([
-      { timeoutMs: 10_000, keepProcessAlive: false },
-      { timeoutMs: 1_000, keepProcessAlive: true },
+      { timeoutMs: 10_000, keepProcessAlive: false, idempotencyKey: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/) },
+      { timeoutMs: 1_000, keepProcessAlive: true, idempotencyKey: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/) },
     ]);
   });
 
-  test("an endpoint that is down, and a poster that throws, cost nothing but the batch", async () => {
+  test("an endpoint that is down, and a poster that throws, never throw or block: the batch waits for its retry", async () => {
     const ingest = await capture();
     const downUrl = ingest.url;
     await ingest.close();
@@ -231,7 +267,7 @@ describe("failures drop the batch", () => {
     for (let i = 0; i < 60; i++) destination.enqueue(item(i));
     await sleep(200);
     expect(destination.buffer.sending).toBe(false);
-    expect(destination.buffer.size).toBe(0);
+    expect(destination.buffer.size).toBe(60); // 30 for their retry, 30 behind them
 
     setTransportOverridesForTests({
       post: () => {
@@ -242,7 +278,7 @@ describe("failures drop the batch", () => {
     for (let i = 0; i < 30; i++) throwing.enqueue(item(i));
     await sleep(50);
     expect(throwing.buffer.sending).toBe(false);
-    expect(throwing.buffer.size).toBe(0);
+    expect(throwing.buffer.size).toBe(30);
   });
 });
 
@@ -252,7 +288,7 @@ test("destinations are per endpoint + key and shared by every caller in the proc
   expect(destinationFor(ingest.url, "k1-shared")).toBe(a);
   expect(destinationFor(ingest.url, "k2-shared")).not.toBe(a);
   expect(destinationFor(`${ingest.url}/x`, "k1-shared")).not.toBe(a);
-  expect(destinationFor(ingest.url, "k1-shared").sessionId).toBe(a.sessionId);
+  expect(destinationFor(ingest.url, "k1-shared").sessions).toBe(a.sessions);
   resetDestinationsForTests();
   expect(destinationFor(ingest.url, "k1-shared")).not.toBe(a);
 });

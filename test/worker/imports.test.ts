@@ -54,20 +54,24 @@ const MAY_IMPORT: Record<string, string[]> = {
   "analytics/": [],
   "budget/": [],
   "throttle/": [],
+  "health/": [],
+  // A queue module: producer and consumer of one queue (STYLE.md), writing through db/.
+  "queues/": ["db/", "health/"],
   "rollup/": ["db/"],
   "metrics/": ["db/"],
   "dashboard/": ["metrics/", "alerts/"],
   "mcp/": ["metrics/", "alerts/"],
   // Alerts evaluate with the read side's counter definitions (SPEC §5: the read API's figures).
   "alerts/": ["metrics/", "db/", "auth.ts"],
-  "auth.ts": ["db/", "throttle/"],
-  "routes/": ["metrics/", "dashboard/", "mcp/", "alerts/", "db/", "auth.ts", "analytics/", "budget/", "throttle/"],
+  // The ingest key is checked by its Durable Object (budget/), D1 only to refresh it.
+  "auth.ts": ["db/", "budget/", "throttle/"],
+  "routes/": ["metrics/", "dashboard/", "mcp/", "alerts/", "db/", "auth.ts", "analytics/", "budget/", "queues/", "health/", "throttle/"],
   "app.ts": ["routes/"],
-  "index.ts": ["app.ts", "rollup/", "alerts/", "budget/", "throttle/"],
+  "index.ts": ["app.ts", "rollup/", "alerts/", "budget/", "queues/", "health/", "throttle/"],
   "time.ts": [],
   "histogram.ts": [],
   "text.ts": [],
-  "env.ts": ["budget/", "throttle/"],
+  "env.ts": ["budget/", "health/", "throttle/"],
   "ip.ts": [],
 };
 /** The read side's routes and pages ask metrics/ and never run SQL of their own. */

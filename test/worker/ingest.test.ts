@@ -226,13 +226,14 @@ describe("429: over the key's payload budget", () => {
   });
 });
 
-describe("500: anything unexpected", () => {
-  it("answers {\"error\": \"internal error\"} without a stack trace", async () => {
+describe("503, never 500, when nothing can be promised", () => {
+  it("answers 503 with Retry-After and no stack trace when neither the key's object nor D1 can check the key", async () => {
     const p = await createProject();
     const brokenDb = { prepare() { throw new Error("SECRET_STACK detail"); } } as unknown as D1Database;
     const res = await postIngest({ batch: [callPayload()] }, { key: p.ingest_key, env: { ...env, DB: brokenDb } });
-    expect(res.status).toBe(500);
-    expect(await res.text()).toBe(JSON.stringify({ error: "internal error" }));
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("10");
+    expect(await res.text()).toBe(JSON.stringify({ error: "ingest temporarily unavailable; retry later" }));
   });
 });
 

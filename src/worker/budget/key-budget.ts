@@ -13,9 +13,37 @@
 // time since, is never below the true count and never above the capacity. The write is not
 // awaited and does not hold the answer (`allowUnconfirmed`): waiting for each write to be
 // confirmed made every ingest request wait on a storage flush.
+//
+// The same object answers the key check without D1 (SPEC §1.1, turn 3): it holds what the check
+// needs (hash, project, kind, revoked, the project's budget), loaded from D1 by the worker on first
+// use and refreshed at most every KEY_STATE_MAX_AGE_MS; a revocation or a project deletion tells it
+// at once. The state is written to storage only when it changes (a refresh that finds the same row
+// writes nothing), so after a restart during a D1 outage the object still knows its key. And it
+// remembers the Idempotency-Keys it admitted for an hour, in memory: the dedup of a resend costs
+// no row (docs/ingest.md says what a restart of the object leaves to the D1 guard).
 import { DurableObject } from "cloudflare:workers";
 
-export type BudgetDecision = { admitted: true } | { admitted: false; retryAfterSeconds: number };
+export type BudgetDecision =
+  | { admitted: true; duplicate?: boolean }
+  | { admitted: false; retryAfterSeconds: number };
+
+/** What the key check needs, as the object holds it. `null` fields: no such key in D1. */
+export type KeyState = {
+  key_sha256: string;
+  project_id: string;
+  kind: "ingest" | "read";
+  revoked: boolean;
+  payload_budget_per_minute: number;
+};
+
+/** A key's state is read from D1 again when it is older than this (SPEC §1.1: a revocation within 60 s). */
+export const KEY_STATE_MAX_AGE_MS = 60_000;
+/** Idempotency-Keys are remembered this long (SPEC §1.1). */
+export const IDEMPOTENCY_WINDOW_MS = 3_600_000;
+/** At most this many remembered per key (oldest forgotten first): bounded memory whatever a producer sends. */
+export const MAX_REMEMBERED_IDEMPOTENCY_KEYS = 100_000;
+
+const KEY_STATE_KEY = "key_state";
 
 type BucketState = { tokens: number; updatedAtMs: number; budgetPerMinute: number };
 
@@ -51,15 +79,86 @@ export function takeTokens(
 export class KeyBudget extends DurableObject {
   #bucket: BucketState | undefined;
   #loaded = false;
+  /** The key's state: `undefined` not known yet, `null` no such key (as D1 said at loadedAtMs). */
+  #keyState: KeyState | null | undefined;
+  // Not `#private`: tests age the state and clear the remembered keys, as time and a restart would.
+  private keyStateLoadedAtMs = 0;
+  #keyStateRead = false;
+  /** Idempotency-Key → when it was admitted, oldest first (a Map keeps insertion order). */
+  private idempotencyKeys = new Map<string, number>();
 
-  /** Takes `payloads` from this key's budget, or says how many seconds to wait. */
-  async take(payloads: number, budgetPerMinute: number): Promise<BudgetDecision> {
+  /**
+   * What this object knows about its key: the state (or null: D1 had no such key), and whether it
+   * is fresh enough to answer without D1. `state: undefined` when nothing is known at all.
+   */
+  async keyState(): Promise<{ state: KeyState | null | undefined; fresh: boolean }> {
+    if (!this.#keyStateRead) {
+      // After a restart the stored state answers, stale, until the worker refreshes it.
+      this.#keyState = (await this.ctx.storage.get<KeyState>(KEY_STATE_KEY)) ?? undefined;
+      this.#keyStateRead = true;
+    }
+    const fresh = this.keyStateLoadedAtMs > 0 && Date.now() - this.keyStateLoadedAtMs < KEY_STATE_MAX_AGE_MS;
+    return { state: this.#keyState, fresh };
+  }
+
+  /** The state the worker has just read from D1 (null: no such key). Stored only when it changed. */
+  async setKeyState(state: KeyState | null): Promise<void> {
+    await this.keyState();
+    const changed = JSON.stringify(state) !== JSON.stringify(this.#keyState ?? null);
+    this.#keyState = state;
+    this.keyStateLoadedAtMs = Date.now();
+    if (!changed) return;
+    if (state) await this.ctx.storage.put(KEY_STATE_KEY, state);
+    else await this.ctx.storage.delete(KEY_STATE_KEY);
+  }
+
+  /** The key was revoked or its project deleted: refuse it from now on, without waiting for D1. */
+  async revoke(): Promise<void> {
+    await this.keyState();
+    if (this.#keyState) await this.setKeyState({ ...this.#keyState, revoked: true });
+    else this.keyStateLoadedAtMs = 0;
+  }
+
+  /** Forgets an Idempotency-Key admitted by `take` whose batch could not be accepted after all (a 503). */
+  async release(idempotencyKey: string): Promise<void> {
+    this.idempotencyKeys.delete(idempotencyKey);
+  }
+
+  /**
+   * Takes `payloads` from this key's budget, or says how many seconds to wait. A batch whose
+   * Idempotency-Key was admitted within the hour is a duplicate: admitted, nothing taken.
+   */
+  async take(payloads: number, budgetPerMinute: number, idempotencyKey: string | null = null): Promise<BudgetDecision> {
+    const nowMs = Date.now();
+    if (idempotencyKey !== null) {
+      this.#forgetIdempotencyKeysBefore(nowMs - IDEMPOTENCY_WINDOW_MS);
+      if (this.idempotencyKeys.has(idempotencyKey)) return { admitted: true, duplicate: true };
+    }
+    const decision = await this.#takeTokens(payloads, budgetPerMinute, nowMs);
+    if (decision.admitted && idempotencyKey !== null) {
+      this.idempotencyKeys.set(idempotencyKey, nowMs);
+      if (this.idempotencyKeys.size > MAX_REMEMBERED_IDEMPOTENCY_KEYS) {
+        this.idempotencyKeys.delete(this.idempotencyKeys.keys().next().value!);
+      }
+    }
+    return decision;
+  }
+
+  #forgetIdempotencyKeysBefore(cutoffMs: number): void {
+    for (const [key, atMs] of this.idempotencyKeys) {
+      if (atMs >= cutoffMs) break;
+      this.idempotencyKeys.delete(key);
+    }
+  }
+
+  async #takeTokens(payloads: number, budgetPerMinute: number, nowMs: number): Promise<BudgetDecision> {
+    if (payloads === 0) return { admitted: true };
     if (!this.#loaded) {
       // The input gate holds other calls while this first read is in flight, so none sees a half-loaded bucket.
       this.#bucket = await this.ctx.storage.get<BucketState>(STATE_KEY);
       this.#loaded = true;
     }
-    const { state, decision } = takeTokens(this.#bucket, payloads, budgetPerMinute, Date.now());
+    const { state, decision } = takeTokens(this.#bucket, payloads, budgetPerMinute, nowMs);
     this.#bucket = state;
     if (state.tokens < state.budgetPerMinute * PERSIST_BELOW_SHARE) {
       this.ctx.storage.put(STATE_KEY, state, { allowUnconfirmed: true }).catch(() => {});

@@ -45,6 +45,8 @@ const Logo: FC = () => (
 
 /** This request's Content-Security-Policy nonce: the one script of a page runs only with it (SPEC §3). */
 export const ScriptNonce = createContext("");
+/** A sentence saying the project's data is incomplete or late (routes/dashboard.tsx), or null. */
+export const DataNotice = createContext<string | null>(null);
 
 export const Document: FC<{ title: string; children?: Child }> = ({ title, children }) => (
   <html lang="en">
@@ -100,6 +102,11 @@ const QUICK_RANGES: [string, number][] = [
   ["90d", 90],
 ];
 
+const DataNoticeBanner: FC = () => {
+  const notice = useContext(DataNotice);
+  return notice ? <p class="notice" role="status" data-data-notice>{notice}</p> : null;
+};
+
 export const Frame: FC<FrameProps> = (p) => {
   const today = isoDate(p.todayMs);
   const clientOptions = p.client !== undefined && !p.clients.includes(p.client) ? [...p.clients, p.client] : p.clients;
@@ -107,6 +114,7 @@ export const Frame: FC<FrameProps> = (p) => {
     <Document title={p.title}>
       <TopBar projectName={p.projectName} home={pageHref("/", { from: p.range.from, to: p.range.to, client: p.client })} />
       <main>
+        <DataNoticeBanner />
         <div class="toolbar">
           <h1>
             {p.heading}

@@ -45,14 +45,14 @@ export function splitByType(payloads: readonly Payload[]): BatchRows {
   return rows;
 }
 
-/** Serialises tuples into JSON arrays of at most MAX_BOUND_JSON_CHARS characters each, in order. */
-function jsonChunks(tuples: readonly unknown[]): string[] {
+/** Serialises tuples into JSON arrays of at most `maxChars` characters each, in order. */
+function jsonChunks(tuples: readonly unknown[], maxChars = MAX_BOUND_JSON_CHARS): string[] {
   const chunks: string[] = [];
   let parts: string[] = [];
   let length = 2;
   for (const tuple of tuples) {
     const json = JSON.stringify(tuple);
-    if (parts.length > 0 && length + json.length + 1 > MAX_BOUND_JSON_CHARS) {
+    if (parts.length > 0 && length + json.length + 1 > maxChars) {
       chunks.push(`[${parts.join(",")}]`);
       parts = [];
       length = 2;
@@ -65,15 +65,52 @@ function jsonChunks(tuples: readonly unknown[]): string[] {
 }
 
 // A request's calls are ONE row (D1 bills rows, not bytes; migration 0008): the rollup numbers
-// them in receive order (batch_seq, then their order in the request) into call_state.
-const INSERT_CALLS_SQL = `INSERT INTO call_batches (project_id, received_at_ms, call_count, calls_json)
-VALUES (?2, ?3, json_array_length(?1), ?1)`;
+// them in receive order (batch_seq, then their order in the request) into call_state. The row
+// carries the batch id (migration 0015); ?5 = 1 asks for the resend guard below.
+//
+// The guard: no row of this batch (its id, or one of its queued parts `id#n`) among the newest
+// RESEND_GUARD_BATCHES rows. It reads those rows' first columns only (batch_id sits before
+// calls_json) and writes nothing, unlike an index (one more row written per request, bench:cost).
+// A batch the rollup has already taken is no longer here: the key's Durable Object remembers the
+// Idempotency-Keys it accepted for the hour (SPEC §1.1), and this guard covers the time after a
+// restart of that object while the batch waits for the rollup (docs/ingest.md).
+export const RESEND_GUARD_BATCHES = 1_000;
+
+/**
+ * True when a row of the batch is among the newest call_batches rows: `whole` is the request's id,
+ * `self` the id being written (the request's, or one queued part's `id#n`); with `anyPart` a row of
+ * any part of the request counts (a resend of the whole request).
+ */
+const storedGuardSql = (project: string, whole: string, self: string, anyPart: string) => `EXISTS (
+  SELECT 1 FROM call_batches
+  WHERE batch_seq > (SELECT COALESCE(MAX(batch_seq), 0) FROM call_batches) - ${RESEND_GUARD_BATCHES}
+    AND project_id = ${project}
+    AND (batch_id = ${whole} OR batch_id = ${self} OR (${anyPart} = 1 AND substr(batch_id, 1, length(${whole}) + 1) = ${whole} || '#')))`;
+
+/** On the slow paths a data row is written only by the attempt that inserted the batch's receipt. */
+const receiptHeldSql = (project: string, batchId: string, attemptId: string) =>
+  `(${batchId} IS NULL OR EXISTS (SELECT 1 FROM ingest_receipts WHERE project_id = ${project} AND batch_id = ${batchId} AND attempt_id = ${attemptId}))`;
+
+// ?1 rows, ?2 project, ?3 receive time, ?4 batch id stored, ?5 guard on (1/0), ?6 request id,
+// ?7 any part (1/0), ?8 receipt's batch id (NULL on the fast path), ?9 attempt id.
+const INSERT_CALLS_SQL = `INSERT INTO call_batches (project_id, received_at_ms, call_count, batch_id, calls_json)
+SELECT ?2, ?3, json_array_length(?1), ?4, ?1
+WHERE (?5 = 0 OR NOT ${storedGuardSql("?2", "?6", "?4", "?7")}) AND ${receiptHeldSql("?2", "?8", "?9")}`;
+
+// ?1 project, ?2 batch id, ?3 attempt id, ?4 now, ?5 request id. No receipt (and so no rows) when
+// the batch is already stored: a receipt of an earlier attempt, or its call row from a fast-path
+// attempt whose failure was reported although it committed; nor when its project was deleted
+// meanwhile (a queued batch must not bring a deleted project's rows back).
+const INSERT_RECEIPT_SQL = `INSERT INTO ingest_receipts (project_id, batch_id, attempt_id, written_at_ms)
+SELECT ?1, ?2, ?3, ?4
+WHERE NOT ${storedGuardSql("?1", "?5", "?2", "0")} AND EXISTS (SELECT 1 FROM projects WHERE project_id = ?1)
+ON CONFLICT (project_id, batch_id) DO NOTHING`;
 
 const INSERT_STARTUPS_SQL = `INSERT INTO raw_startups (project_id, session_id, client_name, received_at_ms, sdk,
   mcp_sdk_version, transport, protocol_version, tools_json, agree_declared_json)
 SELECT ?2, value ->> 0, value ->> 1, ?3, value ->> 2, value ->> 3, value ->> 4, value ->> 5,
   value -> 6, value -> 7
-FROM json_each(?1) ORDER BY key`;
+FROM json_each(?1) WHERE ${receiptHeldSql("?2", "?4", "?5")} ORDER BY key`;
 
 /**
  * An agreement pair as it is stored: the two names in code-point order (SPEC §2.5), so a pair sent
@@ -89,29 +126,15 @@ export function agreementPairOrder(toolA: string, toolB: string): [string, strin
 const INSERT_AGREEMENTS_SQL = `INSERT INTO raw_agreements (project_id, session_id, field, tool_a, tool_b, agreed,
   checked_at_ms, window_ms, received_at_ms)
 SELECT ?2, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, ?3
-FROM json_each(?1) ORDER BY key`;
+FROM json_each(?1) WHERE ${receiptHeldSql("?2", "?4", "?5")} ORDER BY key`;
 
-/** The statements that store one batch (at least one per non-empty table, more only for huge startups). */
-export function batchStatements(
-  db: D1Database,
-  projectId: string,
-  payloads: readonly Payload[],
-  receivedAtMs: number,
-): { statements: D1PreparedStatement[]; counts: RowCounts } {
+/** A batch's rows as stored (only named fields: nothing outside the schema can reach a row), per table. */
+export type BatchTuples = { calls: unknown[][]; startups: unknown[][]; agreements: unknown[][] };
+
+export function batchTuples(payloads: readonly Payload[]): BatchTuples {
   const rows = splitByType(payloads);
-  const statements: D1PreparedStatement[] = [];
-  // Every statement binds ?1 = the JSON rows, ?2 = the project; the raw tables also ?3 = receive time.
-  const add = (sql: string, tuples: unknown[], bindsReceivedAt = true) => {
-    if (tuples.length === 0) return;
-    const prepared = db.prepare(sql);
-    for (const chunk of jsonChunks(tuples)) {
-      statements.push(bindsReceivedAt ? prepared.bind(chunk, projectId, receivedAtMs) : prepared.bind(chunk, projectId));
-    }
-  };
-
-  add(
-    INSERT_CALLS_SQL,
-    rows.calls.map((c) => [
+  return {
+    calls: rows.calls.map((c) => [
       wellFormed(c.session_id),
       wellFormed(c.client_name),
       wellFormed(c.tool_name),
@@ -123,10 +146,7 @@ export function batchStatements(
       c.args_hash,
       durationBucket(c.duration_ms),
     ]),
-  );
-  add(
-    INSERT_STARTUPS_SQL,
-    rows.startups.map((s) => [
+    startups: rows.startups.map((s) => [
       wellFormed(s.session_id),
       wellFormed(s.client_name),
       wellFormedOrNull(s.sdk),
@@ -148,10 +168,7 @@ export function batchStatements(
       })),
       s.agree_declared.map((d) => ({ field: wellFormed(d.field), tools: d.tools.map(wellFormed) })),
     ]),
-  );
-  add(
-    INSERT_AGREEMENTS_SQL,
-    rows.agreements.map((a) => [
+    agreements: rows.agreements.map((a) => [
       wellFormed(a.session_id),
       wellFormed(a.field),
       ...agreementPairOrder(wellFormed(a.tool_a), wellFormed(a.tool_b)),
@@ -159,11 +176,76 @@ export function batchStatements(
       a.checked_at_ms,
       a.window_ms,
     ]),
-  );
-  return {
-    statements,
-    counts: { calls: rows.calls.length, startups: rows.startups.length, agreements: rows.agreements.length },
   };
+}
+
+/** One batch to store: a whole request, or one part of it that went through the ingest queue. */
+export type StoredBatch = {
+  projectId: string;
+  receivedAtMs: number;
+  /** The request's batch id: its Idempotency-Key, or one the worker drew. */
+  requestId: string;
+  /** The id stored: the request's, or `requestId#n` for the queue's part n. */
+  batchId: string;
+  /** The request carried an Idempotency-Key: look for an earlier copy before writing (fast path). */
+  resendGuard: boolean;
+  tuples: BatchTuples;
+};
+
+export function countsOf(tuples: BatchTuples): RowCounts {
+  return { calls: tuples.calls.length, startups: tuples.startups.length, agreements: tuples.agreements.length };
+}
+
+/** The parts of a batch whose rows' JSON stays under `maxChars` each (a queue message's size), in order. */
+export function splitTuples(tuples: BatchTuples, maxChars: number): BatchTuples[] {
+  const parts: BatchTuples[] = [];
+  let part: BatchTuples = { calls: [], startups: [], agreements: [] };
+  let length = 0;
+  for (const table of ["calls", "startups", "agreements"] as const) {
+    for (const tuple of tuples[table]) {
+      const size = JSON.stringify(tuple).length + 1;
+      if (length > 0 && length + size > maxChars) {
+        parts.push(part);
+        part = { calls: [], startups: [], agreements: [] };
+        length = 0;
+      }
+      part[table].push(tuple);
+      length += size;
+    }
+  }
+  if (length > 0) parts.push(part);
+  return parts;
+}
+
+/**
+ * The statements that store one batch (at least one per non-empty table, more only for huge
+ * startups). With `receipt` (the slow paths: a retry, the queue's consumer) the first statement
+ * inserts the batch's receipt and every row is written only by the attempt that inserted it.
+ */
+export function batchStatements(
+  db: D1Database,
+  batch: StoredBatch,
+  receipt: { attemptId: string; nowMs: number } | null = null,
+): { statements: D1PreparedStatement[]; counts: RowCounts } {
+  const { projectId, receivedAtMs, tuples } = batch;
+  const statements: D1PreparedStatement[] = [];
+  const receiptId = receipt ? batch.batchId : null;
+  const attemptId = receipt?.attemptId ?? null;
+  if (receipt) {
+    statements.push(db.prepare(INSERT_RECEIPT_SQL).bind(projectId, batch.batchId, receipt.attemptId, receipt.nowMs, batch.requestId));
+  }
+  const anyPart = batch.batchId === batch.requestId ? 1 : 0;
+  for (const chunk of tuples.calls.length > 0 ? jsonChunks(tuples.calls) : []) {
+    statements.push(
+      db.prepare(INSERT_CALLS_SQL).bind(chunk, projectId, receivedAtMs, batch.batchId, batch.resendGuard && !receipt ? 1 : 0, batch.requestId, anyPart, receiptId, attemptId),
+    );
+  }
+  for (const [sql, table] of [[INSERT_STARTUPS_SQL, tuples.startups], [INSERT_AGREEMENTS_SQL, tuples.agreements]] as const) {
+    if (table.length === 0) continue;
+    const prepared = db.prepare(sql);
+    for (const chunk of jsonChunks(table)) statements.push(prepared.bind(chunk, projectId, receivedAtMs, receiptId, attemptId));
+  }
+  return { statements, counts: countsOf(tuples) };
 }
 
 /** Structured log line of a write failure: the project and the counts, never a payload. */
@@ -174,44 +256,60 @@ export type WriteFailureLog = {
   error: string;
 } & RowCounts;
 
+/** Waits between write attempts (SPEC §1.1: retried with backoff), multiplied by the base delay. */
+export const WRITE_RETRY_BACKOFF = [1, 4, 16] as const;
+/** The base delay of WRITE_RETRY_BACKOFF (env INGEST_RETRY_BASE_MS): 250 ms → 0.25, 1 and 4 s, under waitUntil's 30 s. */
+export const DEFAULT_WRITE_RETRY_BASE_MS = 250;
+
+export type PersistResult = { stored: boolean; failedAttempts: number };
+
 /**
  * Stores one batch: its statements run as one D1 batch (a single transaction, so a failed attempt
- * leaves nothing behind and the retry cannot duplicate rows). A failure is retried once; each
+ * leaves nothing behind). A failed attempt is retried after WRITE_RETRY_BACKOFF; every retry
+ * writes with a receipt, so an attempt reported failed that did commit is not stored twice. Each
  * failure is logged as JSON with the project and counts only — the error's name, not its message,
- * which could quote stored values. Resolves to whether the rows were stored; never throws.
+ * which could quote stored values. Never throws.
  */
 export async function persistBatch(
   db: D1Database,
-  projectId: string,
-  payloads: readonly Payload[],
-  receivedAtMs: number,
-  log: (line: string) => void = (line) => console.error(line),
-): Promise<boolean> {
-  let built: ReturnType<typeof batchStatements>;
-  try {
-    built = batchStatements(db, projectId, payloads, receivedAtMs);
-  } catch (err) {
-    log(JSON.stringify({ event: "ingest_write_failed", project_id: projectId, attempt: 0, error: errorName(err), calls: 0, startups: 0, agreements: 0 } satisfies WriteFailureLog));
-    return false;
-  }
-  const { statements, counts } = built;
-  if (statements.length === 0) return true;
-  for (let attempt = 1; attempt <= 2; attempt++) {
+  batch: StoredBatch,
+  options: { retryBaseMs?: number; log?: (line: string) => void; sleep?: (ms: number) => Promise<void> } = {},
+): Promise<PersistResult> {
+  const log = options.log ?? ((line: string) => console.error(line));
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const base = options.retryBaseMs ?? DEFAULT_WRITE_RETRY_BASE_MS;
+  const counts = countsOf(batch.tuples);
+  if (counts.calls + counts.startups + counts.agreements === 0) return { stored: true, failedAttempts: 0 };
+  const attempts = WRITE_RETRY_BACKOFF.length + 1;
+  for (let attempt = 1; attempt <= attempts; attempt++) {
     try {
-      await db.batch(statements);
-      return true;
+      const receipt = attempt === 1 ? null : { attemptId: crypto.randomUUID(), nowMs: Date.now() };
+      await db.batch(batchStatements(db, batch, receipt).statements);
+      return { stored: true, failedAttempts: attempt - 1 };
     } catch (err) {
       const line: WriteFailureLog = {
-        event: attempt === 1 ? "ingest_write_retry" : "ingest_write_failed",
-        project_id: projectId,
+        event: attempt < attempts ? "ingest_write_retry" : "ingest_write_failed",
+        project_id: batch.projectId,
         attempt,
         error: errorName(err),
         ...counts,
       };
       log(JSON.stringify(line));
+      if (attempt < attempts) await sleep(WRITE_RETRY_BACKOFF[attempt - 1]! * base);
     }
   }
-  return false;
+  return { stored: false, failedAttempts: attempts };
+}
+
+/**
+ * Stores one batch once, on the slow path (the ingest queue's consumer): one attempt with a
+ * receipt. Resolves "stored" when this attempt wrote it and "duplicate" when it was already stored;
+ * rejects when D1 fails (the caller retries the message).
+ */
+export async function storeBatchOnce(db: D1Database, batch: StoredBatch, nowMs: number): Promise<"stored" | "duplicate"> {
+  const attemptId = crypto.randomUUID();
+  const results = await db.batch(batchStatements(db, batch, { attemptId, nowMs }).statements);
+  return results[0]!.meta.changes > 0 ? "stored" : "duplicate";
 }
 
 function errorName(err: unknown): string {

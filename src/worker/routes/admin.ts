@@ -8,11 +8,13 @@ import { HTTPException } from "hono/http-exception";
 import { timingSafeEqual } from "hono/utils/buffer";
 import { z } from "zod";
 import type { AppEnv } from "../env.ts";
-import { generateKey, keyIdOf, randomBase62, sha256Hex, type KeyKind } from "../auth.ts";
+import { generateKey, keyIdOf, randomBase62, revokeKeyStates, sha256Hex, type KeyKind } from "../auth.ts";
 import { insertKeyStatement, listKeys, revokeKey } from "../db/keys.ts";
 import { deleteAdminSessions, deleteSessionsOfKey } from "../db/sessions.ts";
 import { ADMIN_PREFIX, attemptOf, guardBeforeCheck, recordFailedCredential, tooManyAttempts } from "../throttle/credentials.ts";
 import { deleteProject, findProject, insertProjectStatement, listProjects, setPayloadBudget } from "../db/projects.ts";
+import { INGEST_HEALTH_NAME } from "../health/ingest-health.ts";
+import { healthRoutes } from "./health.ts";
 
 export const MAX_PROJECT_NAME_CHARS = 200;
 /** Upper bound of a settable budget: far above what one key can send, low enough to stay an integer. */
@@ -67,6 +69,16 @@ export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 adminRoutes.use("*", requireAdmin);
+adminRoutes.route("/health", healthRoutes);
+
+/** A deleted project's queue backlog and dead letters are forgotten with it (best effort, logged). */
+async function forgetProjectHealth(env: AppEnv["Bindings"], projectId: string): Promise<void> {
+  try {
+    await env.INGEST_HEALTH.get(env.INGEST_HEALTH.idFromName(INGEST_HEALTH_NAME)).forgetProject(projectId);
+  } catch (err) {
+    console.error(JSON.stringify({ event: "ingest_health_unavailable", kind: "forget_project", project_id: projectId, error: err instanceof Error ? err.name : typeof err }));
+  }
+}
 
 /** The request's body as JSON, else 400. */
 export async function readJson(req: Request): Promise<unknown> {
@@ -118,7 +130,12 @@ adminRoutes.get("/projects", async (c) => {
 });
 
 adminRoutes.delete("/projects/:id", async (c) => {
-  if (!(await deleteProject(c.env.DB, c.req.param("id")))) throw new HTTPException(404, { message: "no such project" });
+  const projectId = c.req.param("id");
+  const keys = await listKeys(c.env.DB, projectId);
+  if (!(await deleteProject(c.env.DB, projectId))) throw new HTTPException(404, { message: "no such project" });
+  // Its ingest keys stop at once where their objects hold them (SPEC §3), not after their refresh.
+  await revokeKeyStates(c.env, keys.filter((k) => k.kind === "ingest").map((k) => k.key_id));
+  await forgetProjectHealth(c.env, projectId);
   return c.body(null, 204);
 });
 
@@ -155,6 +172,8 @@ adminRoutes.delete("/keys/:key_id", async (c) => {
   if (!(await revokeKey(c.env.DB, keyId, Date.now()))) {
     throw new HTTPException(404, { message: "no such key" });
   }
+  // Immediate where the worker can see it: the key's object refuses it from now on (SPEC §1.1).
+  if (keyId.startsWith("mp_live_")) await revokeKeyStates(c.env, [keyId]);
   // Its dashboard sessions end with it (the session check also joins the key, so they already could not be used).
   await deleteSessionsOfKey(c.env.DB, keyId);
   return c.body(null, 204);

@@ -11,13 +11,14 @@ import { HTTPException } from "hono/http-exception";
 import type { JSX } from "hono/jsx/jsx-runtime";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { authenticateKey } from "../auth.ts";
-import { ConfirmSignInPage, ErrorPage, ScriptNonce, SignInPage } from "../dashboard/layout.tsx";
+import { ConfirmSignInPage, DataNotice, ErrorPage, ScriptNonce, SignInPage } from "../dashboard/layout.tsx";
+import { INGEST_HEALTH_NAME } from "../health/ingest-health.ts";
 import { OverviewPage, ToolPage } from "../dashboard/pages.tsx";
 import type { AppEnv } from "../env.ts";
 import { loadOverview, loadProjectName, loadToolPage } from "../metrics/page-data.ts";
 import { pageQuery, parseQuery, type PageParams, toolPageQuery } from "../metrics/query.ts";
 import { pricePerMillionTokens } from "../metrics/reports.ts";
-import { openReadScope } from "../metrics/scope.ts";
+import { openReadScope, type ReadScope } from "../metrics/scope.ts";
 import { DAY_MS } from "../time.ts";
 import { attemptOf, guardBeforeCheck, keyPrefix, recordFailedCredential } from "../throttle/credentials.ts";
 import { endSessions, readSession, startReadSession } from "./dashboard-cookies.ts";
@@ -30,9 +31,15 @@ export const dashboardApp = new Hono<AppEnv>();
  * A page as HTML. Its script carries this request's CSP nonce (app.ts's secureHeaders makes it when
  * the policy is built); pages are per key and never cached.
  */
-export async function render(c: Ctx, page: JSX.Element, status: ContentfulStatusCode = 200): Promise<Response> {
+export async function render(c: Ctx, page: JSX.Element, status: ContentfulStatusCode = 200, notice: string | null = null): Promise<Response> {
   const nonce = c.get("secureHeadersNonce") ?? "";
-  const html = "<!DOCTYPE html>" + (await (<ScriptNonce.Provider value={nonce}>{page}</ScriptNonce.Provider>).toString());
+  const html =
+    "<!DOCTYPE html>" +
+    (await (
+      <ScriptNonce.Provider value={nonce}>
+        <DataNotice.Provider value={notice}>{page}</DataNotice.Provider>
+      </ScriptNonce.Provider>
+    ).toString());
   return c.html(html, status, { "Cache-Control": "private, no-store" });
 }
 
@@ -121,7 +128,7 @@ dashboardApp.get("/", async (c) => {
     const props = common(c, "", q);
     const scope = openReadScope(c.env.DB, auth.projectId);
     const [projectName, data] = await Promise.all([loadProjectName(scope), loadOverview(scope, q, props.pricePerMillion)]);
-    return render(c, <OverviewPage {...props} projectName={projectName} data={data} />);
+    return render(c, <OverviewPage {...props} projectName={projectName} data={data} />, 200, await dataNotice(c, scope));
   });
 });
 
@@ -134,9 +141,32 @@ dashboardApp.get("/tool", async (c) => {
     const props = common(c, "", q);
     const scope = openReadScope(c.env.DB, auth.projectId);
     const [projectName, data] = await Promise.all([loadProjectName(scope), loadToolPage(scope, q.tool, q, props.pricePerMillion)]);
-    return render(c, <ToolPage {...props} projectName={projectName} tool={q.tool} data={data} />);
+    return render(c, <ToolPage {...props} projectName={projectName} tool={q.tool} data={data} />, 200, await dataNotice(c, scope));
   });
 });
+
+/** The rollup runs every 5 minutes: data complete only to more than 15 minutes ago is late. */
+export const LATE_AFTER_MS = 15 * 60_000;
+
+/**
+ * The banner of a project's pages (docs/ingest.md): its batches waiting in the ingest queue or
+ * dead-lettered (incomplete), or `as_of` more than 15 minutes old (late). The health object
+ * answers without D1; if it cannot, the page shows no banner rather than no page.
+ */
+async function dataNotice(c: Ctx, scope: ReadScope): Promise<string | null> {
+  const notices: string[] = [];
+  try {
+    const health = await c.env.INGEST_HEALTH.get(c.env.INGEST_HEALTH.idFromName(INGEST_HEALTH_NAME)).snapshot();
+    const waiting = health.pending.find((p) => p.project_id === scope.projectId);
+    if (waiting) notices.push(`Data is incomplete: ${waiting.batches} batch${waiting.batches === 1 ? "" : "es"} received since ${new Date(waiting.oldest_received_at_ms).toISOString().replace("T", " ").slice(0, 16)} UTC wait to be written.`);
+    if (health.dead_letters.projects.includes(scope.projectId)) notices.push("Data is incomplete: some batches could not be written and wait for an operator.");
+  } catch {
+    // No banner rather than no page.
+  }
+  const asOfMs = await scope.asOfMs.catch(() => null);
+  if (asOfMs !== null && scope.nowMs - asOfMs > LATE_AFTER_MS) notices.push(`Data is late: complete only to ${new Date(asOfMs).toISOString().replace("T", " ").slice(0, 16)} UTC.`);
+  return notices.length > 0 ? notices.join(" ") : null;
+}
 
 /** The tool pages' former address, kept for links and bookmarks: the same page at /tool?name=. */
 dashboardApp.get("/tools/:name", (c) => {

@@ -1,29 +1,107 @@
 // POST /v1/ingest (SPEC §1.1). Checks run in the SPEC's order and the first that fails answers:
-// key (401) → content type (415) → body size (413) → JSON and envelope (400) → item count (413)
-// → budget (429). Then 202 with an empty body, and the writes happen after it, in waitUntil.
+// key (401) → content type and encoding (415) → body size, raw and inflated (413) → Idempotency-Key,
+// gzip, JSON and envelope (400) → item count (413) → budget (429). Then 202 with an empty body, and
+// the writes happen after it, in waitUntil: a 202 is a promise (docs/ingest.md) — D1 is retried,
+// then the ingest queue takes the batch. When the batch cannot be accepted durably at all (the key
+// cannot be checked, or the queue refuses while D1 is failing) the answer is 503 with Retry-After.
 import { Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { MAX_BATCH_ITEMS, MAX_BODY_BYTES, parseBatch, type Payload } from "../../shared/index.ts";
 import type { AppEnv } from "../env.ts";
 import { writeCallDataPoints, callDataPoints } from "../analytics/calls-dataset.ts";
-import { requireKey } from "../auth.ts";
+import { authenticateIngestKey, bearerToken } from "../auth.ts";
 import type { BudgetDecision } from "../budget/key-budget.ts";
-import { persistBatch } from "../db/raw-writes.ts";
+import { batchTuples, type StoredBatch } from "../db/raw-writes.ts";
 import type { Env } from "../env.ts";
+import { d1WritesFailing, enqueueBeforeAnswer, noteIngestEvent, writeOrEnqueue } from "../queues/ingest-writes.ts";
 
 export const ingestRoutes = new Hono<AppEnv>();
 
-/** `application/json`, any case, with or without parameters (`; charset=utf-8`). */
+/** Seconds a producer is asked to wait after a 503 (the SDK retries after it, SPEC §4). */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 10;
+
+/** SPEC §1.1: 8–64 characters of [A-Za-z0-9_-]. */
+export const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;
+
+const unavailable = (): never => {
+  throw new HTTPException(503, {
+    message: "ingest temporarily unavailable; retry later",
+    res: new Response(null, { status: 503, headers: { "Retry-After": String(UNAVAILABLE_RETRY_AFTER_SECONDS) } }),
+  });
+};
+
+/**
+ * The ingest key, checked by its Durable Object without D1 on the hot path (auth.ts): 401 for no,
+ * unknown, revoked or read key; 503 when nobody can tell (D1 down and the object knows nothing).
+ */
+const requireIngestKey: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const token = bearerToken(c.req.header("authorization"));
+  const check = token === null ? ({ ok: false, status: 401 } as const) : await authenticateIngestKey(c.env, c.env.DB, token);
+  if (!check.ok) {
+    if (check.status === 503) unavailable();
+    throw new HTTPException(401, {
+      message: token === null ? "missing bearer key" : "not a valid ingest key",
+      res: new Response(null, { status: 401, headers: { "WWW-Authenticate": 'Bearer realm="mcpulse"' } }),
+    });
+  }
+  c.set("projectId", check.key.project_id);
+  c.set("keyId", check.key.key_id);
+  c.set("payloadBudgetPerMinute", check.key.payload_budget_per_minute);
+  await next();
+};
+
+/** `application/json`, any case, with or without parameters (`; charset=utf-8`); gzip or identity encoding. */
 const requireJsonContentType: MiddlewareHandler<AppEnv> = async (c, next) => {
   const mediaType = c.req.header("content-type")?.split(";", 1)[0]?.trim().toLowerCase();
   if (mediaType !== "application/json") throw new HTTPException(415, { message: "content type must be application/json" });
+  if (contentEncoding(c.req.header("content-encoding")) === null) {
+    throw new HTTPException(415, { message: "content encoding must be gzip or identity" });
+  }
   await next();
 };
+
+/** "gzip", "identity" (also for no header), or null for anything else. */
+function contentEncoding(header: string | undefined): "gzip" | "identity" | null {
+  const value = (header ?? "").trim().toLowerCase();
+  if (value === "" || value === "identity") return "identity";
+  return value === "gzip" ? "gzip" : null;
+}
 
 const tooLarge = (): never => {
   throw new HTTPException(413, { message: `body over ${MAX_BODY_BYTES} bytes` });
 };
+
+/**
+ * Inflates a gzip body, stopping as soon as it passes MAX_BODY_BYTES (413: a gzip bomb costs the
+ * worker at most the limit, never its inflated size); a body that is not valid gzip is a 400.
+ */
+export async function gunzipWithinLimit(bytes: ArrayBuffer, maxBytes: number = MAX_BODY_BYTES): Promise<Uint8Array | "too large" | "invalid"> {
+  const reader = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip")).getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.byteLength;
+      if (total > maxBytes) {
+        await reader.cancel().catch(() => undefined);
+        return "too large";
+      }
+      chunks.push(value);
+    }
+  } catch {
+    return "invalid";
+  }
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}
 
 // Errors never quote the input (SPEC §1.1), so parseBatch's own messages are not passed through.
 const ENVELOPE_ERRORS = {
@@ -33,14 +111,25 @@ const ENVELOPE_ERRORS = {
 
 ingestRoutes.post(
   "/",
-  requireKey("ingest"),
+  requireIngestKey,
   requireJsonContentType,
   // Counts the bytes actually read when there is no Content-Length (chunked or streamed bodies).
   bodyLimit({ maxSize: MAX_BODY_BYTES, onError: tooLarge }),
   async (c) => {
-    const bytes = await c.req.arrayBuffer();
+    const raw = await c.req.arrayBuffer();
     // A Content-Length that understates the body is caught here, on the bytes themselves.
-    if (bytes.byteLength > MAX_BODY_BYTES) tooLarge();
+    if (raw.byteLength > MAX_BODY_BYTES) tooLarge();
+    let bytes: Uint8Array = new Uint8Array(raw);
+    if (contentEncoding(c.req.header("content-encoding")) === "gzip") {
+      const inflated = await gunzipWithinLimit(raw);
+      if (inflated === "too large") tooLarge();
+      if (inflated === "invalid") throw new HTTPException(400, { message: "body is not valid gzip" });
+      bytes = inflated as Uint8Array;
+    }
+    const idempotencyKey = c.req.header("idempotency-key") ?? null;
+    if (idempotencyKey !== null && !IDEMPOTENCY_KEY_PATTERN.test(idempotencyKey)) {
+      throw new HTTPException(400, { message: "Idempotency-Key must be 8 to 64 characters of A-Z, a-z, 0-9, _ and -" });
+    }
     let body: unknown;
     try {
       body = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes));
@@ -53,48 +142,93 @@ ingestRoutes.post(
 
     // The budget counts every item sent, valid or not: each costs the worker the same to examine.
     const items = parsed.payloads.length + parsed.dropped.length;
+    const stub = budgetStub(c.env, c.var.keyId);
     if (items > 0) {
-      const decision = await takeBudget(c.env, c.var.keyId, items, c.var.payloadBudgetPerMinute);
+      const decision = await takeBudget(stub, c.var.keyId, items, c.var.payloadBudgetPerMinute, idempotencyKey);
       if (!decision.admitted) {
         return c.json({ error: "payload budget exceeded" }, 429, { "Retry-After": String(decision.retryAfterSeconds) });
       }
+      // The same Idempotency-Key within the hour: accepted before, stored once (SPEC §1.1).
+      if (decision.duplicate) return c.body(null, 202);
     }
     if (parsed.payloads.length > 0) {
-      c.executionCtx.waitUntil(recordBatch(c.env, c.var.projectId, parsed.payloads, receivedAtMs));
+      const requestId = idempotencyKey ?? crypto.randomUUID();
+      const batch: StoredBatch = {
+        projectId: c.var.projectId,
+        receivedAtMs,
+        requestId,
+        batchId: requestId,
+        resendGuard: idempotencyKey !== null,
+        tuples: batchTuples(parsed.payloads),
+      };
+      if (d1WritesFailing(receivedAtMs)) {
+        // D1 failed every attempt moments ago: the queue takes the batch before the answer, or
+        // nothing is promised (503, and the producer resends with the same key).
+        if (!(await enqueueBeforeAnswer(c.env, batch))) {
+          if (idempotencyKey !== null) await releaseIdempotencyKey(stub, idempotencyKey);
+          c.executionCtx.waitUntil(noteIngestEvent(c.env, { kind: "refused", project_id: c.var.projectId }));
+          unavailable();
+        }
+        c.executionCtx.waitUntil(recordAnalytics(c.env, c.var.projectId, parsed.payloads));
+        return c.body(null, 202);
+      }
+      c.executionCtx.waitUntil(recordBatch(c.env, batch, parsed.payloads));
     }
     return c.body(null, 202);
   },
 );
 
-/**
- * Asks the key's budget object. If it cannot answer (a platform fault), the batch is admitted and
- * the fault logged: the budget protects the service, and losing a producer's data over it would be
- * the worse failure.
- */
-async function takeBudget(env: Env, keyId: string, items: number, budgetPerMinute: number): Promise<BudgetDecision> {
+type BudgetStub = ReturnType<Env["KEY_BUDGET"]["get"]> | null;
+
+function budgetStub(env: Env, keyId: string): BudgetStub {
   try {
-    const stub = env.KEY_BUDGET.get(env.KEY_BUDGET.idFromName(keyId));
-    return await stub.take(items, budgetPerMinute);
+    return env.KEY_BUDGET.get(env.KEY_BUDGET.idFromName(keyId));
+  } catch (err) {
+    console.error(JSON.stringify({ event: "budget_unavailable", key_id: keyId, error: err instanceof Error ? err.name : typeof err }));
+    return null;
+  }
+}
+
+/**
+ * Asks the key's budget object (which also remembers the hour's Idempotency-Keys). If it cannot
+ * answer (a platform fault), the batch is admitted and the fault logged: the budget protects the
+ * service, and losing a producer's data over it would be the worse failure; a resend is then
+ * caught by the D1 guard (db/raw-writes.ts) while its first copy waits for the rollup.
+ */
+async function takeBudget(stub: BudgetStub, keyId: string, items: number, budgetPerMinute: number, idempotencyKey: string | null): Promise<BudgetDecision> {
+  try {
+    if (!stub) return { admitted: true };
+    return await stub.take(items, budgetPerMinute, idempotencyKey);
   } catch (err) {
     console.error(JSON.stringify({ event: "budget_unavailable", key_id: keyId, items, error: err instanceof Error ? err.name : typeof err }));
     return { admitted: true };
   }
 }
 
-/**
- * After the 202: the Analytics Engine points (not awaited — writeDataPoint is fire-and-forget), then
- * the D1 rows. An Analytics Engine failure is logged and never stops the D1 write.
- */
-export async function recordBatch(env: Env, projectId: string, payloads: readonly Payload[], receivedAtMs: number): Promise<void> {
+async function releaseIdempotencyKey(stub: BudgetStub, idempotencyKey: string): Promise<void> {
+  try {
+    await stub?.release(idempotencyKey);
+  } catch {
+    // A resend of the refused batch then reads as a duplicate only while the object keeps the key;
+    // the 503 told the producer nothing was kept, and the object forgets it on restart.
+  }
+}
+
+/** Analytics Engine points (not awaited — writeDataPoint is fire-and-forget); a failure is logged and never stops D1. */
+async function recordAnalytics(env: Env, projectId: string, payloads: readonly Payload[]): Promise<void> {
   // Yield once so that nothing is written before the response has been handed back.
   await Promise.resolve();
   const calls = payloads.filter((p) => p.type === "call");
-  if (calls.length > 0) {
-    try {
-      writeCallDataPoints(env.CALLS_AE, callDataPoints(projectId, calls));
-    } catch (err) {
-      console.error(JSON.stringify({ event: "analytics_write_failed", project_id: projectId, calls: calls.length, error: err instanceof Error ? err.name : typeof err }));
-    }
+  if (calls.length === 0) return;
+  try {
+    writeCallDataPoints(env.CALLS_AE, callDataPoints(projectId, calls));
+  } catch (err) {
+    console.error(JSON.stringify({ event: "analytics_write_failed", project_id: projectId, calls: calls.length, error: err instanceof Error ? err.name : typeof err }));
   }
-  await persistBatch(env.DB, projectId, payloads, receivedAtMs);
+}
+
+/** After the 202: the Analytics Engine points, then the D1 rows (retried, else queued). */
+export async function recordBatch(env: Env, batch: StoredBatch, payloads: readonly Payload[]): Promise<void> {
+  await recordAnalytics(env, batch.projectId, payloads);
+  await writeOrEnqueue(env, batch);
 }

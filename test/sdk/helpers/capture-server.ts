@@ -3,7 +3,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { payloadSchema } from "../../../src/shared/index.ts";
 
-export type CaptureMode = "accept" | "fail500" | "hang";
+/** accept: 202; fail500 / fail503 / fail429: that status (503 and 429 with `retryAfter`); reject400: 400; hang: no answer. */
+export type CaptureMode = "accept" | "fail500" | "fail503" | "fail429" | "reject400" | "hang";
 
 export interface CapturedRequest {
   receivedAtMs: number;
@@ -17,6 +18,8 @@ export interface CapturedRequest {
 export interface CaptureServer {
   url: string;
   mode: CaptureMode;
+  /** Retry-After sent with fail503 and fail429 (seconds, as text), or null for none. */
+  retryAfter: string | null;
   requests: CapturedRequest[];
   /** Requests that have arrived but not been answered (hang mode). */
   open: number;
@@ -27,8 +30,8 @@ export interface CaptureServer {
   waitForPayloads(count: number, timeoutMs?: number): Promise<Record<string, unknown>[]>;
   /** Waits until this many requests have arrived. */
   waitForRequests(count: number, timeoutMs?: number): Promise<CapturedRequest[]>;
-  /** Cuts every hanging request's connection (the sender sees a network failure). */
-  releaseHanging(): void;
+  /** Cuts every hanging request's connection (the sender sees a network failure), or answers them with `status`. */
+  releaseHanging(status?: number): void;
   close(): Promise<void>;
 }
 
@@ -37,6 +40,7 @@ export async function startCaptureServer(mode: CaptureMode = "accept"): Promise<
   const capture: CaptureServer = {
     url: "",
     mode,
+    retryAfter: null,
     requests: [],
     open: 0,
     maxOpen: 0,
@@ -59,8 +63,11 @@ export async function startCaptureServer(mode: CaptureMode = "accept"): Promise<
       }
       return capture.requests;
     },
-    releaseHanging() {
-      for (const response of hanging) response.socket?.destroy();
+    releaseHanging(status?: number) {
+      for (const response of hanging) {
+        if (status === undefined) response.socket?.destroy();
+        else response.writeHead(status).end();
+      }
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -99,8 +106,12 @@ export async function startCaptureServer(mode: CaptureMode = "accept"): Promise<
         return;
       }
       capture.open--;
-      if (capture.mode === "fail500") {
-        response.writeHead(500, { "content-type": "application/json" }).end('{"error":"internal error"}');
+      const failing = { fail500: 500, fail503: 503, fail429: 429, reject400: 400 } as const;
+      if (capture.mode in failing) {
+        const status = failing[capture.mode as keyof typeof failing];
+        const headers: Record<string, string> = { "content-type": "application/json" };
+        if ((status === 503 || status === 429) && capture.retryAfter !== null) headers["retry-after"] = capture.retryAfter;
+        response.writeHead(status, headers).end('{"error":"simulated"}');
       } else {
         response.writeHead(202).end();
       }

@@ -1,0 +1,50 @@
+// GET /v1/admin/health (admin): what an operator needs to trust ingest (docs/ingest.md, "Reading
+// the health answer"): the ingest queue's backlog, the dead-lettered batches, write retries and
+// failures in the last 24 hours, and the last rollup. POST /v1/admin/health/requeue sends the kept
+// dead letters back to the ingest queue. Mounted under the admin routes (ADMIN_TOKEN).
+import { Hono } from "hono";
+import type { AppEnv } from "../env.ts";
+import { readAsOfMs } from "../db/metrics.ts";
+import { INGEST_HEALTH_NAME } from "../health/ingest-health.ts";
+import { requeueDeadLetters } from "../queues/ingest-dead-letters.ts";
+
+export const healthRoutes = new Hono<AppEnv>();
+
+const isoOrNull = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
+
+/** Dead letters sent back per request (each is one queue message). */
+export const REQUEUE_LIMIT = 100;
+
+healthRoutes.get("/", async (c) => {
+  const health = c.env.INGEST_HEALTH.get(c.env.INGEST_HEALTH.idFromName(INGEST_HEALTH_NAME));
+  const snapshot = await health.snapshot();
+  // D1 may be the very thing that is down: the answer then says so instead of failing.
+  let database: "ok" | "unavailable" = "ok";
+  let asOfMs: number | null = null;
+  try {
+    asOfMs = await readAsOfMs(c.env.DB);
+  } catch {
+    database = "unavailable";
+  }
+  const pending = snapshot.pending.sort((a, b) => a.oldest_received_at_ms - b.oldest_received_at_ms);
+  return c.json({
+    database,
+    queue: {
+      backlog_batches: pending.reduce((n, p) => n + p.batches, 0),
+      oldest_received_at: isoOrNull(pending[0]?.oldest_received_at_ms),
+      projects: pending.map((p) => ({ project_id: p.project_id, batches: p.batches, oldest_received_at: isoOrNull(p.oldest_received_at_ms) })),
+    },
+    dead_letters: {
+      batches: snapshot.dead_letters.batches,
+      oldest_received_at: isoOrNull(snapshot.dead_letters.oldest_received_at_ms),
+      projects: snapshot.dead_letters.projects,
+    },
+    last_24h: snapshot.last_24h,
+    rollup: { as_of: isoOrNull(asOfMs) },
+  });
+});
+
+healthRoutes.post("/requeue", async (c) => {
+  const requeued = await requeueDeadLetters(c.env, REQUEUE_LIMIT);
+  return c.json({ requeued }, 200);
+});
