@@ -246,16 +246,6 @@ CREATE TABLE "tool_day_metrics" (
   PRIMARY KEY (project_id, day_start_ms, tool_name, client_name)
 ) WITHOUT ROWID;
 
-CREATE TABLE "tool_pair_days" (
-  project_id TEXT NOT NULL,
-  day_start_ms INTEGER NOT NULL,
-  client_name TEXT NOT NULL,
-  from_tool TEXT NOT NULL,
-  to_tool TEXT NOT NULL,
-  pair_count INTEGER NOT NULL,
-  PRIMARY KEY (project_id, day_start_ms, client_name, from_tool, to_tool)
-) WITHOUT ROWID;
-
 CREATE TABLE "agreement_days" (
   project_id TEXT NOT NULL,
   day_start_ms INTEGER NOT NULL,
@@ -271,8 +261,6 @@ CREATE TABLE "rollup_state" (
   name TEXT PRIMARY KEY,
   value INTEGER NOT NULL
 ) WITHOUT ROWID;
-
-CREATE INDEX tool_pair_days_emptied ON tool_pair_days (pair_count) WHERE pair_count = 0;
 
 CREATE TRIGGER tool_hour_metrics_add_to_day AFTER INSERT ON tool_hour_metrics BEGIN
   INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, response_bytes_sum, duration_ms_sum, retries, first_call_attempts, first_call_ok, calls_without_session, duration_histogram_json)
@@ -361,3 +349,11 @@ CREATE TABLE dashboard_sessions (
 CREATE INDEX dashboard_sessions_by_key ON dashboard_sessions (key_id) WHERE key_id IS NOT NULL;
 
 CREATE INDEX dashboard_sessions_by_expiry ON dashboard_sessions (expires_at_ms);
+
+CREATE TABLE pair_days (
+  project_id TEXT NOT NULL,
+  day_start_ms INTEGER NOT NULL,
+  client_name TEXT NOT NULL,
+  pairs_json TEXT NOT NULL,
+  PRIMARY KEY (project_id, day_start_ms, client_name)
+) WITHOUT ROWID;

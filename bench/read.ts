@@ -107,8 +107,11 @@ async function seed(worker: RunningWorker, projectId: string, todayMs: number): 
   for (let i = 0; i < pairs.length; i += 1000) {
     await db
       .prepare(
-        "INSERT INTO tool_pair_days (project_id, day_start_ms, client_name, from_tool, to_tool, pair_count) SELECT ?1, json_extract(value, '$.d'), " +
-          "json_extract(value, '$.c'), printf('tool_%02d', json_extract(value, '$.a')), printf('tool_%02d', json_extract(value, '$.b')), json_extract(value, '$.n') FROM json_each(?2)",
+        // One row per (day, client), its pairs a JSON object (migration 0019).
+        "INSERT INTO pair_days (project_id, day_start_ms, client_name, pairs_json) SELECT ?1, json_extract(value, '$.d'), json_extract(value, '$.c'), " +
+          "json_group_object(json_array(printf('tool_%02d', json_extract(value, '$.a')), printf('tool_%02d', json_extract(value, '$.b'))), json_extract(value, '$.n')) " +
+          "FROM json_each(?2) GROUP BY json_extract(value, '$.d'), json_extract(value, '$.c') " +
+          "ON CONFLICT (project_id, day_start_ms, client_name) DO UPDATE SET pairs_json = json_patch(pairs_json, excluded.pairs_json)",
       )
       .bind(projectId, JSON.stringify(pairs.slice(i, i + 1000)))
       .run();

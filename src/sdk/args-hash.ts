@@ -38,6 +38,7 @@ export function callArgsHash(args: unknown): string {
     // Canonical JSON escapes lone surrogates, so its UTF-8 is the same for every encoder.
     return typeof text === "string" ? hash("sha256", text, "hex").slice(0, HASH_HEX_CHARS) : UNREPRESENTABLE_HASH;
   } catch {
+    // Hashing never throws (SPEC §1.3), so the tool-call path keeps rule 1, never throw (SPEC §4).
     return UNREPRESENTABLE_HASH;
   }
 }

@@ -14,7 +14,7 @@ export const toStderr: DebugLog = (message) => {
       console.error(`[mcpulse] ${message}`);
     }
   } catch {
-    // Logging is the last thing allowed to break a host.
+    // Rule 1, never throw (SPEC §4): logging is the last thing allowed to break a host.
   }
 };
 

@@ -129,7 +129,8 @@ export function mcpSdkVersionOfStack(stack: string | undefined): string | null {
       return null; // the first caller that is not ours is not the MCP SDK: unknowable, never a guess
     }
   } catch {
-    // rule 1
+    // Rule 1, never throw (SPEC §4): reading a stack or a package.json is best effort; a failure
+    // means the version is unknown (null), never an error in the host's initialize.
   }
   return null;
 }

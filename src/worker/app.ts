@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { NONCE, secureHeaders } from "hono/secure-headers";
 import type { AppEnv } from "./env.ts";
+import { apiError, errorResponse } from "./errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { alertRoutes } from "./routes/alerts.ts";
 import { ingestRoutes } from "./routes/ingest.ts";
@@ -48,34 +49,12 @@ app.route("/v1", alertRoutes);
 app.route("/", dashboardAlertsApp);
 app.route("/", dashboardApp);
 
-// Every error body is {"error": string}; anything unexpected is a bare 500 (SPEC §1.1): never a
-// stack trace, never input echoed back.
-app.onError((err, c) => {
-  if (err instanceof HTTPException) {
-    const res = err.getResponse();
-    const headers = new Headers(res.headers);
-    headers.set("content-type", "application/json");
-    return new Response(JSON.stringify({ error: err.message || defaultErrorMessage(err.status) }), {
-      status: err.status,
-      headers,
-    });
-  }
-  console.error(JSON.stringify({ event: "unhandled_error", name: err?.name ?? "Error" }));
-  return c.json({ error: "internal error" }, 500);
+// One error model (errors.ts, docs/errors.md): every error of every route ends here, as
+// {"error": string, "code": ErrorCode}; anything unexpected is a bare 500 (SPEC §1.1): never a stack
+// trace, never input echoed back.
+app.onError((err) => {
+  if (!(err instanceof HTTPException)) console.error(JSON.stringify({ event: "unhandled_error", name: err?.name ?? "Error" }));
+  return errorResponse(err);
 });
 
-/** Message for an HTTPException thrown without one (e.g. by Hono's own middleware). */
-function defaultErrorMessage(status: number): string {
-  switch (status) {
-    case 400: return "bad request";
-    case 401: return "unauthorized";
-    case 403: return "forbidden";
-    case 404: return "not found";
-    case 413: return "payload too large";
-    case 415: return "unsupported media type";
-    case 429: return "too many requests";
-    default: return "error";
-  }
-}
-
-app.notFound((c) => c.json({ error: "not found" }, 404));
+app.notFound(() => errorResponse(apiError("NOT_FOUND", "not found")));

@@ -1,10 +1,11 @@
 // API keys (SPEC §3): generation, SHA-256 storage, constant-time verification, and the Hono
 // middleware that turns a bearer key into the one project it belongs to.
 import type { MiddlewareHandler } from "hono";
-import { HTTPException } from "hono/http-exception";
+import { timingSafeEqual } from "hono/utils/buffer";
 import type { AppEnv, Env } from "./env.ts";
 import type { KeyState } from "./budget/key-budget.ts";
 import { findKeyById, type ApiKeyRow, type KeyKind } from "./db/keys.ts";
+import { apiError } from "./errors.ts";
 import { attemptOf, guardBeforeCheck, keyPrefix, recordFailedCredential, tooManyAttempts } from "./throttle/credentials.ts";
 
 export type { KeyKind };
@@ -55,18 +56,11 @@ export async function sha256Hex(text: string): Promise<string> {
   return hex;
 }
 
-/** Compares two strings in time that depends only on their lengths (never on where they differ). */
-export function constantTimeEqual(a: string, b: string): boolean {
-  const length = Math.max(a.length, b.length);
-  let diff = a.length ^ b.length;
-  for (let i = 0; i < length; i++) diff |= (a.charCodeAt(i) || 0) ^ (b.charCodeAt(i) || 0);
-  return diff === 0;
-}
-
 /**
  * The project a key belongs to, or null when the key is malformed, unknown, revoked or of another
  * kind (a key of the wrong kind is answered like an unknown key — SPEC §3). The row is found by its
- * clear `key_id`; the secret part is checked by comparing SHA-256 digests in constant time.
+ * clear `key_id`; the secret part is checked by comparing SHA-256 digests in constant time (Hono's
+ * `timingSafeEqual`).
  */
 export async function authenticateKey(
   db: D1Database,
@@ -76,7 +70,7 @@ export async function authenticateKey(
   if (!KEY_PATTERN.test(key) || !key.startsWith(KEY_PREFIX[kind])) return null;
   const [row, digest] = await Promise.all([findKeyById(db, keyIdOf(key)), sha256Hex(key)]);
   if (!row || row.kind !== kind || row.revoked_at_ms !== null) return null;
-  if (!constantTimeEqual(row.key_sha256, digest)) return null;
+  if (!(await timingSafeEqual(row.key_sha256, digest))) return null;
   return { project_id: row.project_id, key_id: row.key_id, payload_budget_per_minute: row.payload_budget_per_minute };
 }
 
@@ -88,8 +82,8 @@ function keyStateOf(row: (ApiKeyRow & { payload_budget_per_minute: number }) | n
   return { key_sha256: row.key_sha256, project_id: row.project_id, kind: row.kind, revoked: row.revoked_at_ms !== null, payload_budget_per_minute: row.payload_budget_per_minute };
 }
 
-function admitByState(state: KeyState | null, keyId: string, digest: string): IngestKeyCheck {
-  if (!state || state.kind !== "ingest" || state.revoked || !constantTimeEqual(state.key_sha256, digest)) return { ok: false, status: 401 };
+async function admitByState(state: KeyState | null, keyId: string, digest: string): Promise<IngestKeyCheck> {
+  if (!state || state.kind !== "ingest" || state.revoked || !(await timingSafeEqual(state.key_sha256, digest))) return { ok: false, status: 401 };
   return { ok: true, key: { project_id: state.project_id, key_id: keyId, payload_budget_per_minute: state.payload_budget_per_minute } };
 }
 
@@ -158,7 +152,7 @@ export function bearerToken(header: string | undefined): string | null {
 
 /**
  * Middleware: requires a live key of `kind` in `Authorization: Bearer`, else 401
- * `{"error": …}`; sets `c.var.projectId` / `c.var.keyId` for the handlers after it.
+ * `{"error": …, "code": "UNAUTHORIZED"}`; sets `c.var.projectId` / `c.var.keyId` for the handlers after it.
  *
  * A wrong key or a malformed header counts as a failed sign-in (throttle/credentials.ts), and a
  * client over its limit is answered 429 with Retry-After; a correct key costs nothing more. A
@@ -180,9 +174,8 @@ export function requireKey(kind: KeyKind): MiddlewareHandler<AppEnv> {
     if (!auth) {
       const wait = throttle ? await recordFailedCredential(c.env, attempt, nowMs) : null;
       if (wait !== null) throw tooManyAttempts(wait);
-      throw new HTTPException(401, {
-        message: token === null ? "missing bearer key" : `not a valid ${kind} key`,
-        res: new Response(null, { status: 401, headers: { "WWW-Authenticate": 'Bearer realm="mcpulse"' } }),
+      throw apiError("UNAUTHORIZED", token === null ? "missing bearer key" : `not a valid ${kind} key`, {
+        "WWW-Authenticate": 'Bearer realm="mcpulse"',
       });
     }
     c.set("projectId", auth.project_id);

@@ -7,7 +7,14 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { WIDTHS, measureLayout } from "./dashboard/layout-checks.ts";
+import { LONG_PROJECT_NAME, LONG_TOOLS, ingestAndRollup, longNamesWorkload, ofLength } from "./dashboard/long-names.ts";
 import { createProject, startWorker, type RunningWorker } from "./dashboard/start-worker.ts";
+
+// As in dashboard.test.ts: screenshots go to the ignored test-results/ unless `npm run screenshots`.
+const SCREENSHOTS = join(fileURLToPath(new URL("../../", import.meta.url)), process.env.SCREENSHOTS_DIR ?? "test-results/screenshots", "/");
 
 const CHROMIUM_ARGS = [
   "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -141,5 +148,55 @@ describe("alerts managed on the dashboard", () => {
     expect(await page.locator("[data-admin-bar]").count()).toBe(0);
     expect(await page.evaluate(() => (globalThis as unknown as { cspViolations: string[] }).cspViolations)).toEqual([]);
     await context.close();
+  });
+
+  it("the admin's alerts page fits a phone and a laptop, with long rule, destination and tool names", async () => {
+    const project = await createProject(worker, LONG_PROJECT_NAME);
+    await ingestAndRollup(worker, project, longNamesWorkload(Date.now()));
+    const adminPost = async (path: string, body: unknown) => {
+      const res = await fetch(`${worker.url}/v1/admin/projects/${project.project_id}/${path}`, {
+        method: "POST", headers: { authorization: `Bearer ${worker.adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body),
+      });
+      expect(res.status).toBe(201);
+      return (await res.json()) as { id: string };
+    };
+    const names = [ofLength("billing-oncall-eu-west-", 120), ofLength("支払い担当", 60)];
+    const hook = await adminPost("alert-destinations", { kind: "webhook", url: `${receiverUrl}/hooks/long`, name: names[0] });
+    const discord = await adminPost("alert-destinations", { kind: "discord", url: `${receiverUrl}/hooks/discord`, name: names[1] });
+    await adminPost("alert-rules", { name: ofLength("Error rate of every tool over ten percent ", 150), metric: "error_rate", op: ">", threshold: 0.1, tool: "*", min_calls: 5, for_evaluations: 1, destinations: [hook.id, discord.id] });
+    await adminPost("alert-rules", { name: "p95 of the longest tool", metric: "p95_ms", op: ">", threshold: 100, tool: LONG_TOOLS[0], for_evaluations: 1, destinations: [hook.id] });
+    await worker.runRollup();
+
+    for (const width of WIDTHS) {
+      const context = await browser.newContext({ viewport: { width, height: 900 }, deviceScaleFactor: width < 640 ? 2 : 1 });
+      const page = await context.newPage();
+      await page.goto(`${worker.url}/alerts?key=${project.read_key}`);
+      await page.click('form[action="/signin"] button[type="submit"]');
+      await page.waitForSelector("#alert-rules");
+      const reader = await measureLayout(page);
+      expect(reader.scrollWidth, `reader at ${width}`).toBeLessThanOrEqual(width);
+      expect(reader.overflowing, `reader at ${width}`).toEqual([]);
+      expect(reader.header?.signOutInside, `reader at ${width}`).toBe(true);
+      // The delivery log names the destinations by kind and name, never by id.
+      expect(await page.locator("#alert-deliveries [data-destination-cell] b").allTextContents()).toContain("Discord");
+      expect(await page.content()).toContain("not evaluated: fewer than 5 calls");
+
+      await page.goto(`${worker.url}/admin/signin`);
+      expect(await measureLayout(page)).toMatchObject({ scrollWidth: width, overflowing: [] });
+      await page.fill('input[name="token"]', worker.adminToken);
+      await page.click('form[action="/admin/signin"] button');
+      await page.waitForSelector("[data-admin-bar]");
+      // Every management panel open: the new-rule form and each rule's edit form.
+      await page.evaluate('document.querySelectorAll("#manage-rules details").forEach((d) => { d.open = true; })');
+      const admin = await measureLayout(page);
+      const what = `admin at ${width}`;
+      expect(admin.scrollWidth, what).toBeLessThanOrEqual(width);
+      expect(admin.overflowing, what).toEqual([]);
+      expect(admin.header?.signOutInside, what).toBe(true);
+      expect(admin.header!.height, what).toBeLessThanOrEqual(64);
+      if (width < 640) await page.screenshot({ path: `${SCREENSHOTS}alerts-admin-phone.png`, fullPage: true });
+      await page.click('form[action="/admin/signout"] button');
+      await context.close();
+    }
   });
 });

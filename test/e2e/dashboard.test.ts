@@ -7,6 +7,8 @@ import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { demoWorkload, type DemoWorkload } from "./dashboard/demo-data.ts";
+import { MIN_CHART_LABEL_PX, WIDTHS, measureLayout } from "./dashboard/layout-checks.ts";
+import { LONG_CLIENTS, LONG_PROJECT_NAME, LONG_TOOLS, MANY_TOOLS, ingestAndRollup, longNamesWorkload } from "./dashboard/long-names.ts";
 import { createProject, startWorker, type RunningWorker } from "./dashboard/start-worker.ts";
 import { storedPayloadRows } from "./helpers/stored-rows.ts";
 
@@ -214,6 +216,94 @@ describe("dashboard in headless Chromium", () => {
     await page.waitForURL((u) => u.searchParams.get("client") === "cursor" && u.searchParams.get("from") !== newFrom);
     const u = new URL(page.url());
     await expectTableEqualsApi(page, `from=${u.searchParams.get("from")}&to=${u.searchParams.get("to")}&client=cursor`);
+    await context.close();
+  });
+
+  it("fits every page to a phone and a laptop, with the longest names the wire allows and thousands of tools", async () => {
+    const wide = await createProject(worker, LONG_PROJECT_NAME);
+    await ingestAndRollup(worker, wide, longNamesWorkload(Date.now()));
+    // A rule over each tool and a destination with long names, so the alerts page has rows; its
+    // deliveries fail as invalid targets without leaving the machine.
+    const adminPost = async (path: string, body: unknown) => {
+      const res = await fetch(`${worker.url}/v1/admin/projects/${wide.project_id}/${path}`, {
+        method: "POST", headers: { authorization: `Bearer ${worker.adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body),
+      });
+      expect(res.status).toBe(201);
+      return (await res.json()) as { id: string };
+    };
+    const slack = await adminPost("alert-destinations", { kind: "slack", url: "https://hooks.slack.com/services/T0/B0/abcdefgh", name: "billing-oncall-eu-west-production-".repeat(3) });
+    await adminPost("alert-rules", { name: "Error rate of any tool over ten percent across the production fleet", metric: "error_rate", op: ">", threshold: 0.1, tool: "*", min_calls: 5, for_evaluations: 1, destinations: [slack.id] });
+    await worker.db.prepare("UPDATE alert_destinations SET url = 'http://unreachable.invalid/' WHERE project_id = ?1").bind(wide.project_id).run();
+    await worker.runRollup();
+
+    const pages: [string, string, { chart?: boolean }][] = [
+      ["overview", "/", { chart: true }],
+      ["overview, page 2 of the tools", "/?page=2", {}],
+      ["tool page, longest name", `/tool?name=${encodeURIComponent(LONG_TOOLS[0]!)}`, { chart: true }],
+      ["tool page, right-to-left name", `/tool?name=${encodeURIComponent(LONG_TOOLS[3]!)}&client=${encodeURIComponent(LONG_CLIENTS[0]!)}`, { chart: true }],
+      ["overview of one long-named client", `/?client=${encodeURIComponent(LONG_CLIENTS[1]!)}`, { chart: true }],
+      ["alerts", "/alerts", {}],
+    ];
+    for (const width of WIDTHS) {
+      const context = await browser.newContext({ viewport: { width, height: 900 } });
+      const page = await context.newPage();
+      await page.goto(`${worker.url}/`);
+      expect(await measureLayout(page), `sign-in at ${width}`).toMatchObject({ scrollWidth: width, overflowing: [] });
+      await page.goto(`${worker.url}/?key=${wide.read_key}`);
+      expect(await measureLayout(page), `confirmation at ${width}`).toMatchObject({ scrollWidth: width, overflowing: [] });
+      await page.click('form[action="/signin"] button[type="submit"]');
+      await page.waitForSelector("[data-project]");
+      for (const [name, path, opts] of pages) {
+        await page.goto(`${worker.url}${path}`);
+        const layout = await measureLayout(page);
+        const what = `${name} at ${width} px`;
+        // No sideways scroll of the page: wide tables scroll inside their card.
+        expect(layout.scrollWidth, what).toBeLessThanOrEqual(layout.innerWidth);
+        expect(layout.overflowing, what).toEqual([]);
+        // The header is one bar with "Sign out" in it.
+        expect(layout.header?.signOutInside, what).toBe(true);
+        expect(layout.header!.height, what).toBeLessThanOrEqual(64);
+        if (opts.chart) expect(layout.minChartLabelPx, what).toBeGreaterThanOrEqual(MIN_CHART_LABEL_PX);
+        // Percentile labels never overprint one another.
+        const boxes = await page.$$eval('svg[data-chart="latency"] [data-percentile] text', (els) =>
+          els.map((el) => el.getBoundingClientRect()).filter((r) => r.width > 0).map((r) => [r.left, r.top, r.right, r.bottom] as const),
+        );
+        for (const [i, a] of boxes.entries()) {
+          for (const b of boxes.slice(i + 1)) expect(a[2] <= b[0] || b[2] <= a[0] || a[3] <= b[1] || b[3] <= a[1], `${what}: percentile labels overlap`).toBe(true);
+        }
+        // Long names are cut, with the whole name on hover.
+        const cut = await page.$$eval("bdi.name", (els) => els.filter((el) => el.scrollWidth > el.clientWidth + 1).map((el) => el.getAttribute("title") ?? ""));
+        if (path === "/") expect(cut, what).toContain(LONG_TOOLS[0]);
+      }
+      // Thousands of tools: one bounded page of them.
+      await page.goto(`${worker.url}/`);
+      expect(await page.getAttribute("[data-tool-count]", "data-tool-count")).toBe(String(MANY_TOOLS));
+      expect(await page.locator("#tools-table tbody tr").count()).toBe(100);
+      await context.close();
+    }
+  });
+
+  it("takes phone screenshots beside the desktop ones, and fits the demo's pages to a phone", async () => {
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2 });
+    const page = await context.newPage();
+    await page.goto(`${worker.url}/`);
+    await page.screenshot({ path: `${SCREENSHOTS}signin-phone.png` });
+    await page.goto(`${worker.url}/?key=${project.read_key}`);
+    await page.click('form[action="/signin"] button[type="submit"]');
+    await page.waitForSelector("[data-project]");
+    for (const [name, path] of [["overview", "/"], ["tool", "/tool?name=search_orders"], ["alerts", "/alerts"]] as const) {
+      await page.goto(`${worker.url}${path}`);
+      const layout = await measureLayout(page);
+      expect(layout.scrollWidth, name).toBeLessThanOrEqual(390);
+      expect(layout.header?.signOutInside, name).toBe(true);
+      if (name === "tool") {
+        // The explanation of first-call success, opened.
+        await page.click('[data-card="first_call_rate"] summary');
+        expect(await page.isVisible('[data-card="first_call_rate"] [data-why="chains"]')).toBe(true);
+        expect(await measureLayout(page)).toMatchObject({ scrollWidth: 390, overflowing: [] });
+      }
+      await page.screenshot({ path: `${SCREENSHOTS}${name}-phone.png`, fullPage: true });
+    }
     await context.close();
   });
 

@@ -102,6 +102,20 @@ describe.each(["1.x", "2.x"] as const)("MCP client %s", (version) => {
       expect(t.annotations?.readOnlyHint, t.name).toBe(true);
       expect(t.description.length, t.name).toBeGreaterThan(80);
     }
+    // The figures are defined as SPEC §2.2 defines them: a retry has different arguments, a
+    // same-arguments repeat is never one, a chain starts at every call that is not a retry.
+    const health = tools.find((t) => t.name === "list_tools_health")!;
+    expect(health.description).not.toMatch(/repeating the previous call/);
+    expect(health.description).toContain("has DIFFERENT arguments (args_hash) from c");
+    expect(health.description).toContain("A repeat with the same arguments (pagination, polling) is never a retry");
+    expect(health.description).toContain("a call without a known session is a chain of one");
+    expect(health.description).toContain("chains whose first call was ok, not empty, and not retried");
+    const retries = (health.outputSchema as unknown as { properties: { tools: { items: { properties: Record<string, { description?: string }> } } } })
+      .properties.tools.items.properties;
+    expect(retries.retries?.description).toContain("DIFFERENT arguments");
+    expect(retries.first_call_attempts?.description).toMatch(/^chains: /);
+    const insights = tools.find((t) => t.name === "get_insights")!;
+    expect(insights.description).toContain("from 5 failed (crashed) calls on");
     await client.close();
   });
 

@@ -1,7 +1,7 @@
 // Independent end-to-end conformance of the metrics (SPEC §2, §3), through the public API only:
 // random workloads (fast-check) go through the real POST /v1/ingest of the real worker in Miniflare,
 // shuffled in random batches; the real rollup cron runs until caught up; every read route's answer
-// is compared with a plain reference written from the SPEC (conformance/reference.ts).
+// is compared with a plain reference written from the SPEC (docs/spec.md; conformance/reference.ts).
 //
 // Where SPEC §2 leaves a choice the reference follows our documented reading (docs/metrics.md,
 // docs/read-api.md): gaps are compared

@@ -110,9 +110,16 @@ describe("parseBatch items", () => {
     });
   });
 
-  it("never returns unknown keys, whatever the payload carries", () => {
+  it("never returns unknown keys, whatever the payload carries: the item is kept with exactly its listed fields", () => {
     const body = JSON.parse(JSON.stringify({ batch: [call(0, { __proto__x: 1, arguments: { q: "secret" } })] }));
     const result = parseBatch(body, NOW);
+    if (!result.ok) throw new Error("the envelope is valid");
+    expect(result.dropped).toEqual([]);
+    expect(result.payloads).toHaveLength(1);
+    // Exactly what the same call without the two unknown keys gives.
+    const clean = parseBatch({ batch: [call(0)] }, NOW);
+    expect(clean.ok && clean.payloads[0]).toMatchObject({ type: "call", tool_name: "tool_0", session_id: "s_0123456789ab" });
+    expect(result.payloads[0]).toEqual(clean.ok ? clean.payloads[0] : undefined);
     expect(JSON.stringify(result)).not.toContain("secret");
   });
 

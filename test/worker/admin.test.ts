@@ -3,7 +3,7 @@ import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { authenticateKey, constantTimeEqual, generateKey, randomBase62, requireKey, sha256Hex, } from "../../src/worker/auth.ts";
+import { authenticateKey, generateKey, randomBase62, requireKey, sha256Hex, } from "../../src/worker/auth.ts";
 import type { AuthVariables } from "../../src/worker/env.ts";
 import type { Env } from "../../src/worker/env.ts";
 import { adminHeaders, createKey, createProject, revokeKey } from "./helpers/projects.ts";
@@ -36,11 +36,14 @@ describe("keys", () => {
     for (const n of counts.values()) expect(n).toBeGreaterThan(850), expect(n).toBeLessThan(1150);
   });
 
-  it("compares in constant time but correctly", () => {
-    expect(constantTimeEqual("abc", "abc")).toBe(true);
-    expect(constantTimeEqual("abc", "abd")).toBe(false);
-    expect(constantTimeEqual("abc", "abcd")).toBe(false);
-    expect(constantTimeEqual("", "")).toBe(true);
+  it("refuses a key whose key_id is known but whose secret differs (the digest comparison)", async () => {
+    const p = await createProject();
+    // Same key_id (first 16 characters), one different character in the secret part.
+    const last = p.read_key.at(-1) === "A" ? "B" : "A";
+    const forged = p.read_key.slice(0, -1) + last;
+    expect(forged.slice(0, 16)).toBe(p.read_key.slice(0, 16));
+    expect(await authenticateKey(env.DB, forged, "read")).toBeNull();
+    expect(await authenticateKey(env.DB, p.read_key, "read")).toEqual(expect.objectContaining({ project_id: p.project_id }));
   });
 });
 
@@ -73,7 +76,8 @@ describe("admin routes", () => {
       if (authorization) headers.authorization = authorization;
       const res = await exports.default.fetch("http://worker/v1/admin/projects", { method: "POST", headers, body });
       expect(res.status, String(authorization)).toBe(401);
-      expect(await res.json()).toEqual({ error: expect.any(String) });
+      expect(await res.json()).toEqual({ error: "admin token required", code: "UNAUTHORIZED" });
+      expect(res.headers.get("www-authenticate")).toBe('Bearer realm="mcpulse-admin"');
     }
   });
 

@@ -1,11 +1,17 @@
 // The dashboard's alerts page (SPEC §5): rules with their states and the delivery log, read only,
 // for the key's own project; an insight's "alert me on this" opens it with a rule the admin API
 // accepts as it stands.
+import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { CreateRuleBody } from "../../src/worker/alerts/rules.ts";
 import { ruleForInsight } from "../../src/worker/alerts/suggest.ts";
 import { INSIGHT_KINDS } from "../../src/worker/metrics/insights.ts";
+import { SCOPES_SHOWN, notEvaluated, shownStates } from "../../src/worker/dashboard/alerts-page.tsx";
+import type { AlertsReport } from "../../src/worker/alerts/report.ts";
+import { createDestination, createRule, runCron } from "./alerts/helpers.ts";
+import { callPayload, postIngest } from "./helpers/ingest.ts";
+import { pageHtml } from "./helpers/pages.ts";
 import { adminHeaders, createProject, readSessionCookie } from "./helpers/projects.ts";
 
 const page = async (path: string, key?: string) =>
@@ -42,6 +48,48 @@ describe("the alerts page", () => {
     expect((await page("/alerts")).status).toBe(401);
   });
 
+  it("names rules, destinations and tools in the delivery log, and says when a scope was not evaluated", async () => {
+    const p = await createProject("named log");
+    const slack = await createDestination(p.project_id, { kind: "slack", url: "https://hooks.slack.com/services/T0/B0/abcdefgh", name: "#ops-alerts" });
+    const discord = await createDestination(p.project_id, { kind: "discord", url: "https://discord.com/api/webhooks/1/abc", name: "on-call" });
+    const hook = await createDestination(p.project_id, { kind: "webhook", url: "https://hooks.example/x" });
+    const rule = await createRule(p.project_id, {
+      name: "tools failing", metric: "error_rate", op: ">", threshold: 0.1, tool: "*", min_calls: 5, for_evaluations: 1, destinations: [slack.id, discord.id, hook.id],
+    });
+    // No request leaves the worker: every attempt fails as an invalid target.
+    await env.DB.prepare("UPDATE alert_destinations SET url = 'http://unreachable.invalid/' WHERE project_id = ?1").bind(p.project_id).run();
+    const t0 = Date.now();
+    const calls = (tool: string, outcomes: string[]) =>
+      outcomes.map((outcome, i) =>
+        callPayload({ tool_name: tool, started_at: new Date(t0 - 10 * 60_000 + i * 1000).toISOString(), outcome, session_id: `s_${tool}_${i}`, args_hash: "a".repeat(12) }),
+      );
+    // failing_tool: 5 calls, 3 errors → fires. rare_tool: 4 calls, all errors → under min_calls (5).
+    const res = await postIngest({ batch: [...calls("failing_tool", ["ok", "ok", "tool_error", "crashed", "bad_args"]), ...calls("rare_tool", ["crashed", "crashed", "crashed", "crashed"])] }, { key: p.ingest_key });
+    expect(res.status).toBe(202);
+    await runCron(t0);
+
+    const html = await pageHtml("/alerts", p.read_key);
+    const rows = html.split("<tr").filter((r) => r.includes("data-delivery="));
+    expect(rows).toHaveLength(3);
+    for (const row of rows) {
+      expect(row).toContain("tools failing");
+      expect(row).toContain("failing_tool");
+      expect(row).not.toContain(rule.id);
+    }
+    expect(rows.map((r) => r.match(/data-destination-cell[^>]*><b>(\w+)<\/b>(?: · <bdi class="name" title="([^"]*)")?/)?.slice(1)).sort()).toEqual([
+      ["Discord", "on-call"],
+      ["Slack", "#ops-alerts"],
+      ["Webhook", undefined],
+    ]);
+    // The scope under min_calls: not evaluated, never "ok" beside a figure over the threshold.
+    const rare = html.split("<tr").find((r) => r.includes('data-rule="') && r.includes('title="rare_tool"'))!;
+    expect(rare).toContain("not evaluated: fewer than 5 calls");
+    expect(rare).not.toMatch(/class="pill low">ok</);
+    const failing = html.split("<tr").find((r) => r.includes('data-rule="') && r.includes('title="failing_tool"'))!;
+    expect(failing).toContain('class="pill high">firing<');
+    expect(failing).toContain(">0.6<");
+  });
+
   it("writes out the rule an insight suggests; a bad suggestion is a 400 that echoes nothing", async () => {
     const p = await createProject("suggested");
     const html = await (await page(`/alerts?suggest=low_first_call_success&tool=${encodeURIComponent("search <orders>")}`, p.read_key)).text();
@@ -56,7 +104,31 @@ describe("the alerts page", () => {
 
   it("links every insight that has a matching alert metric to it", async () => {
     const suggested = INSIGHT_KINDS.filter((kind) => ruleForInsight(kind, "search_orders") !== null);
-    expect(suggested).toEqual(["low_first_call_success", "slow_calls", "empty_results", "dead_tool"]);
+    expect(suggested).toEqual(["crashes", "high_error_rate", "low_first_call_success", "slow_calls", "empty_results", "dead_tool"]);
+  });
+});
+
+describe("a rule's scopes on the page", () => {
+  it("lists at most 20, firing then pending then ok then not evaluated, by tool", () => {
+    type Rule = AlertsReport["rules"][number];
+    const state = (tool: string, s: "ok" | "pending" | "firing", value: number | null) =>
+      ({ scope: { tool, client: null }, state: s, since: null, value, last_evaluated: null }) as Rule["states"][number];
+    const states = [
+      ...Array.from({ length: 30 }, (_, i) => state(`quiet_${String(i).padStart(2, "0")}`, "ok", null)),
+      ...Array.from({ length: 10 }, (_, i) => state(`fine_${i}`, "ok", 0.01)),
+      state("b_firing", "firing", 0.5),
+      state("a_firing", "firing", 0.4),
+      state("pending_one", "pending", 0.2),
+    ];
+    const rule = { metric: "error_rate", states } as unknown as Rule;
+    const shown = shownStates(rule);
+    expect(shown).toHaveLength(SCOPES_SHOWN);
+    expect(shown.slice(0, 4).map((s) => s.scope.tool)).toEqual(["a_firing", "b_firing", "pending_one", "fine_0"]);
+    expect(shown.filter((s) => notEvaluated(rule, s))).toHaveLength(SCOPES_SHOWN - 13);
+    expect(shownStates({ ...rule, states: states.slice(0, SCOPES_SHOWN - 1) })).toHaveLength(SCOPES_SHOWN - 1);
+    // A calls rule and an event rule are evaluated whatever their figure.
+    expect(notEvaluated({ ...rule, metric: "calls" }, states[0]!)).toBe(false);
+    expect(notEvaluated({ ...rule, metric: null }, states[0]!)).toBe(false);
   });
 });
 

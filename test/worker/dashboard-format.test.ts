@@ -11,6 +11,9 @@ describe("dashboard formatting", () => {
   });
 
   it("writes durations, sizes, counts and money readably", () => {
+    expect(formatMs(0)).toBe("< 1 ms");
+    expect(formatMs(0.4)).toBe("< 1 ms");
+    expect(formatMs(1)).toBe("1 ms");
     expect(formatMs(41)).toBe("41 ms");
     expect(formatMs(999)).toBe("999 ms");
     expect(formatMs(1000)).toBe("1.00 s");

@@ -47,11 +47,12 @@ function layerOf(path: string): string {
 }
 
 /** Leaves every layer may import: units, histogram buckets, text, the Env types, the wire contract. */
-const LEAVES = ["time.ts", "histogram.ts", "text.ts", "env.ts", "ip.ts"];
+const LEAVES = ["time.ts", "histogram.ts", "text.ts", "env.ts", "errors.ts", "ip.ts"];
 /** What each layer may import besides itself and LEAVES (src/shared is outside the worker and always allowed). */
 const MAY_IMPORT: Record<string, string[]> = {
   "db/": [],
-  "analytics/": [],
+  // The Analytics Engine layout is named after the counter definition (one list of counters).
+  "analytics/": ["metrics/counters.ts"],
   "budget/": [],
   "throttle/": [],
   "health/": [],
@@ -72,6 +73,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   "histogram.ts": [],
   "text.ts": [],
   "env.ts": ["budget/", "health/", "throttle/"],
+  "errors.ts": [],
   "ip.ts": [],
 };
 /** The read side's routes and pages ask metrics/ and never run SQL of their own. */
@@ -106,7 +108,7 @@ describe("worker imports", () => {
       }
       for (const to of targets) {
         const target = layerOf(to);
-        if (target === layer || LEAVES.includes(to) || allowed.includes(target)) continue;
+        if (target === layer || LEAVES.includes(to) || allowed.includes(target) || allowed.includes(to)) continue;
         wrong.push(`${from} → ${to}`);
       }
       if (READ_ROUTES.includes(from) || layer === "dashboard/" || layer === "mcp/") {

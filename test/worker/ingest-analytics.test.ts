@@ -26,7 +26,13 @@ describe("Analytics Engine data points", () => {
     expect((await postIngest({ batch: [...batch, startupPayload()] }, { key: p.ingest_key, env: { ...env, CALLS_AE: dataset } })).status).toBe(202);
     expect(points).toHaveLength(250);
     expect(points.every((pt) => pt.indexes?.[0] === p.project_id)).toBe(true);
-    expect(points[3]).toEqual({ indexes: [p.project_id], blobs: ["t3", "claude-ai"], doubles: [1, 0, 0, 0, 0, 1, 3, 10] });
+    expect(points[3]).toEqual({ indexes: [p.project_id], blobs: ["t3", "claude-ai"], doubles: [1, 0, 0, 0, 0, 1, 3, 10, 0] });
+  });
+
+  it("counts a call without a session in its own slot (calls_without_session, from the counter definition)", () => {
+    const call = (session_id: string): CallForAnalytics => ({ tool_name: "t", client_name: "c", session_id, outcome: "ok", is_empty: false, duration_ms: 1, response_bytes: 1 });
+    const points = callDataPoints("prj", [call(""), call("s_0123456789ab")]);
+    expect(points.map((pt) => pt.doubles?.[slot("calls_without_session")])).toEqual([1, 0]);
   });
 
   it("represents 500 calls in at most 250 points whose weights sum to 500", async () => {
@@ -47,7 +53,7 @@ describe("Analytics Engine data points", () => {
 
   it("merges the smallest groups into one (other) point when even the groups exceed 250", () => {
     const calls: CallForAnalytics[] = Array.from({ length: 500 }, (_, i) => ({
-      tool_name: i < 100 ? "popular" : `rare_${i}`, client_name: "c", outcome: "ok", is_empty: false, duration_ms: 1, response_bytes: 1,
+      tool_name: i < 100 ? "popular" : `rare_${i}`, client_name: "c", session_id: "", outcome: "ok", is_empty: false, duration_ms: 1, response_bytes: 1,
     }));
     const points = callDataPoints("prj_x", calls);
     expect(points).toHaveLength(250);
@@ -103,7 +109,7 @@ describe("Analytics Engine data points", () => {
     [251, 250, true],
   ])("1,000 calls in %i groups give %i points (an (other) point: %s)", (groups, expected, hasOther) => {
     const calls: CallForAnalytics[] = Array.from({ length: 1000 }, (_, i) => ({
-      tool_name: `t${i % groups}`, client_name: "c", outcome: "ok", is_empty: false, duration_ms: 1, response_bytes: 1,
+      tool_name: `t${i % groups}`, client_name: "c", session_id: "", outcome: "ok", is_empty: false, duration_ms: 1, response_bytes: 1,
     }));
     const points = callDataPoints("prj_x", calls);
     expect(points).toHaveLength(expected);

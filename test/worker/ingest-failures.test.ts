@@ -95,7 +95,7 @@ describe("the key check without D1", () => {
     const res = await postIngest({ batch }, { key: p.ingest_key, env: fast({ DB: d1.db }) });
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("10");
-    expect(await res.json()).toEqual({ error: "ingest temporarily unavailable; retry later" });
+    expect(await res.json()).toEqual({ error: "ingest temporarily unavailable; retry later", code: "SERVICE_UNAVAILABLE" });
   });
 
   it("an unknown key is 401 and the answer is remembered for the minute", async () => {
@@ -231,6 +231,25 @@ describe("the write after the 202", () => {
     const done = await adminHealth();
     expect(done.queue.projects.find((x: { project_id: string }) => x.project_id === p.project_id)).toBeUndefined();
     expect(done.last_24h.batches_written_from_queue - before.last_24h.batches_written_from_queue).toBe(2);
+  });
+
+  it("a D1 that does not answer is given up on per attempt (not after its own 30 s), and the batch is queued", async () => {
+    const p = await createProject();
+    expect((await postIngest({ batch: [] }, { key: p.ingest_key })).status).toBe(202);
+    let attempts = 0;
+    const hanging = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop === "batch") return () => (attempts++, new Promise(() => {}));
+        const value = Reflect.get(target, prop);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const queue = capturingQueue();
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    expect((await postIngest({ batch }, { key: p.ingest_key, env: fast({ DB: hanging, INGEST_QUEUE: queue.queue }) })).status).toBe(202);
+    expect(attempts).toBe(4);
+    expect(queue.sent).toHaveLength(1);
+    expect(logLines(errors).filter((l) => l.event === "ingest_write_retry").map((l) => l.error)).toEqual(["WriteAttemptTimeout", "WriteAttemptTimeout", "WriteAttemptTimeout"]);
   });
 
   it("while D1 is failing, the queue takes the batch before the answer; if it refuses too: 503, never 500", async () => {

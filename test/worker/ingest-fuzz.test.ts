@@ -54,8 +54,8 @@ it("never answers 5xx and stores exactly the valid items", { timeout: 60_000 }, 
       const res = await postIngest(text, { key: p.ingest_key });
       expect([202, 400, 413]).toContain(res.status);
       if (res.status !== 202) {
-        const error = await res.json<{ error: string }>();
-        expect(Object.keys(error)).toEqual(["error"]);
+        const error = await res.json<{ error: string; code: string }>();
+        expect(Object.keys(error)).toEqual(["error", "code"]);
         return;
       }
       expect(await res.text()).toBe("");

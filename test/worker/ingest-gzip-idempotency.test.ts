@@ -28,7 +28,8 @@ function envelopeOfExactly(bytes: number): string {
 async function errorOf(res: Response, status: number): Promise<string> {
   expect(res.status).toBe(status);
   const body = await res.json<Record<string, unknown>>();
-  expect(Object.keys(body)).toEqual(["error"]);
+  // The one error model (docs/errors.md): a message and a code.
+  expect(Object.keys(body)).toEqual(["error", "code"]);
   return body.error as string;
 }
 

@@ -80,7 +80,7 @@ describe("read keys on the API and /mcp", () => {
     }
     const over = await get("/v1/metrics/tools", attacker, bearer(WRONG_READ_KEY));
     expect(over.status).toBe(429);
-    expect(await over.json()).toEqual({ error: "too many failed sign-in attempts; try again later" });
+    expect(await over.json()).toEqual({ error: "too many failed sign-in attempts; try again later", code: "TOO_MANY_REQUESTS" });
     expect(retryAfter(over)).toBeGreaterThan(0);
     expect(retryAfter(over)).toBeLessThanOrEqual(NETWORK_RULE.windowMs / 1000);
     expect((await get("/mcp", attacker, { ...bearer(WRONG_READ_KEY), accept: "application/json, text/event-stream" })).status).toBe(429);

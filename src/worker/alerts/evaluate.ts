@@ -11,6 +11,7 @@ import {
   metricCountersStatement,
   p95HistogramsStatement,
   rulesFromRows,
+  statesFromRows,
   spanCountersStatement,
   writeStatesStatement,
   type DeadToolRow,
@@ -29,7 +30,7 @@ import { REGRESSION_MIN_CALLS, REGRESSION_RATE_DELTA, REGRESSION_WINDOW_DAYS, la
 import { DAY_MS, HOUR_MS, hourStartMs } from "../time.ts";
 import { metricVerdict } from "./figures.ts";
 import { dashboardUrl, type NotificationPayload } from "./notification.ts";
-import { EACH, asAlertRule, type AlertRule } from "./rules.ts";
+import { EACH, type AlertRule } from "./rules.ts";
 import { step, type ScopeState, type Verdict } from "./state-machine.ts";
 
 /** The probe, then the reads batch (rules, states, projects, counters, p95 histograms, dead tools, tool versions). */
@@ -87,10 +88,10 @@ export async function evaluateAlerts(db: D1Database, nowMs: number, options: Eva
     eventToolVersionsStatement(db),
   ]);
   report.statements += 7;
-  const rules = rulesFromRows(rulesResult!.results).map(asAlertRule);
+  const rules = rulesFromRows(rulesResult!.results);
   report.rules = rules.length;
   const states = new Map<string, StateRow>();
-  for (const s of statesResult!.results as StateRow[]) states.set(`${s.rule_id}|${s.scope_key}`, s);
+  for (const s of statesFromRows(statesResult!.results)) states.set(`${s.rule_id}|${s.scope_key}`, s);
   const projectNames = new Map((projectsResult!.results as { project_id: string; name: string }[]).map((p) => [p.project_id, p.name]));
 
   const verdicts: ScopeVerdict[] = [];
@@ -222,10 +223,8 @@ function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, 
 }
 
 function stateOf(row: StateRow): ScopeState {
-  return {
-    state: row.state, breaches: Number(row.breaches), since_ms: Number(row.since_ms), value: row.value === null ? null : Number(row.value),
-    last_evaluated_ms: Number(row.last_evaluated_ms), last_notified_ms: row.last_notified_ms === null ? null : Number(row.last_notified_ms),
-  };
+  const { state, breaches, since_ms, value, last_evaluated_ms, last_notified_ms } = row;
+  return { state, breaches, since_ms, value, last_evaluated_ms, last_notified_ms };
 }
 
 /**

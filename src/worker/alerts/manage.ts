@@ -1,6 +1,6 @@
 // Managing a project's alert rules and destinations (SPEC §5): the one place that checks and writes
 // them, used by the admin API (routes/alerts.ts, JSON bodies) and by the dashboard's admin forms
-// (routes/dashboard-admin.tsx), so both go through the same Zod schemas and the same limits.
+// (routes/dashboard-alerts.tsx), so both go through the same Zod schemas and the same limits.
 // Services return values or an error code; the routes decide statuses and wording. No message ever
 // carries the input: a destination URL is a secret, and a field's content is the user's.
 import { randomBase62 } from "../auth.ts";
@@ -29,7 +29,6 @@ import {
   MAX_DESTINATIONS_PER_PROJECT,
   MAX_RULES_PER_PROJECT,
   UpdateRuleBody,
-  asAlertRule,
   type AlertRule,
   type DestinationKind,
 } from "./rules.ts";
@@ -213,7 +212,7 @@ export async function updateRule(ctx: ManageContext, projectId: string, ruleId: 
   if (!patch.success) return refuse("invalid_body", failedFields(patch.error.issues, RULE_FIELD_NAMES));
   const record = await findRule(ctx.db, projectId, ruleId);
   if (!record) return refuse("no_such_rule");
-  const current = asAlertRule(record);
+  const current = record;
   const { id, project_id, created_at_ms, updated_at_ms: _previous, ...currentFields } = current;
   const merged = AlertRuleSchema.safeParse({ ...currentFields, ...patch.data });
   if (!merged.success) return refuse("invalid_body", failedFields(merged.error.issues, RULE_FIELD_NAMES));

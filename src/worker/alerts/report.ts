@@ -3,7 +3,7 @@
 // Never a destination's URL or secret.
 import { listDeliveries, listProjectStates, listRules, type StateRow } from "../db/alerts.ts";
 import { readAsOfMs } from "../db/metrics.ts";
-import { asAlertRule, type AlertRule } from "./rules.ts";
+import type { AlertRule } from "./rules.ts";
 
 /** GET /v1/metrics/alerts lists this many of the latest notifications (SPEC §5). */
 export const DELIVERY_LOG_LIMIT = 100;
@@ -48,11 +48,15 @@ export async function alertsReport(db: D1Database, projectId: string, deliveryLi
   ]);
   return {
     as_of: iso(asOf),
-    rules: rules.map((r) => ruleAnswer(asAlertRule(r), states)),
+    rules: rules.map((r) => ruleAnswer(r, states)),
     deliveries: deliveries.map((d) => ({
       id: d.notification_id,
       rule_id: d.rule_id,
+      rule_name: d.rule_name,
       destination_id: d.destination_id,
+      destination_kind: d.destination_kind,
+      destination_name: d.destination_name,
+      scope: d.rule_id === null ? null : { tool: d.scope_tool, client: d.scope_client },
       kind: d.kind,
       status: d.status,
       created_at: iso(d.created_at_ms),

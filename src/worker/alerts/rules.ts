@@ -2,27 +2,14 @@
 // and the types derived from them. Routes validate with these; evaluation trusts what they admit.
 import { z } from "zod";
 import { MAX_CLIENT_NAME_CHARS, MAX_DURATION_MS, MAX_TOOL_NAME_CHARS } from "../../shared/limits.ts";
+import { ALERT_EVENTS, ALERT_METRICS, ALERT_OPS, DESTINATION_KINDS, type RuleRecord } from "../db/alerts.ts";
 
-/** Metrics a rule compares with a threshold (SPEC §5); rates follow SPEC §2 exactly. */
-export const ALERT_METRICS = [
-  "first_call_rate",
-  "error_rate",
-  "crash_rate",
-  "bad_args_rate",
-  "empty_rate",
-  "p95_ms",
-  "calls",
-] as const;
+// The vocabulary is the tables' (db/alerts.ts parses every stored row with it); the request schemas
+// below add the limits and defaults.
+export { ALERT_EVENTS, ALERT_METRICS, ALERT_OPS, DESTINATION_KINDS };
 export type AlertMetric = (typeof ALERT_METRICS)[number];
-
-/** Events a rule fires on without a threshold (SPEC §5). */
-export const ALERT_EVENTS = ["dead_tool", "schema_regression", "description_churn"] as const;
 export type AlertEvent = (typeof ALERT_EVENTS)[number];
-
-export const ALERT_OPS = ["<", ">"] as const;
 export type AlertOp = (typeof ALERT_OPS)[number];
-
-export const DESTINATION_KINDS = ["slack", "discord", "webhook"] as const;
 export type DestinationKind = (typeof DESTINATION_KINDS)[number];
 
 /** `window_hours`: the last 1 to 168 hours (a week), default 24 (SPEC §5). */
@@ -151,13 +138,5 @@ export const CreateDestinationBody = z.strictObject({
   name: name.optional(),
 });
 
-/** A stored rule: its id and project beside its fields. */
-export type AlertRule = AlertRuleFields & { id: string; project_id: string; created_at_ms: number; updated_at_ms: number };
-
-/**
- * A stored rule with its fields narrowed to the schema's types: every row of alert_rules is written
- * from a rule AlertRuleSchema admitted (routes/alerts.ts), and its CHECKs hold the enums.
- */
-export function asAlertRule(record: { [K in keyof AlertRule]: unknown }): AlertRule {
-  return record as AlertRule;
-}
+/** A stored rule: its id and project beside its fields, as db/alerts.ts parses it from its row. */
+export type AlertRule = RuleRecord;

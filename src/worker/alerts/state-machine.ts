@@ -1,26 +1,15 @@
 // The state of one (rule, scope) across evaluations (SPEC §5): ok → pending → firing → ok, and which
 // notification each step queues. Pure: the same inputs always give the same step, so the property
 // test can drive it with any series.
+import { ALERT_STATES, NOTIFICATION_KINDS, type StateRow } from "../db/alerts.ts";
 import { HOUR_MS } from "../time.ts";
 
-export const ALERT_STATES = ["ok", "pending", "firing"] as const;
+export { ALERT_STATES, NOTIFICATION_KINDS };
 export type AlertState = (typeof ALERT_STATES)[number];
-
-export const NOTIFICATION_KINDS = ["firing", "resolved", "reminder", "test"] as const;
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
 
-export type ScopeState = {
-  state: AlertState;
-  /** Consecutive breaching evaluations so far (0 when ok). */
-  breaches: number;
-  /** When the current state began. */
-  since_ms: number;
-  /** The last evaluation's figure; null when it was not evaluated. */
-  value: number | null;
-  last_evaluated_ms: number;
-  /** When the last firing or reminder was queued. */
-  last_notified_ms: number | null;
-};
+/** The part of a state row (db/alerts.ts, declared there once) that the state machine moves. */
+export type ScopeState = Pick<StateRow, "state" | "breaches" | "since_ms" | "value" | "last_evaluated_ms" | "last_notified_ms">;
 
 /**
  * One evaluation's verdict: `breaching` true or false, or null when the scope was not evaluated
@@ -40,7 +29,9 @@ export function initialState(nowMs: number): ScopeState {
 export function step(previous: ScopeState | undefined, verdict: Verdict, rule: StepRule, nowMs: number): Step {
   const prev = previous ?? initialState(nowMs);
   const base = { ...prev, value: verdict.value, last_evaluated_ms: nowMs };
-  if (verdict.breaching === null) return { next: base, notify: null };
+  // Not evaluated: the figure is not kept (a value over the threshold beside "ok" reads as a broken
+  // rule), so a reader sees "not evaluated" — the state table's `value` is NULL exactly then.
+  if (verdict.breaching === null) return { next: { ...base, value: null }, notify: null };
   if (!verdict.breaching) {
     if (prev.state === "ok") return { next: { ...base, breaches: 0 }, notify: null };
     const next: ScopeState = { ...base, state: "ok", breaches: 0, since_ms: nowMs };

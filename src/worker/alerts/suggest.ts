@@ -13,13 +13,17 @@ export const alertsPageQuery = z.strictObject({
 });
 
 export type SuggestedRule = { name: string; tool: string | null } & (
-  | { metric: "first_call_rate" | "empty_rate" | "p95_ms"; op: "<" | ">"; threshold: number }
+  | { metric: "first_call_rate" | "empty_rate" | "p95_ms" | "error_rate" | "crash_rate"; op: "<" | ">"; threshold: number }
   | { event: "dead_tool" }
 );
 
 export function ruleForInsight(kind: InsightKind, tool: string | null): SuggestedRule | null {
   const about = tool ?? "the project";
   switch (kind) {
+    case "crashes":
+      return { name: `crashes of ${about}`, metric: "crash_rate", op: ">", threshold: INSIGHT_THRESHOLDS.crashRateAbove, tool };
+    case "high_error_rate":
+      return { name: `error rate of ${about}`, metric: "error_rate", op: ">", threshold: INSIGHT_THRESHOLDS.errorRateAbove, tool };
     case "low_first_call_success":
       return { name: `first-call success of ${about}`, metric: "first_call_rate", op: "<", threshold: INSIGHT_THRESHOLDS.firstCallRateBelow, tool };
     case "empty_results":

@@ -4,6 +4,9 @@
 // is a count or a sum, so SUM(_sample_interval * slot) is right for any mix of the two.
 // Names are stored in their well-formed UTF-16 form, as D1 stores them.
 // Append-only: a slot, once shipped, keeps its meaning forever (queries in the wild read it).
+// The doubles are the per-call counters of metrics/counters.ts, each named as there: a counter that
+// one call decides gets a slot here or the type check fails; what a call adds is counters.ts's.
+import { PER_CALL_COUNTER_NAMES, addCall, type CallFacts, type PerCallCounterName } from "../metrics/counters.ts";
 import { wellFormed } from "../text.ts";
 
 /** Platform limit: writeDataPoint calls per Worker invocation. */
@@ -29,7 +32,9 @@ export const CALLS_DATASET = {
     duration_ms_sum: "double7",
     /** UTF-16 length of the responses (SPEC §1.3), summed. */
     response_bytes_sum: "double8",
-  },
+    /** Calls sent without a session (SPEC §2.2). */
+    calls_without_session: "double9",
+  } satisfies Record<PerCallCounterName, `double${number}`>,
 } as const;
 
 type DoubleName = keyof typeof CALLS_DATASET.doubles;
@@ -46,14 +51,7 @@ function slotNumber(slot: string): number {
   return Number(slot.replace(/^\D+/, ""));
 }
 
-export type CallForAnalytics = {
-  tool_name: string;
-  client_name: string;
-  outcome: "ok" | "bad_args" | "tool_error" | "crashed";
-  is_empty: boolean;
-  duration_ms: number;
-  response_bytes: number;
-};
+export type CallForAnalytics = CallFacts & { tool_name: string; client_name: string };
 
 type Counters = Record<DoubleName, number>;
 type Group = { tool_name: string; client_name: string; counters: Counters };
@@ -62,15 +60,9 @@ type Group = { tool_name: string; client_name: string; counters: Counters };
 export const OTHER_GROUP = "(other)";
 
 function emptyCounters(): Counters {
-  return { calls: 0, ok: 0, empty: 0, bad_args: 0, tool_error: 0, crashed: 0, duration_ms_sum: 0, response_bytes_sum: 0 };
-}
-
-function addCall(into: Counters, call: CallForAnalytics): void {
-  into.calls += 1;
-  into[call.outcome] += 1;
-  if (call.is_empty) into.empty += 1;
-  into.duration_ms_sum += call.duration_ms;
-  into.response_bytes_sum += call.response_bytes;
+  const counters = {} as Counters;
+  for (const name of PER_CALL_COUNTER_NAMES) counters[name] = 0;
+  return counters;
 }
 
 function addCounters(into: Counters, from: Counters): void {

@@ -35,6 +35,75 @@ function condition(rule: AlertsReport["rules"][number]): string {
   return `${rule.metric} ${rule.op} ${rule.threshold}`;
 }
 
+/** A destination as a person names it: its kind's own name, then the name it was given. */
+export const DESTINATION_KINDS: Record<string, string> = { slack: "Slack", discord: "Discord", webhook: "Webhook" };
+
+type Delivery = AlertsReport["deliveries"][number];
+type Rule = AlertsReport["rules"][number];
+type ScopeState = Rule["states"][number];
+
+/**
+ * A metric rule's scope with no figure was not evaluated: fewer calls than min_calls in its window
+ * (SPEC §5; the state machine keeps no figure then). `calls` is always evaluated, and an event rule's
+ * figure may be absent by nature.
+ */
+export function notEvaluated(rule: Rule, s: ScopeState): boolean {
+  return rule.metric !== null && rule.metric !== "calls" && s.value === null;
+}
+
+const DestinationCell: FC<{ d: Delivery }> = ({ d }) =>
+  d.destination_kind === null ? (
+    <span class="muted">deleted destination</span>
+  ) : (
+    <>
+      <b>{DESTINATION_KINDS[d.destination_kind] ?? d.destination_kind}</b>
+      {d.destination_name ? <> · <Name text={d.destination_name} /></> : null}
+    </>
+  );
+
+const RuleCell: FC<{ d: Delivery; rules: Rule[] }> = ({ d, rules }) => {
+  if (d.rule_id === null) return <span class="muted">test notification</span>;
+  if (d.rule_name !== null) return <Name text={d.rule_name} />;
+  const rule = rules.find((r) => r.id === d.rule_id);
+  return rule ? <span class="mono">{condition(rule)}</span> : <span class="muted">deleted rule</span>;
+};
+
+const ScopeCell: FC<{ scope: { tool: string | null; client: string | null } | null }> = ({ scope }) =>
+  scope === null ? (
+    <span class="muted">—</span>
+  ) : (
+    <>
+      {scope.tool === null ? "project" : <Name text={scope.tool} />}
+      {scope.client === null ? null : <> · <Name text={scope.client} /></>}
+    </>
+  );
+
+/** Scopes listed per rule: a rule over each of thousands of tools keeps the page bounded (SPEC §3). */
+export const SCOPES_SHOWN = 20;
+
+/**
+ * The scopes of a rule the page lists: firing first, then pending, then the evaluated ok ones, then
+ * those not evaluated; by tool and client within each; at most SCOPES_SHOWN (the row after them
+ * counts the rest by state).
+ */
+export function shownStates(rule: Rule): ScopeState[] {
+  const rank = (s: ScopeState) => (s.state === "firing" ? 0 : s.state === "pending" ? 1 : notEvaluated(rule, s) ? 3 : 2);
+  const key = (s: ScopeState) => `${s.scope.tool ?? ""}\u0000${s.scope.client ?? ""}`;
+  const sorted = [...rule.states].sort((a, b) => rank(a) - rank(b) || (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+  return sorted.slice(0, SCOPES_SHOWN);
+}
+
+/** The scopes a rule's list leaves out, counted by what they show. */
+function hiddenSummary(rule: Rule, shown: number): string {
+  const rest = [...rule.states]
+    .map((s) => (notEvaluated(rule, s) ? "not evaluated" : s.state))
+    .sort((a, b) => ["firing", "pending", "ok", "not evaluated"].indexOf(a) - ["firing", "pending", "ok", "not evaluated"].indexOf(b))
+    .slice(shown);
+  const counts = new Map<string, number>();
+  for (const label of rest) counts.set(label, (counts.get(label) ?? 0) + 1);
+  return [...counts].map(([label, n]) => `${n.toLocaleString("en-US")} ${label}`).join(", ");
+}
+
 function scopeLabel(tool: string | null, client: string | null): string {
   return [tool === null ? "whole project" : tool === "*" ? "each tool" : null, client === "*" ? "each client" : null].filter(Boolean).join(", ");
 }
@@ -94,46 +163,59 @@ export const AlertsPage: FC<AlertsPageProps> = ({ projectName, report, suggested
         {report.rules.length === 0 ? (
           <p class="empty-state">{admin ? "No alert rules yet. Create one below." : "No alert rules yet. An admin creates them here or with the admin API: docs/alerts.md."}</p>
         ) : (
+          <div class="scroll">
           <table>
             <thead>
               <tr>
                 <th>Rule</th>
-                <th>Condition</th>
-                <th>Window</th>
                 <th>Scope</th>
                 <th>State</th>
-                <th>Since</th>
                 <th class="num">Last figure</th>
+                <th>Condition</th>
+                <th>Window</th>
+                <th>Since</th>
                 <th>Last evaluated</th>
               </tr>
             </thead>
             <tbody>
               {report.rules.flatMap((rule) => {
-                const states = rule.states.length > 0 ? rule.states : [null];
-                return states.map((s, i) => (
+                const shown = shownStates(rule);
+                const states = shown.length > 0 ? shown : [null];
+                const hidden = rule.states.length - shown.length;
+                const rows = states.map((s, i) => (
                   <tr data-rule={rule.id} data-state={s?.state ?? "none"}>
                     <td>{i === 0 ? <Name text={rule.name ?? rule.id} /> : ""}</td>
-                    <td class="mono">{i === 0 ? condition(rule) : ""}</td>
-                    <td>{i === 0 ? `${rule.window_hours} h, ≥ ${rule.min_calls} calls, ${rule.for_evaluations}× in a row` : ""}</td>
+                    <td>{s === null ? scopeLabel(rule.tool, rule.client) || "—" : <ScopeCell scope={s.scope} />}</td>
                     <td>
                       {s === null ? (
-                        scopeLabel(rule.tool, rule.client) || "—"
+                        <span class="muted">not evaluated yet</span>
+                      ) : notEvaluated(rule, s) ? (
+                        <span class="muted" data-not-evaluated>not evaluated: fewer than {rule.min_calls.toLocaleString("en-US")} calls</span>
                       ) : (
-                        <>
-                          {s.scope.tool === null ? "project" : <Name text={s.scope.tool} />}
-                          {s.scope.client === null ? null : <> · <Name text={s.scope.client} /></>}
-                        </>
+                        <span class={`pill ${s.state === "firing" ? "high" : s.state === "pending" ? "medium" : "low"}`}>{s.state}</span>
                       )}
                     </td>
-                    <td>{s === null ? <span class="muted">not evaluated yet</span> : <span class={`pill ${s.state === "firing" ? "high" : s.state === "pending" ? "medium" : "low"}`}>{s.state}</span>}</td>
-                    <td>{when(s?.since ?? null)}</td>
                     <td class="num">{s?.value ?? "—"}</td>
+                    <td class="mono">{i === 0 ? condition(rule) : ""}</td>
+                    <td>{i === 0 ? `${rule.window_hours} h, ≥ ${rule.min_calls} calls, ${rule.for_evaluations}× in a row` : ""}</td>
+                    <td>{when(s?.since ?? null)}</td>
                     <td>{when(s?.last_evaluated ?? null)}</td>
                   </tr>
                 ));
+                if (hidden > 0) {
+                  rows.push(
+                    <tr data-rule={rule.id} data-more-scopes={String(hidden)}>
+                      <td colspan={8} class="muted" style="white-space:normal">
+                        …and {hidden.toLocaleString("en-US")} more scopes ({hiddenSummary(rule, shown.length)}) — GET /v1/metrics/alerts lists them all
+                      </td>
+                    </tr>,
+                  );
+                }
+                return rows;
               })}
             </tbody>
           </table>
+          </div>
         )}
       </section>
       {admin ? <AdminPanels report={report} admin={admin} suggested={suggested} /> : null}
@@ -142,11 +224,14 @@ export const AlertsPage: FC<AlertsPageProps> = ({ projectName, report, suggested
         {report.deliveries.length === 0 ? (
           <p class="empty-state">No notifications sent yet.</p>
         ) : (
+          <div class="scroll">
           <table>
             <thead>
               <tr>
                 <th>Queued</th>
                 <th>Rule</th>
+                <th>Scope</th>
+                <th>Destination</th>
                 <th>Kind</th>
                 <th>Status</th>
                 <th class="num">Attempts</th>
@@ -160,7 +245,9 @@ export const AlertsPage: FC<AlertsPageProps> = ({ projectName, report, suggested
                 return (
                   <tr data-delivery={String(d.id)} data-status={d.status}>
                     <td>{when(d.created_at)}</td>
-                    <td class="mono">{d.rule_id ?? "test"}</td>
+                    <td data-rule-cell><RuleCell d={d} rules={report.rules} /></td>
+                    <td><ScopeCell scope={d.scope} /></td>
+                    <td data-destination-cell><DestinationCell d={d} /></td>
                     <td>{d.kind}</td>
                     <td>{d.status}</td>
                     <td class="num">{d.attempts.length}</td>
@@ -171,6 +258,7 @@ export const AlertsPage: FC<AlertsPageProps> = ({ projectName, report, suggested
               })}
             </tbody>
           </table>
+          </div>
         )}
       </section>
       {admin ? null : (
@@ -206,6 +294,7 @@ const AdminPanels: FC<{ report: AlertsReport; admin: AdminView; suggested: Sugge
       {admin.destinations.length === 0 ? (
         <p class="empty-state">No destinations yet.</p>
       ) : (
+        <div class="scroll">
         <table>
           <thead>
             <tr>
@@ -231,6 +320,7 @@ const AdminPanels: FC<{ report: AlertsReport; admin: AdminView; suggested: Sugge
             ))}
           </tbody>
         </table>
+        </div>
       )}
       <DestinationForm />
     </section>

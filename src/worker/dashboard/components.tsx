@@ -1,11 +1,13 @@
 // Small building blocks shared by the dashboard pages: metric cards, status pills, the tools table.
 import type { Child, FC } from "hono/jsx";
 import { ruleForInsight } from "../alerts/suggest.ts";
+import { DEFINITIONS } from "../metrics/definitions.ts";
 import type { Insight } from "../metrics/insights.ts";
 import type { NameList, Paged } from "../metrics/page-data.ts";
 import type { ToolRow } from "../metrics/reports.ts";
 import { formatChars, formatInt, formatMs, formatRate, type Delta } from "./format.ts";
 import { pageHref, toolHref, type PageQuery } from "./layout.tsx";
+import { firstCallHint } from "./explain.tsx";
 import { Name, WithNames } from "./name.tsx";
 
 export const Card: FC<{ label: string; value: string; raw: number | null; delta?: Delta | null; sub?: Child; id: string }> = (p) => (
@@ -45,9 +47,9 @@ export const ToolStatus: FC<{ row: ToolRow }> = ({ row }) => (
 );
 
 /** A numeric cell: the formatted text, the exact API value in data-value (sorting and tests). */
-const N: FC<{ value: number | null; text: string; cls?: string; col: string }> = ({ value, text, cls, col }) => (
-  <td class={`n ${cls ?? ""}`} data-col={col} data-value={value === null ? "" : String(value)}>
-    {text}
+const N: FC<{ value: number | null; text: string; cls?: string; col: string; why?: string | undefined }> = ({ value, text, cls, col, why }) => (
+  <td class={`n ${cls ?? ""}`} data-col={col} data-value={value === null ? "" : String(value)} title={why} data-why={why === undefined ? undefined : ""}>
+    {text}{why === undefined ? null : <sup class="why-mark" aria-hidden="true">?</sup>}
   </td>
 );
 
@@ -60,13 +62,13 @@ export const ToolsTable: FC<{ rows: ToolRow[]; query: PageQuery }> = ({ rows, qu
           <tr>
             <th data-sort="text">Tool</th>
             <th class="n" data-sort="num">Calls</th>
-            <th class="n" data-sort="num" title="first calls that were ok, not empty and not retried">First-call ok</th>
+            <th class="n" data-sort="num" title={`first_call_ok ÷ chains — ${DEFINITIONS.first_call_ok}`}>First-call ok</th>
             <th class="n" data-sort="num">Errors</th>
             <th class="n" data-sort="num">Bad args</th>
             <th class="n" data-sort="num">Tool error</th>
             <th class="n" data-sort="num">Crashed</th>
             <th class="n" data-sort="num">Empty</th>
-            <th class="n" data-sort="num">Retries</th>
+            <th class="n" data-sort="num" title={`calls that are retries: ${DEFINITIONS.retry}`}>Retries</th>
             <th class="n" data-sort="num">p50</th>
             <th class="n" data-sort="num">p95</th>
             <th class="n" data-sort="num">p99</th>
@@ -82,7 +84,7 @@ export const ToolsTable: FC<{ rows: ToolRow[]; query: PageQuery }> = ({ rows, qu
                 <ToolStatus row={r} />
               </td>
               <N col="calls" value={r.calls} text={formatInt(r.calls)} />
-              <N col="first_call_rate" value={r.first_call_rate} text={formatRate(r.first_call_rate)} cls={firstCallClass(r.first_call_rate)} />
+              <N col="first_call_rate" value={r.first_call_rate} text={formatRate(r.first_call_rate)} cls={firstCallClass(r.first_call_rate)} why={firstCallHint(r)} />
               <N col="error_rate" value={r.error_rate} text={formatRate(r.error_rate)} cls={badRateClass(r.error_rate, 0.05)} />
               <N col="bad_args" value={r.bad_args} text={formatInt(r.bad_args)} />
               <N col="tool_error" value={r.tool_error} text={formatInt(r.tool_error)} />
@@ -157,7 +159,7 @@ export function alertMeHref(kind: string, tool: string | null): string {
 }
 
 export const InsightList: FC<{ insights: Insight[]; query: PageQuery; limit?: number }> = ({ insights, query, limit = 8 }) => {
-  if (insights.length === 0) return <p class="empty-state">Nothing to fix: no tool crosses a threshold (rates need ≥ 20 calls).</p>;
+  if (insights.length === 0) return <p class="empty-state">Nothing to fix: no tool crosses a threshold.</p>;
   return (
     <ul class="insights" id="insights">
       {insights.slice(0, limit).map((i) => (

@@ -17,8 +17,10 @@ export function formatRate(rate: number | null): string {
   return rate === null ? "—" : `${(rate * 100).toFixed(1)}%`;
 }
 
+/** A duration; under 1 ms (SDKs send whole milliseconds, so a 0) reads "< 1 ms", never "0 ms". */
 export function formatMs(ms: number | null): string {
   if (ms === null) return "—";
+  if (ms < 1) return "< 1 ms";
   if (ms < 1000) return `${Math.round(ms)} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
   return `${(ms / 60_000).toFixed(1)} min`;

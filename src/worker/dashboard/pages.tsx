@@ -1,6 +1,6 @@
 // The two dashboard pages: the project overview and one tool's page.
 import type { FC } from "hono/jsx";
-import { PAGE_ROWS, type OverviewData, type ToolPageData } from "../metrics/page-data.ts";
+import { PAGE_ROWS, type ChartSeries, type OverviewData, type ToolPageData } from "../metrics/page-data.ts";
 import type { DateRange, Grain } from "../metrics/query.ts";
 import { UTF16_UNITS_PER_TOKEN, type TimeseriesBucket } from "../metrics/reports.ts";
 import { CallsChart, LatencyHistogram, OutcomeBar, RateChart, type TimePoint } from "./charts.tsx";
@@ -8,16 +8,39 @@ import { Card, InsightList, More, Names, Pager, SearchBox, ToolStatus, ToolsTabl
 import { formatChars, formatDelta, formatInt, formatMs, formatRate, formatTokens, formatUsd } from "./format.ts";
 import { Frame, pageHref, toolHref, type PageQuery } from "./layout.tsx";
 import { Name, visibleName } from "./name.tsx";
+import { FirstCallWhy, RetriesWhy, firstCallFacts, firstCallHint, knownSessionShare } from "./explain.tsx";
+
+/** Why the clients tables show the share of calls with a known session (SPEC §2.4). */
+const KNOWN_SESSION_HINT =
+  "Share of this client's calls that came with a known session. Retries and first-call success are measured within a session; " +
+  "a call without one counts as its own first call, so a low share means first-call success is not a measurement of retries.";
+import { SMALL_SAMPLE_RULE } from "../metrics/insights.ts";
 
 const PAGE_NOTE = `${PAGE_ROWS} per page`;
 
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 
+/** An x label: the day, or the hour (a day's first hour names the day, so two days tell apart). */
 function bucketLabel(start: string, grain: Grain): string {
   const d = new Date(start);
-  if (grain === "hour") return `${String(d.getUTCHours()).padStart(2, "0")}:00`;
+  if (grain === "hour" && d.getUTCHours() !== 0) return `${String(d.getUTCHours()).padStart(2, "0")}:00`;
   return `${MONTHS[d.getUTCMonth()]} ${d.getUTCDate()}`;
 }
+
+function dayLabel(iso: string): string {
+  return bucketLabel(`${iso}T00:00:00Z`, "day");
+}
+
+/** Under a time chart's title: its grain, and which days it shows when not the whole range. */
+const ChartNote: FC<{ chart: ChartSeries; range: DateRange; extra?: string }> = ({ chart, range, extra }) => (
+  <small data-chart-grain={chart.grain} data-chart-from={chart.range.from} data-chart-to={chart.range.to}>
+    {chart.grain === "hour" ? "per hour" : "per day"}
+    {chart.range.from !== range.from || chart.range.to !== range.to
+      ? ` · only ${chart.range.from === chart.range.to ? dayLabel(chart.range.from) : `${dayLabel(chart.range.from)}–${dayLabel(chart.range.to)}`} had calls in this range`
+      : ""}
+    {extra ? ` · ${extra}` : ""}
+  </small>
+);
 
 function timePoints(series: TimeseriesBucket[], grain: Grain): TimePoint[] {
   return series.map((b) => ({
@@ -61,7 +84,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
           delta={formatDelta(t.calls, pt.calls, { relative: true, higherIsBetter: true })} sub={`vs ${formatInt(pt.calls)} in the ${periodNote}`} />
         <Card id="first_call_rate" label="First-call success" value={formatRate(t.first_call_rate)} raw={t.first_call_rate}
           delta={formatDelta(t.first_call_rate, pt.first_call_rate, { relative: false, higherIsBetter: true })}
-          sub={`${formatInt(t.first_call_ok)} of ${formatInt(t.first_call_attempts)} first calls`} />
+          sub={<FirstCallWhy facts={firstCallFacts(t)} />} />
         <Card id="error_rate" label="Error rate" value={formatRate(t.error_rate)} raw={t.error_rate}
           delta={formatDelta(t.error_rate, pt.error_rate, { relative: false, higherIsBetter: false })}
           sub={`${formatInt(t.bad_args)} bad args · ${formatInt(t.tool_error)} tool · ${formatInt(t.crashed)} crashed`} />
@@ -83,15 +106,16 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
       <div class="grid2">
         <section class="panel">
           <h2>
-            Calls <small>{data.grain === "hour" ? "per hour" : "per day"} · errors in red</small>
+            Calls <ChartNote chart={data.chart} range={range} extra="errors in red" />
           </h2>
-          <CallsChart points={timePoints(data.series, data.grain)} />
+          <CallsChart points={timePoints(data.chart.series, data.chart.grain)} />
         </section>
         <section class="panel">
           <h2>
-            Fix first <small>ranked by severity, then calls affected</small>
+            Fix first <small>worst first: severity, failed calls, then calls affected</small>
           </h2>
           <InsightList insights={data.insights} query={q} />
+          <p class="muted more" data-small-sample-rule>{SMALL_SAMPLE_RULE}</p>
         </section>
       </div>
 
@@ -117,6 +141,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
           {data.dead.rows.length === 0 ? (
             <p class="empty-state">None.</p>
           ) : (
+            <div class="scroll">
             <table>
               <thead>
                 <tr><th>Tool</th><th class="n">Schema chars</th><th class="n">Tokens / session</th></tr>
@@ -131,6 +156,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
                 ))}
               </tbody>
             </table>
+            </div>
           )}
           <More shown={data.dead.rows.length} total={data.dead.total} api="GET /v1/metrics/tools" />
         </section>
@@ -141,6 +167,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
           {data.pairs.rows.length === 0 ? (
             <p class="empty-state">No pairs in this range.</p>
           ) : (
+            <div class="scroll">
             <table>
               <thead><tr><th>From</th><th>Then</th><th class="n">Times</th></tr></thead>
               <tbody>
@@ -153,6 +180,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
                 ))}
               </tbody>
             </table>
+            </div>
           )}
           <More shown={data.pairs.rows.length} total={data.pairs.total} api="GET /v1/metrics/pairs" />
         </section>
@@ -164,11 +192,13 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
           {data.clientRows.rows.length === 0 ? (
             <p class="empty-state">No calls in this range, or no client matches the search.</p>
           ) : (
+            <div class="scroll">
             <table class="sortable">
               <thead>
                 <tr>
                   <th data-sort="text">Client</th><th class="n" data-sort="num">Calls</th><th class="n" data-sort="num">First-call ok</th>
                   <th class="n" data-sort="num">Errors</th><th class="n" data-sort="num">Empty</th><th class="n" data-sort="num">Retries</th>
+                  <th class="n" data-sort="num" title={KNOWN_SESSION_HINT}>Known session</th>
                 </tr>
               </thead>
               <tbody>
@@ -176,14 +206,16 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
                   <tr data-client={c.client_name}>
                     <td data-value={c.client_name}><a href={pageHref("/", { from: range.from, to: range.to, client: c.client_name })}><Name text={c.client_name} /></a></td>
                     <td class="n" data-value={String(c.calls)}>{formatInt(c.calls)}</td>
-                    <td class={`n ${firstCallClass(c.first_call_rate)}`} data-value={String(c.first_call_rate ?? "")}>{formatRate(c.first_call_rate)}</td>
+                    <td class={`n ${firstCallClass(c.first_call_rate)}`} data-value={String(c.first_call_rate ?? "")} title={firstCallHint(c)}>{formatRate(c.first_call_rate)}</td>
                     <td class="n" data-value={String(c.error_rate ?? "")}>{formatRate(c.error_rate)}</td>
                     <td class="n" data-value={String(c.empty_rate ?? "")}>{formatRate(c.empty_rate)}</td>
                     <td class="n" data-value={String(c.retries)}>{formatInt(c.retries)}</td>
+                    <td class="n" data-known-session data-value={String(knownSessionShare(c) ?? "")} title={KNOWN_SESSION_HINT}>{formatRate(knownSessionShare(c))}</td>
                   </tr>
                 ))}
               </tbody>
             </table>
+            </div>
           )}
           <More shown={data.clientRows.rows.length} total={data.clientRows.total} api="GET /v1/metrics/clients" />
         </section>
@@ -233,6 +265,7 @@ const Agreement: FC<{ data: OverviewData["agreement"]; query: PageQuery }> = ({ 
   <>
     {data.agreement.total === 0 && data.silent.total === 0 ? <p class="empty-state">No agreement checks declared or run.</p> : null}
     {data.agreement.rows.length > 0 ? (
+      <div class="scroll">
       <table>
         <thead>
           <tr><th>Field</th><th>Tool A</th><th>Tool B</th><th class="n">Checks</th><th class="n">Disagreements</th><th class="n">Rate</th></tr>
@@ -250,6 +283,7 @@ const Agreement: FC<{ data: OverviewData["agreement"]; query: PageQuery }> = ({ 
           ))}
         </tbody>
       </table>
+      </div>
     ) : null}
     <More shown={data.agreement.rows.length} total={data.agreement.total} api="GET /v1/metrics/agreement" />
     {data.silent.rows.map((s) => (
@@ -268,7 +302,7 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
   const hidden = { name: tool };
   const r = data.row;
   const p = data.previous;
-  const labels = data.series.map((b) => bucketLabel(b.start, data.grain));
+  const labels = data.chart.series.map((b) => bucketLabel(b.start, data.chart.grain));
   const schemaTokens = r?.schema_bytes == null ? null : r.schema_bytes / UTF16_UNITS_PER_TOKEN;
   const before = data.pairs.filter((x) => x.to_tool === tool);
   const after = data.pairs.filter((x) => x.from_tool === tool);
@@ -294,10 +328,10 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
       {!r ? <div class="error">This tool has no calls in this range and is not registered.</div> : null}
       <div class="cards">
         <Card id="calls" label="Calls" value={formatInt(r?.calls ?? 0)} raw={r?.calls ?? 0}
-          delta={formatDelta(r?.calls ?? 0, p.calls, { relative: true, higherIsBetter: true })} sub={`${formatInt(r?.retries ?? 0)} retries`} />
+          delta={formatDelta(r?.calls ?? 0, p.calls, { relative: true, higherIsBetter: true })} sub={r ? <RetriesWhy facts={firstCallFacts(r)} /> : "0 retries"} />
         <Card id="first_call_rate" label="First-call success" value={formatRate(r?.first_call_rate ?? null)} raw={r?.first_call_rate ?? null}
           delta={formatDelta(r?.first_call_rate ?? null, p.first_call_rate, { relative: false, higherIsBetter: true })}
-          sub={`${formatInt(r?.first_call_ok ?? 0)} of ${formatInt(r?.first_call_attempts ?? 0)} first calls`} />
+          sub={r ? <FirstCallWhy facts={firstCallFacts(r)} /> : "0 of 0 first calls"} />
         <Card id="error_rate" label="Error rate" value={formatRate(r?.error_rate ?? null)} raw={r?.error_rate ?? null}
           delta={formatDelta(r?.error_rate ?? null, p.error_rate, { relative: false, higherIsBetter: false })} />
         <Card id="empty_rate" label="Empty results" value={formatRate(r?.empty_rate ?? null)} raw={r?.empty_rate ?? null}
@@ -330,20 +364,20 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
       </div>
 
       <section class="panel">
-        <h2>First-call success and empties over time <small>{data.grain === "hour" ? "per hour" : "per day"}</small></h2>
+        <h2>First-call success and empties over time <ChartNote chart={data.chart} range={range} /></h2>
         <RateChart
           width={1200}
           labels={labels}
           series={[
-            { name: "first-call success", color: "#4f46e5", values: data.series.map((b) => b.first_call_rate) },
-            { name: "empty rate", color: "#f79009", values: data.series.map((b) => b.empty_rate) },
+            { name: "first-call success", color: "#4f46e5", values: data.chart.series.map((b) => b.first_call_rate) },
+            { name: "empty rate", color: "#f79009", values: data.chart.series.map((b) => b.empty_rate) },
           ]}
         />
         <div class="legend">
           <span><i style="background:#4f46e5" />first-call success</span>
           <span><i style="background:#f79009" />empty rate</span>
         </div>
-        <CallsChart points={timePoints(data.series, data.grain)} height={150} width={1200} />
+        <CallsChart points={timePoints(data.chart.series, data.chart.grain)} height={150} width={1200} />
       </section>
 
       <div class="grid2 even">
@@ -351,27 +385,31 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
           <h2>Clients <small>all clients, this tool · most calls first, {PAGE_NOTE}</small></h2>
           <SearchBox path="/tool" query={searched} hidden={hidden} what="clients" />
           {data.clientRows.rows.length === 0 ? <p class="empty-state">No calls in this range, or no client matches the search.</p> : (
+            <div class="scroll">
             <table>
-              <thead><tr><th>Client</th><th class="n">Calls</th><th class="n">First-call ok</th><th class="n">Errors</th><th class="n">Empty</th><th class="n">p95</th></tr></thead>
+              <thead><tr><th>Client</th><th class="n">Calls</th><th class="n">First-call ok</th><th class="n">Errors</th><th class="n">Empty</th><th class="n">p95</th><th class="n" title={KNOWN_SESSION_HINT}>Known session</th></tr></thead>
               <tbody>
                 {data.clientRows.rows.map((c) => (
                   <tr data-client={c.client_name}>
                     <td><a href={toolHref(tool, { ...q, client: c.client_name })}><Name text={c.client_name} /></a></td>
                     <td class="n" data-value={String(c.calls)}>{formatInt(c.calls)}</td>
-                    <td class={`n ${firstCallClass(c.first_call_rate)}`}>{formatRate(c.first_call_rate)}</td>
+                    <td class={`n ${firstCallClass(c.first_call_rate)}`} title={firstCallHint(c)}>{formatRate(c.first_call_rate)}</td>
                     <td class="n">{formatRate(c.error_rate)}</td>
                     <td class="n">{formatRate(c.empty_rate)}</td>
                     <td class="n">{formatMs(c.duration_ms.p95)}</td>
+                    <td class="n" data-known-session title={KNOWN_SESSION_HINT}>{formatRate(knownSessionShare(c))}</td>
                   </tr>
                 ))}
               </tbody>
             </table>
+            </div>
           )}
           <Pager list={data.clientRows} path="/tool" query={searched} hidden={hidden} />
         </section>
         <section class="panel" id="tool-pairs">
           <h2>Pairs</h2>
           {before.length === 0 && after.length === 0 ? <p class="empty-state">No pairs with this tool in this range.</p> : (
+            <div class="scroll">
             <table>
               <thead><tr><th>Called before</th><th class="n">Times</th><th>Called after</th><th class="n">Times</th></tr></thead>
               <tbody>
@@ -385,6 +423,7 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
                 ))}
               </tbody>
             </table>
+            </div>
           )}
         </section>
       </div>
@@ -398,6 +437,7 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
                 {reg.regressed ? <span class="pill high">regressed</span> : <span class="pill low">no regression</span>}{" "}
                 <span class="mono">{reg.previous_schema_hash}</span> → <span class="mono">{reg.schema_hash}</span> on {reg.changed_at.slice(0, 16).replace("T", " ")} UTC
               </p>
+              <div class="scroll">
               <table>
                 <thead><tr><th></th><th class="n">Calls</th><th class="n">Bad-args rate</th><th class="n">First-call success</th></tr></thead>
                 <tbody>
@@ -405,6 +445,7 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
                   <tr><td>After</td><td class="n">{formatInt(reg.after.calls)}</td><td class={`n ${badRateClass(reg.after.bad_args_rate, 0.05)}`}>{formatRate(reg.after.bad_args_rate)}</td><td class={`n ${firstCallClass(reg.after.first_call_rate)}`}>{formatRate(reg.after.first_call_rate)}</td></tr>
                 </tbody>
               </table>
+              </div>
             </>
           )}
         </section>

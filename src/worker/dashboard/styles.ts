@@ -8,10 +8,11 @@ export const DASHBOARD_CSS = `
 html,body{margin:0;background:var(--bg);color:var(--ink);font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
 a{color:var(--accent);text-decoration:none}a:hover{text-decoration:underline}
 .num,td.n,th.n{font-variant-numeric:tabular-nums;text-align:right}
-header.top{background:#101828;color:#fff;padding:0 24px;display:flex;align-items:center;gap:16px;height:56px}
+header.top{background:#101828;color:#fff;padding:0 24px;display:flex;align-items:center;gap:16px;min-height:56px}
 header.top .brand{display:flex;align-items:center;gap:10px;font-weight:650;font-size:16px;color:#fff}
-header.top .project{color:#98a2b3;font-size:13px}
-header.top .spacer{flex:1}
+header.top .project{color:#98a2b3;font-size:13px;display:flex;min-width:0;flex:0 1 auto}
+header.top .spacer{flex:1 0 0}
+header.top .brand,header.top a.nav,header.top form{flex:none}
 header.top form{margin:0}
 header.top button{background:transparent;border:1px solid #475467;color:#d0d5dd;border-radius:6px;padding:5px 10px;cursor:pointer;font:inherit;font-size:12px}
 main{max-width:1280px;margin:0 auto;padding:20px 24px 48px}
@@ -37,7 +38,7 @@ main{max-width:1280px;margin:0 auto;padding:20px 24px 48px}
 .grid2.even{grid-template-columns:minmax(0,1fr) minmax(0,1fr)}
 @media (max-width:900px){.grid2,.grid2.even{grid-template-columns:1fr}}
 section.panel{background:var(--panel);border:1px solid var(--line);border-radius:10px;padding:14px 16px;margin-bottom:16px;min-width:0}
-section.panel h2{font-size:14px;margin:0 0 10px;font-weight:650;display:flex;align-items:baseline;gap:8px}
+section.panel h2{font-size:14px;margin:0 0 10px;font-weight:650;display:flex;flex-wrap:wrap;align-items:baseline;gap:2px 8px}
 section.panel h2 small{font-weight:400;color:var(--muted);font-size:12px}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse;width:100%;font-size:13px}
@@ -56,16 +57,20 @@ ul.insights .pill{margin-left:0}
 .rate-bad{color:var(--bad);font-weight:600}.rate-warn{color:var(--warn);font-weight:600}
 ul.insights{list-style:none;margin:0;padding:0}
 ul.insights .alert-me{margin-left:auto;white-space:nowrap;font-size:12px}
-header.top a.nav{margin-right:12px}
+header.top a.nav{margin-right:4px}
 #suggested-rule pre{white-space:pre-wrap;word-break:break-all;background:#f8fafc;padding:10px;border-radius:6px}
-ul.insights li{display:flex;gap:10px;align-items:baseline;padding:8px 0;border-bottom:1px solid #f2f4f7}
+ul.insights li{display:flex;flex-wrap:wrap;gap:4px 10px;align-items:baseline;padding:8px 0;border-bottom:1px solid #f2f4f7}
+ul.insights li>span:not(.pill){flex:1 1 9em;min-width:0;overflow-wrap:anywhere}
+ul.insights bdi.name{max-width:100%}
 ul.insights li:last-child{border-bottom:0}
 .muted{color:var(--muted)}.empty-state{color:var(--muted);font-size:13px;padding:8px 0}
 .bar{display:flex;height:12px;border-radius:6px;overflow:hidden;background:#f2f4f7}
 .bar span{display:block;height:100%}
 .legend{display:flex;flex-wrap:wrap;gap:12px;font-size:12px;color:var(--muted);margin-top:8px}
 .legend i{display:inline-block;width:10px;height:10px;border-radius:3px;margin-right:5px;vertical-align:-1px}
-svg text{font:11px system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;fill:#667085}
+svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;fill:#667085}
+.chart-narrow{display:none}
+@media (max-width:640px){.chart-wide{display:none}.chart-narrow{display:block}}
 .signin{max-width:420px;margin:12vh auto;background:var(--panel);border:1px solid var(--line);border-radius:12px;padding:28px}
 .signin h1{font-size:20px;margin:0 0 6px}.signin p{color:var(--muted);margin:0 0 16px}
 .signin input{width:100%;font:inherit;padding:9px 10px;border:1px solid var(--line);border-radius:8px;margin-bottom:12px;font-family:ui-monospace,Menlo,monospace;font-size:13px}
@@ -76,7 +81,7 @@ dl.facts{display:grid;grid-template-columns:auto 1fr;gap:6px 14px;margin:0;font-
 dl.facts dt{color:var(--muted)}dl.facts dd{margin:0;font-variant-numeric:tabular-nums}
 bdi.name{display:inline-block;max-width:22em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;vertical-align:bottom}
 bdi.name.wide{max-width:min(60vw,48em)}
-header.top bdi.name{max-width:30vw}
+header.top bdi.name{max-width:100%}
 td.tool bdi.name,td bdi.name{max-width:14em}
 #tools-table td,#tools-table th{padding-left:6px;padding-right:6px}
 .cc{display:inline-block;font:600 9px/1.3 ui-monospace,Menlo,monospace;color:var(--bad);border:1px solid currentColor;border-radius:3px;padding:0 2px;margin:0 1px;vertical-align:1px}
@@ -98,7 +103,37 @@ form.rule-form label.check{flex-direction:row;align-items:center;gap:4px;color:v
 form.rule-form .wide{flex-basis:100%}
 form.rule-form input,form.rule-form select{font:inherit;font-size:13px;color:var(--ink);border:1px solid var(--line);border-radius:6px;padding:4px 6px}
 form.rule-form input[type=number]{width:7em}
-form.rule-form fieldset{border:1px solid var(--line);border-radius:6px;display:flex;flex-wrap:wrap;gap:6px 14px}
+form.rule-form fieldset{border:1px solid var(--line);border-radius:6px;display:flex;flex-wrap:wrap;gap:6px 14px;min-width:0;max-width:100%}
+form.rule-form label.check{max-width:100%;min-width:0}
+form.rule-form label.check bdi.name{max-width:calc(100% - 96px)}
+form.rule-form label{max-width:100%}
+form.rule-form input,form.rule-form select{max-width:100%}
+details.why{margin-top:2px}
+details.why summary{cursor:pointer;color:var(--accent)}
+details.why ul{margin:6px 0 0;padding-left:16px;color:var(--ink);font-size:12px;line-height:1.4}
+details.why li{margin:3px 0}
+details.why .why-key{color:var(--warn)}
+.card:has(details.why[open]){grid-column:1/-1}
+sup.why-mark{color:var(--muted);margin-left:2px;font-size:9px}
+bdi.name{max-width:min(22em,100%)}
+.signin{max-width:min(420px,calc(100% - 24px))}
+section.panel p,.card .sub{overflow-wrap:anywhere}
+@media (max-width:640px){
+header.top{padding:8px 12px;gap:8px 10px}
+header.top .brand{font-size:15px}
+main{padding:12px 10px 32px}
+section.panel{padding:12px}
+.toolbar h1{flex-basis:100%}
+.quick{flex-wrap:wrap}
+.picker{width:100%}
+.picker label{flex:1 1 8em}
+.picker input,.picker select{width:100%}
+.picker select{max-width:none}
+form.search input{min-width:0;flex:1}
+.signin{margin:6vh auto;padding:20px}
+td.tool bdi.name,td bdi.name{max-width:11em}
+ul.insights .alert-me{flex-basis:100%;text-align:right}
+}
 #manage-rules details{border-top:1px solid #f2f4f7;padding:8px 0}
 #manage-rules summary{cursor:pointer;font-size:13px}
 `;

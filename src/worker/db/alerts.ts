@@ -1,34 +1,85 @@
 // SQL of the alert tables (migrations/0010_alerts.sql, SPEC §5): rules, destinations, states, the
 // outbox and its delivery attempts. Evaluation and delivery read and write many rows per statement
 // (JSON arrays through json_each), so their statement count never grows with the number of rules.
+//
+// Every rule and state row read here is parsed with the Zod schemas below, at this boundary, so the
+// rest of the worker gets typed records and never a cast. The enums are the tables' own vocabulary
+// (0010's CHECK constraints hold the same lists); alerts/rules.ts builds its request schemas, with
+// their limits and defaults, from these lists. A row that does not parse (a hand-edited table) is
+// logged and left out, never allowed to stop the other rules.
+import { z } from "zod";
 import { DAY_MS, HOUR_MS } from "../time.ts";
 
-// The column types, loose: the tables' CHECK constraints and the Zod schemas of src/worker/alerts
-// (which write every row) narrow them; db/ imports nothing above itself.
-type DestinationKind = string;
-type AlertState = "ok" | "pending" | "firing";
-type NotificationKind = string;
+/** Metrics a rule compares with a threshold (SPEC §5); rates follow SPEC §2 exactly. */
+export const ALERT_METRICS = [
+  "first_call_rate",
+  "error_rate",
+  "crash_rate",
+  "bad_args_rate",
+  "empty_rate",
+  "p95_ms",
+  "calls",
+] as const;
+/** Events a rule fires on without a threshold (SPEC §5). */
+export const ALERT_EVENTS = ["dead_tool", "schema_regression", "description_churn"] as const;
+export const ALERT_OPS = ["<", ">"] as const;
+export const DESTINATION_KINDS = ["slack", "discord", "webhook"] as const;
+/** The state of one (rule, scope) (SPEC §5). */
+export const ALERT_STATES = ["ok", "pending", "firing"] as const;
+export const NOTIFICATION_KINDS = ["firing", "resolved", "reminder", "test"] as const;
 
-/** A stored rule as its columns hold it, destinations parsed. */
-export type RuleRecord = {
-  id: string;
-  project_id: string;
-  name: string | null;
-  metric: string | null;
-  op: string | null;
-  threshold: number | null;
-  event: string | null;
-  window_hours: number;
-  min_calls: number;
-  tool: string | null;
-  client: string | null;
-  for_evaluations: number;
-  repeat_hours: number;
-  destinations: string[];
-  created_at_ms: number;
-  updated_at_ms: number;
-};
+type DestinationKind = (typeof DESTINATION_KINDS)[number];
+type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
+
+/** A stored rule: its id and project beside its fields (SPEC §5), destinations parsed. */
+export const RuleRecordSchema = z.object({
+  id: z.string(),
+  project_id: z.string(),
+  name: z.string().nullable(),
+  metric: z.enum(ALERT_METRICS).nullable(),
+  op: z.enum(ALERT_OPS).nullable(),
+  threshold: z.number().nullable(),
+  event: z.enum(ALERT_EVENTS).nullable(),
+  window_hours: z.number().int(),
+  min_calls: z.number().int(),
+  tool: z.string().nullable(),
+  client: z.string().nullable(),
+  for_evaluations: z.number().int(),
+  repeat_hours: z.number().int(),
+  destinations: z.array(z.string()),
+  created_at_ms: z.number(),
+  updated_at_ms: z.number(),
+});
+export type RuleRecord = z.infer<typeof RuleRecordSchema>;
 type AlertRule = RuleRecord;
+
+/** A JSON text column, parsed (a text that is not JSON fails the row, like any other bad column). */
+const jsonText = z.string().transform((text, ctx) => {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    ctx.addIssue({ code: "custom", message: "not JSON" });
+    return z.NEVER;
+  }
+});
+
+/** An alert_rules row as SELECT ${RULE_COLUMNS} returns it → its record. */
+const RuleRowSchema = RuleRecordSchema.omit({ id: true, destinations: true })
+  .extend({ rule_id: z.string(), destinations_json: jsonText.pipe(z.array(z.string())) })
+  .transform(({ rule_id, destinations_json, ...rest }): RuleRecord => ({ id: rule_id, ...rest, destinations: destinations_json }));
+
+/** Parses rows with `schema`; a row that does not parse is logged (table and id, never its content) and left out. */
+function parseRows<T>(schema: z.ZodType<T>, rows: readonly unknown[], table: string, idOf: (row: unknown) => unknown): T[] {
+  const parsed: T[] = [];
+  for (const row of rows) {
+    const result = schema.safeParse(row);
+    if (result.success) parsed.push(result.data);
+    else console.error(JSON.stringify({ event: "alert_record_invalid", table, id: String(idOf(row) ?? "") }));
+  }
+  return parsed;
+}
+
+const ruleIdOf = (row: unknown) => (row as { rule_id?: unknown } | null)?.rule_id;
 
 // ---------------------------------------------------------------------------------------------
 // Destinations
@@ -91,15 +142,13 @@ export async function rulesUsingDestination(db: D1Database, projectId: string, d
 // Rules and their states
 // ---------------------------------------------------------------------------------------------
 
-type RuleRow = Omit<AlertRule, "id" | "destinations"> & { rule_id: string; destinations_json: string };
-
 const RULE_COLUMNS =
   "rule_id, project_id, name, metric, op, threshold, event, window_hours, min_calls, tool, client, " +
   "for_evaluations, repeat_hours, destinations_json, created_at_ms, updated_at_ms";
 
-function ruleOf(row: RuleRow): AlertRule {
-  const { rule_id, destinations_json, ...rest } = row;
-  return { id: rule_id, ...rest, destinations: JSON.parse(destinations_json) as string[] };
+/** Rule rows (SELECT ${RULE_COLUMNS}) → records, parsed. */
+export function rulesFromRows(rows: readonly unknown[]): RuleRecord[] {
+  return parseRows(RuleRowSchema, rows, "alert_rules", ruleIdOf);
 }
 
 export function insertRuleStatement(db: D1Database, rule: AlertRule): D1PreparedStatement {
@@ -145,16 +194,16 @@ export async function listRules(db: D1Database, projectId: string): Promise<Aler
   const { results } = await db
     .prepare(`SELECT ${RULE_COLUMNS} FROM alert_rules WHERE project_id = ?1 ORDER BY created_at_ms, rule_id`)
     .bind(projectId)
-    .all<RuleRow>();
-  return results.map(ruleOf);
+    .all();
+  return rulesFromRows(results);
 }
 
 export async function findRule(db: D1Database, projectId: string, ruleId: string): Promise<AlertRule | null> {
   const row = await db
     .prepare(`SELECT ${RULE_COLUMNS} FROM alert_rules WHERE project_id = ?1 AND rule_id = ?2`)
     .bind(projectId, ruleId)
-    .first<RuleRow>();
-  return row ? ruleOf(row) : null;
+    .first();
+  return row ? (rulesFromRows([row])[0] ?? null) : null;
 }
 
 export async function countProjectAlerts(db: D1Database, projectId: string): Promise<{ rules: number; destinations: number }> {
@@ -181,21 +230,32 @@ export async function existingDestinationIds(db: D1Database, projectId: string, 
   return new Set(results.map((r) => r.destination_id));
 }
 
-export type StateRow = {
-  rule_id: string;
-  scope_key: string;
-  project_id: string;
-  scope_tool: string | null;
-  scope_client: string | null;
-  state: AlertState;
-  breaches: number;
-  since_ms: number;
-  value: number | null;
-  last_evaluated_ms: number;
-  last_notified_ms: number | null;
-  revision: number;
-  eval_id: string;
-};
+/** The state of one (rule, scope), as alert_states holds it: declared once (state-machine.ts picks its part). */
+export const StateRowSchema = z.object({
+  rule_id: z.string(),
+  scope_key: z.string(),
+  project_id: z.string(),
+  scope_tool: z.string().nullable(),
+  scope_client: z.string().nullable(),
+  state: z.enum(ALERT_STATES),
+  /** Consecutive breaching evaluations so far (0 when ok). */
+  breaches: z.number().int(),
+  /** When the current state began. */
+  since_ms: z.number(),
+  /** The last evaluation's figure; null when it was not evaluated. */
+  value: z.number().nullable(),
+  last_evaluated_ms: z.number(),
+  /** When the last firing or reminder was queued. */
+  last_notified_ms: z.number().nullable(),
+  revision: z.number().int(),
+  eval_id: z.string(),
+});
+export type StateRow = z.infer<typeof StateRowSchema>;
+
+/** State rows (SELECT ${STATE_COLUMNS}) → typed rows, parsed. */
+export function statesFromRows(rows: readonly unknown[]): StateRow[] {
+  return parseRows(StateRowSchema, rows, "alert_states", (row) => (row as { rule_id?: unknown } | null)?.rule_id);
+}
 
 const STATE_COLUMNS =
   "rule_id, scope_key, project_id, scope_tool, scope_client, state, breaches, since_ms, value, last_evaluated_ms, " +
@@ -205,8 +265,8 @@ export async function listProjectStates(db: D1Database, projectId: string): Prom
   const { results } = await db
     .prepare(`SELECT ${STATE_COLUMNS} FROM alert_states WHERE project_id = ?1 ORDER BY rule_id, scope_key`)
     .bind(projectId)
-    .all<StateRow>();
-  return results;
+    .all();
+  return statesFromRows(results);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -215,10 +275,6 @@ export async function listProjectStates(db: D1Database, projectId: string): Prom
 
 export function allRulesStatement(db: D1Database): D1PreparedStatement {
   return db.prepare(`SELECT ${RULE_COLUMNS} FROM alert_rules ORDER BY rule_id`);
-}
-
-export function rulesFromRows(rows: unknown[]): RuleRecord[] {
-  return (rows as RuleRow[]).map(ruleOf);
 }
 
 export function allStatesStatement(db: D1Database): D1PreparedStatement {
@@ -516,7 +572,15 @@ export function recordAttemptsStatements(db: D1Database, attempts: string): D1Pr
 export type DeliveryLogRow = {
   notification_id: number;
   rule_id: string | null;
+  /** The rule's name now (NULL for a test, a rule without a name, or a deleted rule). */
+  rule_name: string | null;
   destination_id: string;
+  /** The destination's kind and name now (NULL once it is deleted). */
+  destination_kind: string | null;
+  destination_name: string | null;
+  /** The notification's scope, from its payload (NULL for a test). */
+  scope_tool: string | null;
+  scope_client: string | null;
   kind: NotificationKind;
   status: "pending" | "delivered" | "failed";
   created_at_ms: number;
@@ -529,12 +593,16 @@ export type DeliveryLogRow = {
 export async function listDeliveries(db: D1Database, projectId: string, limit: number): Promise<DeliveryLogRow[]> {
   const { results } = await db
     .prepare(
-      `SELECT o.notification_id, o.rule_id, o.destination_id, o.kind, o.status, o.created_at_ms, o.next_attempt_at_ms,
-         o.delivered_at_ms,
+      `SELECT o.notification_id, o.rule_id, r.name AS rule_name, o.destination_id, d.kind AS destination_kind,
+         d.name AS destination_name, json_extract(o.payload_json, '$.scope.tool') AS scope_tool,
+         json_extract(o.payload_json, '$.scope.client') AS scope_client, o.kind, o.status, o.created_at_ms,
+         o.next_attempt_at_ms, o.delivered_at_ms,
          (SELECT json_group_array(json_object('attempt', a.attempt, 'at_ms', a.attempted_at_ms, 'http_status', a.http_status,
              'latency_ms', a.latency_ms, 'error_class', a.error_class))
           FROM (SELECT * FROM alert_delivery_attempts WHERE notification_id = o.notification_id ORDER BY attempt) AS a) AS attempts_json
        FROM alert_outbox AS o
+       LEFT JOIN alert_rules AS r ON r.rule_id = o.rule_id AND r.project_id = o.project_id
+       LEFT JOIN alert_destinations AS d ON d.destination_id = o.destination_id AND d.project_id = o.project_id
        WHERE o.project_id = ?1
        ORDER BY o.notification_id DESC
        LIMIT ?2`,

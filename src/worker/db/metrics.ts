@@ -51,18 +51,21 @@ export type PairRow = { from_tool: string; to_tool: string; count: number };
  */
 export async function sumPairs(db: D1Database, filter: RowFilter): Promise<PairRow[]> {
   const params: unknown[] = [filter.projectId, filter.startMs, filter.endMs];
-  let sql =
-    "SELECT from_tool, to_tool, SUM(pair_count) AS count FROM tool_pair_days " +
-    "WHERE project_id = ?1 AND day_start_ms >= ?2 AND day_start_ms < ?3";
+  // One row per (day, client), its pairs a JSON object keyed by `["from_tool","to_tool"]` (0019).
+  let sql = `SELECT from_tool, to_tool, SUM(pair_count) AS count FROM (
+      SELECT p.key ->> 0 AS from_tool, p.key ->> 1 AS to_tool, p.value AS pair_count
+      FROM pair_days d, json_each(d.pairs_json) AS p
+      WHERE d.project_id = ?1 AND d.day_start_ms >= ?2 AND d.day_start_ms < ?3`;
   if (filter.client !== undefined) {
     params.push(filter.client);
-    sql += ` AND client_name = ?${params.length}`;
+    sql += ` AND d.client_name = ?${params.length}`;
   }
+  sql += ")";
   if (filter.tool !== undefined) {
     params.push(filter.tool);
-    sql += ` AND (from_tool = ?${params.length} OR to_tool = ?${params.length})`;
+    sql += ` WHERE from_tool = ?${params.length} OR to_tool = ?${params.length}`;
   }
-  // A pair a late call moved elsewhere drops to 0 before the rollup deletes it: never list it.
+  // A pair a late call moved elsewhere can sum to 0 over the range: never list it.
   sql += " GROUP BY from_tool, to_tool HAVING SUM(pair_count) > 0 ORDER BY count DESC, from_tool, to_tool";
   const result = await db
     .prepare(sql)

@@ -261,11 +261,34 @@ export const WRITE_RETRY_BACKOFF = [1, 4, 16] as const;
 /** The base delay of WRITE_RETRY_BACKOFF (env INGEST_RETRY_BASE_MS): 250 ms → 0.25, 1 and 4 s, under waitUntil's 30 s. */
 export const DEFAULT_WRITE_RETRY_BASE_MS = 250;
 
+/**
+ * An attempt D1 has not answered after this many base delays counts as failed (250 ms → 5 s): D1
+ * stops a statement only at 30 s, and waitUntil ends 30 s after the answer — four attempts that
+ * each waited for D1's own timeout would leave no time to queue the batch. An abandoned attempt may
+ * still commit; the retries' receipts and the resend guard keep it from being stored twice.
+ */
+export const WRITE_ATTEMPT_TIMEOUT_BASES = 20;
+/** …and never less than this, however small the base delay (a slow but healthy D1 is not a failure). */
+export const MIN_WRITE_ATTEMPT_TIMEOUT_MS = 1_000;
+
 export type PersistResult = { stored: boolean; failedAttempts: number };
+
+class WriteAttemptTimeout extends Error {
+  override name = "WriteAttemptTimeout";
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new WriteAttemptTimeout(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
 
 /**
  * Stores one batch: its statements run as one D1 batch (a single transaction, so a failed attempt
- * leaves nothing behind). A failed attempt is retried after WRITE_RETRY_BACKOFF; every retry
+ * leaves nothing behind). A failed (or unanswered, WRITE_ATTEMPT_TIMEOUT_BASES) attempt is retried
+ * after WRITE_RETRY_BACKOFF; every retry
  * writes with a receipt, so an attempt reported failed that did commit is not stored twice. Each
  * failure is logged as JSON with the project and counts only — the error's name, not its message,
  * which could quote stored values. Never throws.
@@ -284,7 +307,9 @@ export async function persistBatch(
   for (let attempt = 1; attempt <= attempts; attempt++) {
     try {
       const receipt = attempt === 1 ? null : { attemptId: crypto.randomUUID(), nowMs: Date.now() };
-      await db.batch(batchStatements(db, batch, receipt).statements);
+      const written = db.batch(batchStatements(db, batch, receipt).statements);
+      written.catch(() => undefined); // an abandoned attempt's late failure is not unhandled
+      await withTimeout(written, Math.max(MIN_WRITE_ATTEMPT_TIMEOUT_MS, base * WRITE_ATTEMPT_TIMEOUT_BASES));
       return { stored: true, failedAttempts: attempt - 1 };
     } catch (err) {
       const line: WriteFailureLog = {

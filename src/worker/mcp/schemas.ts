@@ -2,6 +2,8 @@
 // model. Each tool's outputSchema is built from these, and the SDK checks every structuredContent
 // against it, so a report that drifts from its schema fails the tool call instead of misleading.
 import { z } from "zod";
+import { COUNTERS, COUNTER_NAMES, RATES } from "../metrics/counters.ts";
+import { DEFINITIONS } from "../metrics/definitions.ts";
 
 const rate = z.number().nullable();
 
@@ -11,24 +13,27 @@ export const Percentiles = z.object({
   p99: z.number().nullable(),
 });
 
-/** The SPEC §2.1–2.3 counters of a tool, client or range, as /v1/metrics/* shows them. */
-export const CounterFigures = z.object({
-  calls: z.number().int().describe("tool calls in the range"),
-  ok: z.number().int(),
-  empty: z.number().int().describe("ok calls whose result was empty (an answer with nothing in it; not an error)"),
-  bad_args: z.number().int().describe("calls the tool never ran because the model's arguments failed validation"),
-  tool_error: z.number().int().describe("the tool ran and answered isError: true"),
-  crashed: z.number().int().describe("the tool threw or broke its own output schema"),
-  retries: z.number().int().describe("calls that retried the previous call of the same tool in the same session and client within 30 s"),
-  first_call_attempts: z.number().int().describe("first attempts: calls that were not themselves retries"),
-  first_call_ok: z.number().int().describe("first attempts that succeeded without needing a retry"),
-  calls_without_session: z.number().int().describe("calls sent without a session: each is a chain of its own, so retries could not be measured for them"),
-  first_call_rate: rate.describe("first_call_ok / first_call_attempts, 4 decimals: how often the model gets the tool right the first time"),
-  empty_rate: rate.describe("empty / calls"),
-  error_rate: rate.describe("(bad_args + tool_error + crashed) / calls"),
-  duration_ms: Percentiles,
-  response_bytes: z.object({ sum: z.number().int(), avg: z.number().nullable() }),
-});
+/**
+ * The SPEC §2.1–2.3 counters of a tool, client or range, as /v1/metrics/* shows them: built from
+ * metrics/counters.ts (COUNTERS and RATES, with their descriptions) in the order counterFigures()
+ * writes them, so a counter added there is in every tool's output schema.
+ */
+function counterFiguresShape(): Record<string, z.ZodType> {
+  const shape: Record<string, z.ZodType> = {};
+  for (const name of COUNTER_NAMES) {
+    if (COUNTERS[name].shown === "count") shape[name] = z.number().int().describe(COUNTERS[name].description);
+  }
+  for (const [name, r] of Object.entries(RATES)) shape[name] = rate.describe(r.description);
+  shape.duration_ms = Percentiles.describe(DEFINITIONS.percentiles);
+  for (const name of COUNTER_NAMES) {
+    const shown = COUNTERS[name].shown;
+    if (typeof shown === "object") {
+      shape[shown.sumAndAverageAs] = z.object({ sum: z.number().int(), avg: z.number().nullable() }).describe(COUNTERS[name].description);
+    }
+  }
+  return shape;
+}
+export const CounterFigures = z.object(counterFiguresShape());
 
 export const ToolPolicy = z.object({ requires_authorization: z.boolean(), requires_verified_identity: z.boolean() }).nullable();
 
@@ -120,7 +125,7 @@ export const AlertRuleAnswer = z.object({
       scope: z.object({ tool: z.string().nullable(), client: z.string().nullable() }),
       state: z.enum(["ok", "pending", "firing"]),
       since: z.string().nullable(),
-      value: z.number().nullable().describe("the figure at the last evaluation"),
+      value: z.number().nullable().describe("the figure at the last evaluation; null when the scope was not evaluated (fewer calls than min_calls in its window, so its state did not move)"),
       last_evaluated: z.string().nullable(),
     }),
   ),
@@ -128,8 +133,12 @@ export const AlertRuleAnswer = z.object({
 
 export const AlertDelivery = z.object({
   id: z.number().int(),
-  rule_id: z.string().nullable(),
+  rule_id: z.string().nullable().describe("null for a test notification"),
+  rule_name: z.string().nullable(),
   destination_id: z.string().nullable(),
+  destination_kind: z.string().nullable().describe("slack, discord or webhook (null once the destination is deleted)"),
+  destination_name: z.string().nullable(),
+  scope: z.object({ tool: z.string().nullable(), client: z.string().nullable() }).nullable().describe("the (tool, client) the notification is about; null for a test"),
   kind: z.string(),
   status: z.string(),
   created_at: z.string().nullable(),

@@ -4,9 +4,10 @@
 import { z } from "zod";
 import { alertsReport } from "../alerts/report.ts";
 import type { Env } from "../env.ts";
-import { insightsReport } from "../metrics/insights.ts";
+import { SMALL_SAMPLE_RULE, insightsReport } from "../metrics/insights.ts";
 import { clientsQuery, insightsQuery, parseQuery, schemaRegressionsQuery, sessionsQuery, toolsQuery } from "../metrics/query.ts";
 import { clientsReport, pairsReport, pricePerMillionTokens, sessionsReport, toolsReport, type ToolRow as ToolRowData } from "../metrics/reports.ts";
+import { FIGURES_HELP } from "../metrics/definitions.ts";
 import { schemaRegressionsReport } from "../metrics/schema-regressions.ts";
 import { openReadScope, type ReadScope } from "../metrics/scope.ts";
 import { MAX_CLIENT_NAME_CHARS, MAX_TOOL_NAME_CHARS } from "../../shared/limits.ts";
@@ -69,13 +70,6 @@ export function worstFirst(a: ToolRowData, b: ToolRowData): number {
   );
 }
 
-const FIGURES_HELP =
-  "Figures: first_call_rate = share of first attempts that succeeded without a retry (the best single " +
-  "sign of whether a model understands the tool); bad_args = the model sent arguments the tool's schema " +
-  "rejected (fix the description or schema); tool_error = the tool ran and reported an error; crashed = " +
-  "the tool threw (fix the code); empty = ok but nothing in the result; retries = calls repeating the " +
-  "previous call of the same tool within 30 s. Rates have 4 decimals and are null without calls; durations are ms.";
-
 export type McpToolDefinition = {
   name: string;
   title: string;
@@ -102,7 +96,7 @@ export const MCP_TOOLS: McpToolDefinition[] = [
     title: "Tool health, worst first",
     description:
       "Every tool of the MCP server with its call outcomes over a date range (default: the last 7 UTC days), " +
-      "worst first: most failed first attempts, then most errors, then dead tools. Start here to find which " +
+      "worst first: most failed chains (first_call_attempts − first_call_ok), then most errors, then dead tools. Start here to find which " +
       "tool to fix. " + FIGURES_HELP + " dead = registered but never called in the range.",
     inputSchema: z.object({ from, to, client, limit }),
     outputSchema: z.object({ ...RangeFields, ...truncation, tools: z.array(ToolRow) }),
@@ -152,10 +146,12 @@ export const MCP_TOOLS: McpToolDefinition[] = [
     name: "get_insights",
     title: "What to fix first",
     description:
-      "Ranked findings over a date range, most urgent first: tools models rarely get right on the first call, " +
+      "Ranked findings over a date range, worst first: tools that crash (crash rate over 1 %), tools whose calls " +
+      "fail (error_rate over 10 %), tools models rarely get right on the first call (first_call_rate under 70 %), " +
       "slow tools, tools that often return nothing, oversized responses (tokens), dead tools, and tools whose " +
       "descriptions are too alike for a model to tell apart. Each has a message, the measured value, its " +
-      "threshold and the calls it touched. Findings need at least 20 calls in the range.",
+      "threshold and the calls it touched. Ranked by severity, then failed calls before other findings, then calls touched. " +
+      SMALL_SAMPLE_RULE + " " + FIGURES_HELP,
     inputSchema: z.object({ from, to, client, tool: toolName.optional().describe("only findings about this tool"), limit }),
     outputSchema: z.object({ ...RangeFields, ...truncation, insights: z.array(Insight) }),
     async run(ctx, args) {
@@ -281,7 +277,8 @@ export const MCP_TOOLS: McpToolDefinition[] = [
       "The project's alert rules (a figure such as first_call_rate or error_rate against a threshold over the " +
       "last N hours, or an event such as dead_tool or schema_regression), each with its state per scope: ok, " +
       "pending (breaching, not yet for enough consecutive evaluations) or firing, since when, and the figure " +
-      "at the last evaluation; and the latest notifications with every delivery attempt. Firing rules first.",
+      "at the last evaluation (null: not evaluated, fewer calls than min_calls in the window); and the latest notifications " +
+      "with the rule's name, the scope, the destination's kind and name, and every delivery attempt. Firing rules first.",
     inputSchema: z.object({ limit: limit.describe(`at most this many rules and this many notifications (default ${DEFAULT_LIMIT}, at most ${MAX_LIMIT})`) }),
     outputSchema: z.object({
       as_of: RangeFields.as_of,

@@ -25,7 +25,8 @@ export type GroupBy = "tool" | "client" | "time" | "all";
 /** One set of sums: rows of `filter` at `grain`, one group per `groupBy` value. */
 export type CounterRequest = { filter: CounterFilter; grain: Grain; groupBy: GroupBy; histograms?: boolean };
 
-const SUMS_SQL = COUNTER_NAMES.map((c) => `SUM(m.${c}) AS ${c}`).join(", ");
+/** The sums of every counter of COUNTERS, read when a statement is built (a few names: nothing to cache). */
+const sumsSql = () => COUNTER_NAMES.map((c) => `SUM(m.${c}) AS ${c}`).join(", ");
 
 function groupExpression(groupBy: GroupBy, grain: Grain): string {
   switch (groupBy) {
@@ -62,9 +63,9 @@ function branchOf(projectId: string, request: CounterRequest): CounterRowsBranch
   }
   const sql =
     request.histograms ?? true
-      ? `SELECT ${key} AS group_key, ${SUMS_SQL}, group_concat(m.duration_histogram_json, ',') AS histograms_json ` +
+      ? `SELECT ${key} AS group_key, ${sumsSql()}, group_concat(m.duration_histogram_json, ',') AS histograms_json ` +
         `FROM ${table} AS m WHERE ${where} GROUP BY group_key, m.client_name, m.${time} / ${CONCAT_BLOCK_MS}`
-      : `SELECT ${key} AS group_key, ${SUMS_SQL}, NULL AS histograms_json FROM ${table} AS m WHERE ${where} GROUP BY group_key`;
+      : `SELECT ${key} AS group_key, ${sumsSql()}, NULL AS histograms_json FROM ${table} AS m WHERE ${where} GROUP BY group_key`;
   return { sql, params };
 }
 
@@ -180,7 +181,7 @@ export async function sumToolWindows(
   }
   const { table, time } = COUNTER_TABLES.hour;
   const sql =
-    `SELECT w.key AS window_index, ${SUMS_SQL} FROM json_each(?2) AS w JOIN ${table} AS m ` +
+    `SELECT w.key AS window_index, ${sumsSql()} FROM json_each(?2) AS w JOIN ${table} AS m ` +
     `ON m.project_id = ?1 AND m.tool_name = json_extract(w.value, '$[0]') ` +
     `AND m.${time} >= json_extract(w.value, '$[1]') AND m.${time} < json_extract(w.value, '$[2]')${clientSql} ` +
     "GROUP BY w.key";

@@ -1,8 +1,22 @@
-// The counters of SPEC §2.1–2.3, defined once: their rollup column, how rows add up, and how an
-// answer shows them (counts, rates divided at read time, averages, percentiles). The SQL that sums
-// them (counter-sums.ts), every report and the dashboard derive from this module; adding a counter
-// starts here (docs/architecture.md, "Adding a counter").
+// The counters of SPEC §2.1–2.3, defined once: their rollup column, how rows add up, what one call
+// adds to them, how an answer shows them (counts, rates divided at read time, averages,
+// percentiles) and what they mean. The SQL that sums them (counter-sums.ts), every report, the
+// dashboard, the Analytics Engine layout (analytics/calls-dataset.ts) and the MCP output schema
+// (mcp/schemas.ts) derive from this module; what cannot import it (migration 0013's day triggers,
+// test seeds) is checked against it by test/worker/counters.test.ts. Adding a counter starts here
+// (docs/architecture.md, "Adding a counter").
 import { addHistogram, histogramPercentile, type DurationHistogram } from "../histogram.ts";
+import { DEFINITIONS } from "./definitions.ts";
+
+/** The facts of one call that the per-call counters are made of (SPEC §1.2). */
+export type CallFacts = {
+  /** Empty when no session is known (SPEC §2.2). */
+  session_id: string;
+  outcome: "ok" | "bad_args" | "tool_error" | "crashed";
+  is_empty: boolean;
+  duration_ms: number;
+  response_bytes: number;
+};
 
 type CounterDefinition = {
   /** How rows add up. Every counter is additive (SPEC §2): a sum over hours, days, tools and clients. */
@@ -12,6 +26,13 @@ type CounterDefinition = {
    * `{sum, avg}` under `as` (avg per call, 1 decimal); `hidden` → read for nothing shown yet.
    */
   readonly shown: "count" | "hidden" | { readonly sumAndAverageAs: string };
+  /**
+   * What one call adds, when the call alone decides it (SPEC §2.1); null for the sequence counters
+   * of SPEC §2.2, which need the call's neighbours in its session (only the rollup has them).
+   */
+  readonly perCall: ((call: CallFacts) => number) | null;
+  /** What it means, for a reader of an answer (the MCP tools' output schema carries it). */
+  readonly description: string;
 };
 
 /**
@@ -20,29 +41,63 @@ type CounterDefinition = {
  * order of the answers' fields (SPEC §3).
  */
 export const COUNTERS = {
-  calls: { sums: "SUM", shown: "count" },
+  calls: { sums: "SUM", shown: "count", perCall: () => 1, description: DEFINITIONS.calls },
   /** Every ok call, empty ones included (SPEC §2.1: empty ⊆ ok). */
-  ok: { sums: "SUM", shown: "count" },
-  empty: { sums: "SUM", shown: "count" },
-  bad_args: { sums: "SUM", shown: "count" },
-  tool_error: { sums: "SUM", shown: "count" },
-  crashed: { sums: "SUM", shown: "count" },
+  ok: { sums: "SUM", shown: "count", perCall: (c) => (c.outcome === "ok" ? 1 : 0), description: DEFINITIONS.ok },
+  empty: {
+    sums: "SUM",
+    shown: "count",
+    perCall: (c) => (c.outcome === "ok" && c.is_empty ? 1 : 0),
+    description: DEFINITIONS.empty,
+  },
+  bad_args: {
+    sums: "SUM",
+    shown: "count",
+    perCall: (c) => (c.outcome === "bad_args" ? 1 : 0),
+    description: DEFINITIONS.bad_args,
+  },
+  tool_error: { sums: "SUM", shown: "count", perCall: (c) => (c.outcome === "tool_error" ? 1 : 0), description: DEFINITIONS.tool_error },
+  crashed: { sums: "SUM", shown: "count", perCall: (c) => (c.outcome === "crashed" ? 1 : 0), description: DEFINITIONS.crashed },
   /** SPEC §2.2. */
-  retries: { sums: "SUM", shown: "count" },
-  first_call_attempts: { sums: "SUM", shown: "count" },
-  first_call_ok: { sums: "SUM", shown: "count" },
+  retries: {
+    sums: "SUM",
+    shown: "count",
+    perCall: null,
+    description: `calls that are retries: ${DEFINITIONS.retry}`,
+  },
+  first_call_attempts: { sums: "SUM", shown: "count", perCall: null, description: DEFINITIONS.first_call_attempts },
+  first_call_ok: { sums: "SUM", shown: "count", perCall: null, description: DEFINITIONS.first_call_ok },
   /**
    * Calls sent without a session (SPEC §2.2, §4: nothing told their conversations apart): each is a
    * chain of its own, so the share of calls with a known session says where retries could be measured.
    */
-  calls_without_session: { sums: "SUM", shown: "count" },
+  calls_without_session: {
+    sums: "SUM",
+    shown: "count",
+    perCall: (c) => (c.session_id === "" ? 1 : 0),
+    description: `calls sent without a session: each is a chain of one. ${DEFINITIONS.known_session}`,
+  },
   /** UTF-16 length of the responses (SPEC §1.3). */
-  response_bytes_sum: { sums: "SUM", shown: { sumAndAverageAs: "response_bytes" } },
-  duration_ms_sum: { sums: "SUM", shown: "hidden" },
+  response_bytes_sum: {
+    sums: "SUM",
+    shown: { sumAndAverageAs: "response_bytes" },
+    perCall: (c) => c.response_bytes,
+    description: "UTF-16 length of the results' JSON: sum, and average per call (about 4 per token)",
+  },
+  duration_ms_sum: { sums: "SUM", shown: "hidden", perCall: (c) => c.duration_ms, description: "durations in ms, summed" },
 } as const satisfies Record<string, CounterDefinition>;
 
 export type CounterName = keyof typeof COUNTERS;
 export const COUNTER_NAMES = Object.keys(COUNTERS) as CounterName[];
+
+/** The counters one call decides alone (what an Analytics Engine point can carry). */
+export type PerCallCounterName = { [K in CounterName]: (typeof COUNTERS)[K]["perCall"] extends null ? never : K }[CounterName];
+export const PER_CALL_COUNTER_NAMES = COUNTER_NAMES.filter((name): name is PerCallCounterName => COUNTERS[name].perCall !== null);
+
+/** Adds one call to the per-call counters. */
+export function addCall(into: Record<PerCallCounterName, number>, call: CallFacts): void {
+  for (const name of PER_CALL_COUNTER_NAMES) into[name] += COUNTERS[name].perCall(call);
+}
 
 /** The additive counters, as summed over any set of rollup rows. */
 export type Counters = Record<CounterName, number>;
@@ -52,11 +107,15 @@ export type Counters = Record<CounterName, number>;
  * denominator is 0, else rounded to 4 decimals. Shown after the counts, in this order.
  */
 export const RATES = {
-  first_call_rate: { numerator: ["first_call_ok"], denominator: "first_call_attempts" },
-  empty_rate: { numerator: ["empty"], denominator: "calls" },
+  first_call_rate: {
+    numerator: ["first_call_ok"],
+    denominator: "first_call_attempts",
+    description: DEFINITIONS.first_call_rate,
+  },
+  empty_rate: { numerator: ["empty"], denominator: "calls", description: DEFINITIONS.empty_rate },
   /** SPEC §2.1: empties are not errors. */
-  error_rate: { numerator: ["bad_args", "tool_error", "crashed"], denominator: "calls" },
-} as const satisfies Record<string, { numerator: readonly CounterName[]; denominator: CounterName }>;
+  error_rate: { numerator: ["bad_args", "tool_error", "crashed"], denominator: "calls", description: DEFINITIONS.error_rate },
+} as const satisfies Record<string, { numerator: readonly CounterName[]; denominator: CounterName; description: string }>;
 
 type CountName = { [K in CounterName]: (typeof COUNTERS)[K]["shown"] extends "count" ? K : never }[CounterName];
 type SumAndAverageName = {

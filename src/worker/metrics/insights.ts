@@ -8,7 +8,20 @@ import { asOfIso, type ReadScope } from "./scope.ts";
 
 /** Rate-based insights need at least this many calls in the range (issue 5: none on fewer than 20). */
 export const INSIGHT_MIN_CALLS = 20;
+/**
+ * The small-sample exception: error and crash insights also apply to a tool with fewer calls once
+ * this many of its calls failed (resp. crashed). Five failures are a pattern whatever the number of
+ * calls; a tool failing 12 of its 17 calls must not hide under the 20-call floor.
+ */
+export const INSIGHT_MIN_FAILURES = 5;
+/** The small-sample rule in words, as the overview states it beside "Fix first". */
+export const SMALL_SAMPLE_RULE =
+  `Rates are judged from ${INSIGHT_MIN_CALLS} calls in the range on; error and crash rates also from ${INSIGHT_MIN_FAILURES} failed (crashed) calls on, whatever the number of calls.`;
 export const INSIGHT_THRESHOLDS = {
+  /** Errors (bad_args + tool_error + crashed) over 10 % of calls; over 25 % is high. */
+  errorRateAbove: 0.1,
+  /** Crashes over 1 % of calls; over 5 % is high. */
+  crashRateAbove: 0.01,
   /** First-call success under 70 %. */
   firstCallRateBelow: 0.7,
   /** Empty results over 5 % of calls. */
@@ -25,6 +38,8 @@ export const SEVERITIES = ["high", "medium", "low"] as const;
 export type Severity = (typeof SEVERITIES)[number];
 
 export const INSIGHT_KINDS = [
+  "crashes",
+  "high_error_rate",
   "low_first_call_success",
   "slow_calls",
   "empty_results",
@@ -65,14 +80,19 @@ function percent(value: number): string {
   return `${roundTo(value * 100, 1)} %`;
 }
 
+/** Kinds about calls that failed: within one severity they come before every other kind. */
+const FAILURE_KINDS: ReadonlySet<InsightKind> = new Set(["crashes", "high_error_rate"]);
+
 /**
  * What to fix first, SPEC-independent (issue 5). Severity:
- * - high: first-call success < 50 %, empties > 20 %, > 25 % of calls slower than 2 s,
- *   average response > 50,000; a dead tool costing ≥ 1,000 tokens per session
+ * - high: crashes > 5 % of calls, errors > 25 %, first-call success < 50 %, empties > 20 %,
+ *   > 25 % of calls slower than 2 s, average response > 50,000; a dead tool costing ≥ 1,000 tokens
+ *   per session
  * - medium: the other threshold crossings of calls-based insights; dead tools costing ≥ 250 tokens
  * - low: cheaper dead tools, converged descriptions
- * Ranking: severity, then affected calls (descending), then the kind order of INSIGHT_KINDS,
- * then tool name.
+ * Ranking, worst first: severity; then failed calls (crashes, errors) before every other kind, since
+ * a call that failed did nothing for its user; then affected calls (descending), then the kind order
+ * of INSIGHT_KINDS, then the value, then tool name.
  */
 export function buildInsights(rows: ToolRow[], histograms: Map<string, DurationHistogram>, registered: RegisteredToolRow[]): Insight[] {
   const t = INSIGHT_THRESHOLDS;
@@ -93,8 +113,34 @@ export function buildInsights(rows: ToolRow[], histograms: Map<string, DurationH
       });
       continue;
     }
-    if (row.calls < INSIGHT_MIN_CALLS) continue;
     const base = { tool_name: row.tool_name, tools: [row.tool_name], calls: row.calls };
+    const errors = row.bad_args + row.tool_error + row.crashed;
+    const crashRate = row.calls === 0 ? 0 : row.crashed / row.calls;
+    if ((row.calls >= INSIGHT_MIN_CALLS || row.crashed >= INSIGHT_MIN_FAILURES) && crashRate > t.crashRateAbove) {
+      insights.push({
+        ...base,
+        kind: "crashes",
+        severity: crashRate > 0.05 ? "high" : "medium",
+        value: roundTo(crashRate, 4),
+        threshold: t.crashRateAbove,
+        affected_calls: row.crashed,
+        message: `${row.tool_name} crashed in ${row.crashed.toLocaleString("en-US")} of ${row.calls.toLocaleString("en-US")} calls (${percent(crashRate)}): the tool threw`,
+      });
+    }
+    if ((row.calls >= INSIGHT_MIN_CALLS || errors >= INSIGHT_MIN_FAILURES) && row.error_rate !== null && row.error_rate > t.errorRateAbove) {
+      insights.push({
+        ...base,
+        kind: "high_error_rate",
+        severity: row.error_rate > 0.25 ? "high" : "medium",
+        value: row.error_rate,
+        threshold: t.errorRateAbove,
+        affected_calls: errors,
+        message:
+          `${percent(row.error_rate)} of calls to ${row.tool_name} fail (${row.bad_args.toLocaleString("en-US")} bad arguments, ` +
+          `${row.tool_error.toLocaleString("en-US")} tool errors, ${row.crashed.toLocaleString("en-US")} crashes of ${row.calls.toLocaleString("en-US")} calls)`,
+      });
+    }
+    if (row.calls < INSIGHT_MIN_CALLS) continue;
     if (row.first_call_rate !== null && row.first_call_rate < t.firstCallRateBelow) {
       insights.push({
         ...base,
@@ -164,6 +210,7 @@ export function buildInsights(rows: ToolRow[], histograms: Map<string, DurationH
   return insights.sort(
     (a, b) =>
       SEVERITIES.indexOf(a.severity) - SEVERITIES.indexOf(b.severity) ||
+      Number(FAILURE_KINDS.has(b.kind)) - Number(FAILURE_KINDS.has(a.kind)) ||
       b.affected_calls - a.affected_calls ||
       INSIGHT_KINDS.indexOf(a.kind) - INSIGHT_KINDS.indexOf(b.kind) ||
       b.value - a.value ||

@@ -12,12 +12,14 @@ import {
   type RegisteredToolRow,
   type ToolVersionRow,
 } from "../db/metrics.ts";
+import { compareByCodePoint } from "../../shared/index.ts";
 import { findProject } from "../db/projects.ts";
 import type { DurationHistogram } from "../histogram.ts";
 import { sumCounters, type CounterRequest } from "./counter-sums.ts";
 import { counterFigures, emptyGroup, mergeGroups, type CounterFigures, type CounterGroup } from "./counters.ts";
 import { buildInsights, type Insight } from "./insights.ts";
-import { previousRange, type DateRange, type Grain, type PageParams } from "./query.ts";
+import { previousRange, rangeFromDays, type DateRange, type Grain, type PageParams } from "./query.ts";
+import { DAY_MS } from "../time.ts";
 import {
   agreementFrom,
   bucketsFrom,
@@ -79,9 +81,49 @@ export async function loadProjectName(scope: ReadScope): Promise<string> {
   return (await findProject(scope.db, scope.projectId))?.name ?? "";
 }
 
+/** Ranges (and spans of data) up to this many days are charted per hour, longer ones per day. */
+export const HOUR_CHART_DAYS = 2;
+
 /** Charts of ranges up to 2 days use hours, longer ranges days. */
 export function chartGrain(range: DateRange): Grain {
-  return range.days <= 2 ? "hour" : "day";
+  return range.days <= HOUR_CHART_DAYS ? "hour" : "day";
+}
+
+/** What a page's time charts show: the buckets, their grain, and the days they cover. */
+export type ChartSeries = { series: TimeseriesBucket[]; grain: Grain; range: DateRange };
+
+/**
+ * The days of a day series that had calls, when they span at most HOUR_CHART_DAYS days; else null.
+ * A week with one day of data is one bar and one dot at the chart's edge: such a range is charted
+ * per hour over the days that had calls instead.
+ */
+export function callsSpan(series: readonly TimeseriesBucket[]): DateRange | null {
+  const busy = series.filter((b) => b.calls > 0);
+  const first = busy[0];
+  const last = busy[busy.length - 1];
+  if (!first || !last) return null;
+  const fromMs = Date.parse(first.start);
+  const toMs = Date.parse(last.start);
+  return toMs - fromMs < HOUR_CHART_DAYS * DAY_MS ? rangeFromDays(fromMs, toMs) : null;
+}
+
+/**
+ * The chart series of a page from its day or hour sums; when day sums have calls on at most
+ * HOUR_CHART_DAYS days, one more statement reads those days' hours (a few rows: the data is small
+ * exactly then).
+ */
+async function chartSeries(
+  scope: ReadScope,
+  range: DateRange,
+  grain: Grain,
+  sums: Map<string, CounterGroup>,
+  filters: { client?: string | undefined; tool?: string | undefined },
+): Promise<ChartSeries> {
+  const series = bucketsFrom(sums, range, grain);
+  const span = grain === "day" ? callsSpan(series) : null;
+  if (span === null) return { series, grain, range };
+  const [hours] = await sumCounters(scope, [timeseriesRequest(span, "hour", filters, { latency: false })]);
+  return { series: bucketsFrom(hours ?? new Map(), span, "hour"), grain: "hour", range: span };
 }
 
 /** The totals of the period before, for the cards' deltas (p95 included). */
@@ -90,28 +132,18 @@ function previousTotalsRequest(range: DateRange, filters: { client?: string | un
   return { filter: { startMs: previous.startMs, endMs: previous.endMs, ...filters }, grain: "day", groupBy: "all" };
 }
 
-/** Code-point order, as SQLite's BINARY collation sorts UTF-8 (the client picker's order). */
-function byCodePoints(a: string, b: string): number {
-  const x = [...a];
-  const y = [...b];
-  for (let i = 0; i < Math.min(x.length, y.length); i++) {
-    const d = (x[i] as string).codePointAt(0)! - (y[i] as string).codePointAt(0)!;
-    if (d !== 0) return d;
-  }
-  return x.length - y.length;
-}
-
 /**
  * The picker's clients: the PICKER_CLIENTS with most calls in the range (from a per-client sum
  * without filters), in code-point order, and the chosen one even when it is not among them.
  */
 function pickerClients(sums: Map<string, CounterGroup>, chosen: string | undefined): string[] {
   const busiest = [...sums.entries()]
-    .sort(([a, x], [b, y]) => y.counters.calls - x.counters.calls || byCodePoints(a, b))
+    .sort(([a, x], [b, y]) => y.counters.calls - x.counters.calls || compareByCodePoint(a, b))
     .slice(0, PICKER_CLIENTS)
     .map(([name]) => name);
   if (chosen !== undefined && !busiest.includes(chosen)) busiest.push(chosen);
-  return busiest.sort(byCodePoints);
+  // Code-point order, as SQLite's BINARY collation sorts UTF-8.
+  return busiest.sort(compareByCodePoint);
 }
 
 /** A page's descriptions, bounded: the top churn and convergence rows, each group's tools cut. */
@@ -167,8 +199,7 @@ export type OverviewData = {
   previousTotals: CounterFigures;
   sessions: SessionsReport;
   previousSessions: SessionsReport;
-  series: TimeseriesBucket[];
-  grain: Grain;
+  chart: ChartSeries;
   insights: Insight[];
   pairs: Listed<PairRow>;
   descriptions: PageDescriptions;
@@ -203,6 +234,7 @@ export async function loadOverview(scope: ReadScope, params: PageParams, price: 
   const allClients = clientSums ?? new Map<string, CounterGroup>();
   const filteredClients = client === undefined ? allClients : new Map([...allClients].filter(([name]) => name === client));
   const dead = tools.rows.filter((r) => r.dead);
+  const chart = await chartSeries(scope, range, grain, seriesSums ?? new Map(), { client });
   return {
     asOf,
     clients: pickerClients(allClients, client),
@@ -218,8 +250,7 @@ export async function loadOverview(scope: ReadScope, params: PageParams, price: 
     previousTotals: counterFigures(previousSums?.get("") ?? emptyGroup()),
     sessions: sessions as SessionsReport,
     previousSessions: previousSessions as SessionsReport,
-    series: bucketsFrom(seriesSums ?? new Map(), range, grain),
-    grain,
+    chart,
     insights: buildInsights(tools.rows, tools.histograms, tools.registered),
     pairs: cut(pairs.filter((p) => nameMatches(p.from_tool, search) || nameMatches(p.to_tool, search)), SIDE_ROWS),
     descriptions: pageDescriptions(descriptionsFrom(versions, registered, {}, asOf), search),
@@ -234,8 +265,7 @@ export type ToolPageData = {
   row: ToolRow | undefined;
   histogram: DurationHistogram;
   previous: CounterFigures;
-  series: TimeseriesBucket[];
-  grain: Grain;
+  chart: ChartSeries;
   /** One page of this tool's clients that match the search, most calls first. */
   clientRows: Paged<ClientRow>;
   pairs: PairRow[];
@@ -271,14 +301,14 @@ export async function loadToolPage(scope: ReadScope, tool: string, params: PageP
       asOfIso(scope),
     ]);
   const tools = toolsFrom(toolSums ?? new Map(), registered, { client, tool });
+  const chart = await chartSeries(scope, range, grain, seriesSums ?? new Map(), { client, tool });
   return {
     asOf,
     clients: pickerClients(allClientSums ?? new Map(), client),
     row: tools.rows[0],
     histogram: tools.histograms.get(tool) ?? {},
     previous: counterFigures(previousSums?.get("") ?? emptyGroup()),
-    series: bucketsFrom(seriesSums ?? new Map(), range, grain),
-    grain,
+    chart,
     clientRows: pageOf(clientRowsFrom(clientSums ?? new Map()).filter((c) => nameMatches(c.client_name, search)), page),
     pairs,
     regression: regressions[0],

@@ -4,10 +4,10 @@
 // with a 400 whose message names the parameter by our own name for it but never repeats anything
 // the request held — not a value, not an unknown parameter's name (SPEC §3).
 import { zValidator } from "@hono/zod-validator";
-import { HTTPException } from "hono/http-exception";
 import { z } from "zod";
 import { MAX_CLIENT_NAME_CHARS, MAX_TOOL_NAME_CHARS } from "../../shared/limits.ts";
 import { DAY_MS } from "../time.ts";
+import { apiError, type ApiError } from "../errors.ts";
 
 /** Without `from`/`to`: the last 7 days, today (UTC, by the request time) included (SPEC §3). */
 export const DEFAULT_RANGE_DAYS = 7;
@@ -199,8 +199,8 @@ export type PageParams = z.output<typeof pageQuery>;
 // Errors
 // ---------------------------------------------------------------------------------------------
 
-export function badParameter(message: string): HTTPException {
-  return new HTTPException(400, { message });
+export function badParameter(message: string): ApiError {
+  return apiError("BAD_REQUEST", message);
 }
 
 /**

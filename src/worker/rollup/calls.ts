@@ -230,20 +230,28 @@ export const CALL_CHUNK_SQL = {
       duration_histogram_json = ${mergeHistograms("tool_hour_metrics.duration_histogram_json", "excluded.duration_histogram_json")}`,
 
   // Pairs (SPEC §2.4) change by the difference between each loaded call's next tool in its
-  // (session, client) sequence with the chunk and without it, counted on the call's day.
-  applyPairDeltas: `INSERT INTO tool_pair_days (project_id, day_start_ms, client_name, from_tool, to_tool, pair_count)
+  // (session, client) sequence with the chunk and without it, counted on the call's day, in the
+  // (day, client) row's JSON object (migration 0019): one row written per (day, client) touched,
+  // counts added key by key, a pair that drops to 0 removed from the object.
+  applyPairDeltas: `INSERT INTO pair_days (project_id, day_start_ms, client_name, pairs_json)
     WITH ${loadedCtes("session")},
     nexts AS (
       SELECT project_id, started_at_ms, client_name, tool_name, LEAD(tool_name) OVER (${SESSION_SEQUENCE}) AS next_tool, 1 AS delta FROM all_calls
       UNION ALL
-      SELECT project_id, started_at_ms, client_name, tool_name, LEAD(tool_name) OVER (${SESSION_SEQUENCE}), -1 FROM old_calls)
-    SELECT project_id, ${dayStartSql("started_at_ms")} AS day_start_ms, client_name, tool_name, next_tool, SUM(delta)
-    FROM nexts WHERE next_tool IS NOT NULL AND next_tool <> tool_name
-    GROUP BY project_id, day_start_ms, client_name, tool_name, next_tool HAVING SUM(delta) <> 0
-    ON CONFLICT (project_id, day_start_ms, client_name, from_tool, to_tool)
-      DO UPDATE SET pair_count = pair_count + excluded.pair_count`,
+      SELECT project_id, started_at_ms, client_name, tool_name, LEAD(tool_name) OVER (${SESSION_SEQUENCE}), -1 FROM old_calls),
+    pair_deltas AS (
+      SELECT project_id, ${dayStartSql("started_at_ms")} AS day_start_ms, client_name, json_array(tool_name, next_tool) AS pair, SUM(delta) AS delta
+      FROM nexts WHERE next_tool IS NOT NULL AND next_tool <> tool_name
+      GROUP BY project_id, day_start_ms, client_name, tool_name, next_tool HAVING SUM(delta) <> 0)
+    SELECT project_id, day_start_ms, client_name, json_group_object(pair, delta ORDER BY pair) FROM pair_deltas
+    GROUP BY project_id, day_start_ms, client_name
+    ON CONFLICT (project_id, day_start_ms, client_name) DO UPDATE SET pairs_json = (
+      SELECT COALESCE(json_group_object(key, n ORDER BY key), '{}') FROM (
+        SELECT key, SUM(value) AS n FROM (
+          SELECT key, value FROM json_each(pair_days.pairs_json) UNION ALL SELECT key, value FROM json_each(excluded.pairs_json))
+        GROUP BY key HAVING SUM(value) <> 0))`,
 
-  dropEmptyPairs: `DELETE FROM tool_pair_days WHERE pair_count = 0`,
+  dropEmptyPairs: `DELETE FROM pair_days WHERE pairs_json = '{}'`,
 
   // SPEC §2.4 sessions, folded in here (ingest writes no session row): first/last seen over the
   // calls' starts (and, in the startups chunk, the startups' receive times), the client of the

@@ -4,10 +4,10 @@
 // Wrong tokens and malformed headers are throttled per client network (throttle/credentials.ts).
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
-import { HTTPException } from "hono/http-exception";
 import { timingSafeEqual } from "hono/utils/buffer";
 import { z } from "zod";
 import type { AppEnv } from "../env.ts";
+import { apiError, validBody } from "../errors.ts";
 import { generateKey, keyIdOf, randomBase62, revokeKeyStates, sha256Hex, type KeyKind } from "../auth.ts";
 import { insertKeyStatement, listKeys, revokeKey } from "../db/keys.ts";
 import { deleteAdminSessions, deleteSessionsOfKey } from "../db/sessions.ts";
@@ -26,11 +26,10 @@ const UpdateProjectBody = z.object({
   payload_budget_per_minute: z.number().int().min(1).max(MAX_PAYLOAD_BUDGET_PER_MINUTE),
 });
 
-const unauthorized = () =>
-  new Response(JSON.stringify({ error: "admin token required" }), {
-    status: 401,
-    headers: { "content-type": "application/json", "WWW-Authenticate": 'Bearer realm="mcpulse-admin"' },
-  });
+/** bearerAuth's refusal, thrown as the API's error so that app.onError writes it like every other. */
+const unauthorized = (): never => {
+  throw apiError("UNAUTHORIZED", "admin token required", { "WWW-Authenticate": 'Bearer realm="mcpulse-admin"' });
+};
 
 export const adminRoutes = new Hono<AppEnv>();
 
@@ -80,29 +79,13 @@ async function forgetProjectHealth(env: AppEnv["Bindings"], projectId: string): 
   }
 }
 
-/** The request's body as JSON, else 400. */
-export async function readJson(req: Request): Promise<unknown> {
-  try {
-    return await req.json();
-  } catch {
-    throw new HTTPException(400, { message: "body must be JSON" });
-  }
-}
-
-/** The request's JSON body checked against `schema`, else 400 (the input is never echoed). */
-export async function readBody<T>(req: Request, schema: z.ZodType<T>): Promise<T> {
-  const parsed = schema.safeParse(await readJson(req));
-  if (!parsed.success) throw new HTTPException(400, { message: "invalid body" });
-  return parsed.data;
-}
-
 async function newKeyRow(kind: KeyKind, projectId: string, nowMs: number) {
   const key = generateKey(kind);
   return { key, row: { key_id: keyIdOf(key), project_id: projectId, kind, key_sha256: await sha256Hex(key), created_at_ms: nowMs } };
 }
 
-adminRoutes.post("/projects", async (c) => {
-  const { name } = await readBody(c.req.raw, CreateProjectBody);
+adminRoutes.post("/projects", validBody(CreateProjectBody), async (c) => {
+  const { name } = c.req.valid("json");
   const nowMs = Date.now();
   const projectId = "prj_" + randomBase62(16);
   const ingest = await newKeyRow("ingest", projectId, nowMs);
@@ -132,7 +115,7 @@ adminRoutes.get("/projects", async (c) => {
 adminRoutes.delete("/projects/:id", async (c) => {
   const projectId = c.req.param("id");
   const keys = await listKeys(c.env.DB, projectId);
-  if (!(await deleteProject(c.env.DB, projectId))) throw new HTTPException(404, { message: "no such project" });
+  if (!(await deleteProject(c.env.DB, projectId))) throw apiError("NOT_FOUND", "no such project");
   // Its ingest keys stop at once where their objects hold them (SPEC §3), not after their refresh.
   await revokeKeyStates(c.env, keys.filter((k) => k.kind === "ingest").map((k) => k.key_id));
   await forgetProjectHealth(c.env, projectId);
@@ -141,27 +124,27 @@ adminRoutes.delete("/projects/:id", async (c) => {
 
 adminRoutes.get("/projects/:id/keys", async (c) => {
   const projectId = c.req.param("id");
-  if (!(await findProject(c.env.DB, projectId))) throw new HTTPException(404, { message: "no such project" });
+  if (!(await findProject(c.env.DB, projectId))) throw apiError("NOT_FOUND", "no such project");
   const keys = await listKeys(c.env.DB, projectId);
   return c.json({
     keys: keys.map((k) => ({ key_id: k.key_id, kind: k.kind, created_at: isoOrNull(k.created_at_ms), revoked_at: isoOrNull(k.revoked_at_ms) })),
   });
 });
 
-adminRoutes.patch("/projects/:id", async (c) => {
-  const { payload_budget_per_minute } = await readBody(c.req.raw, UpdateProjectBody);
+adminRoutes.patch("/projects/:id", validBody(UpdateProjectBody), async (c) => {
+  const { payload_budget_per_minute } = c.req.valid("json");
   const project = await setPayloadBudget(c.env.DB, c.req.param("id"), payload_budget_per_minute);
-  if (!project) throw new HTTPException(404, { message: "no such project" });
+  if (!project) throw apiError("NOT_FOUND", "no such project");
   return c.json(
     { project_id: project.project_id, name: project.name, payload_budget_per_minute: project.payload_budget_per_minute },
     200,
   );
 });
 
-adminRoutes.post("/projects/:id/keys", async (c) => {
-  const { kind } = await readBody(c.req.raw, CreateKeyBody);
+adminRoutes.post("/projects/:id/keys", validBody(CreateKeyBody), async (c) => {
+  const { kind } = c.req.valid("json");
   const projectId = c.req.param("id");
-  if (!(await findProject(c.env.DB, projectId))) throw new HTTPException(404, { message: "no such project" });
+  if (!(await findProject(c.env.DB, projectId))) throw apiError("NOT_FOUND", "no such project");
   const created = await newKeyRow(kind, projectId, Date.now());
   await insertKeyStatement(c.env.DB, created.row).run();
   return c.json({ key: created.key, key_id: created.row.key_id }, 201);
@@ -170,7 +153,7 @@ adminRoutes.post("/projects/:id/keys", async (c) => {
 adminRoutes.delete("/keys/:key_id", async (c) => {
   const keyId = c.req.param("key_id");
   if (!(await revokeKey(c.env.DB, keyId, Date.now()))) {
-    throw new HTTPException(404, { message: "no such key" });
+    throw apiError("NOT_FOUND", "no such key");
   }
   // Immediate where the worker can see it: the key's object refuses it from now on (SPEC §1.1).
   if (keyId.startsWith("mp_live_")) await revokeKeyStates(c.env, [keyId]);

@@ -3,9 +3,10 @@
 // A destination's URL and secret are answered once, at creation, and never again. Every write is
 // alerts/manage.ts's, the same the dashboard's admin forms use; this file only decides statuses.
 import { Hono, type Context } from "hono";
-import { HTTPException } from "hono/http-exception";
+import { z } from "zod";
 import type { AppEnv } from "../env.ts";
 import { requireKey } from "../auth.ts";
+import { apiError, codeOfStatus, validBody } from "../errors.ts";
 import { findRule, listProjectStates, listRules } from "../db/alerts.ts";
 import { findProject } from "../db/projects.ts";
 import {
@@ -21,10 +22,9 @@ import {
   type ManageContext,
   type Outcome,
 } from "../alerts/manage.ts";
-import { asAlertRule } from "../alerts/rules.ts";
 import { runsLocally } from "../alerts/targets.ts";
 import { alertsReport, DELIVERY_LOG_LIMIT, ruleAnswer } from "../alerts/report.ts";
-import { readJson, requireAdmin } from "./admin.ts";
+import { requireAdmin } from "./admin.ts";
 
 export const alertRoutes = new Hono<AppEnv>();
 
@@ -32,15 +32,22 @@ function manageContext(c: Context<AppEnv>): ManageContext {
   return { db: c.env.DB, local: runsLocally(c.env), publicUrl: c.env.PUBLIC_URL, nowMs: Date.now() };
 }
 
-/** The service's value, or its refusal as the API's error (status and fixed message). */
+/** The service's value, or its refusal as the API's error (the code of its status, a fixed message). */
 function valueOf<T>(outcome: Outcome<T>): T {
-  if (!outcome.ok) throw new HTTPException(MANAGE_ERRORS[outcome.error], { message: MANAGE_ERROR_MESSAGES[outcome.error] });
+  if (!outcome.ok) throw apiError(codeOfStatus(MANAGE_ERRORS[outcome.error]), MANAGE_ERROR_MESSAGES[outcome.error]);
   return outcome.value;
 }
 
+/**
+ * A rule's or a destination's body: a JSON object, by the API's body validator; its fields are
+ * checked by alerts/manage.ts with the rule and destination schemas, the same the dashboard's forms
+ * go through, so both refuse the same inputs.
+ */
+const JsonObjectBody = z.record(z.string(), z.unknown());
+
 async function requireProject(db: D1Database, projectId: string) {
   const project = await findProject(db, projectId);
-  if (!project) throw new HTTPException(404, { message: MANAGE_ERROR_MESSAGES.no_such_project });
+  if (!project) throw apiError("NOT_FOUND", MANAGE_ERROR_MESSAGES.no_such_project);
   return project;
 }
 
@@ -53,8 +60,8 @@ alertRoutes.use("/admin/projects/:id/alert-destinations/*", requireAdmin);
 alertRoutes.use("/admin/projects/:id/alert-rules", requireAdmin);
 alertRoutes.use("/admin/projects/:id/alert-rules/*", requireAdmin);
 
-alertRoutes.post("/admin/projects/:id/alert-destinations", async (c) => {
-  const d = valueOf(await createDestination(manageContext(c), c.req.param("id"), await readJson(c.req.raw)));
+alertRoutes.post("/admin/projects/:id/alert-destinations", validBody(JsonObjectBody), async (c) => {
+  const d = valueOf(await createDestination(manageContext(c), c.req.param("id"), c.req.valid("json")));
   return c.json({ id: d.id, kind: d.kind, name: d.name, url_hint: d.url_hint, ...(d.secret !== null ? { secret: d.secret } : {}) }, 201);
 });
 
@@ -79,8 +86,8 @@ alertRoutes.post("/admin/projects/:id/alert-destinations/:dest/test", async (c) 
 // Rules
 // ---------------------------------------------------------------------------------------------
 
-alertRoutes.post("/admin/projects/:id/alert-rules", async (c) => {
-  const rule = valueOf(await createRule(manageContext(c), c.req.param("id"), await readJson(c.req.raw)));
+alertRoutes.post("/admin/projects/:id/alert-rules", validBody(JsonObjectBody), async (c) => {
+  const rule = valueOf(await createRule(manageContext(c), c.req.param("id"), c.req.valid("json")));
   return c.json(ruleAnswer(rule, []), 201);
 });
 
@@ -88,19 +95,19 @@ alertRoutes.get("/admin/projects/:id/alert-rules", async (c) => {
   const projectId = c.req.param("id");
   await requireProject(c.env.DB, projectId);
   const [rules, states] = await Promise.all([listRules(c.env.DB, projectId), listProjectStates(c.env.DB, projectId)]);
-  return c.json({ rules: rules.map((r) => ruleAnswer(asAlertRule(r), states)) });
+  return c.json({ rules: rules.map((r) => ruleAnswer(r, states)) });
 });
 
 alertRoutes.get("/admin/projects/:id/alert-rules/:rule", async (c) => {
   const projectId = c.req.param("id");
   const record = await findRule(c.env.DB, projectId, c.req.param("rule"));
-  if (!record) throw new HTTPException(404, { message: MANAGE_ERROR_MESSAGES.no_such_rule });
+  if (!record) throw apiError("NOT_FOUND", MANAGE_ERROR_MESSAGES.no_such_rule);
   const states = await listProjectStates(c.env.DB, projectId);
-  return c.json(ruleAnswer(asAlertRule(record), states));
+  return c.json(ruleAnswer(record, states));
 });
 
-alertRoutes.patch("/admin/projects/:id/alert-rules/:rule", async (c) => {
-  const { rule, states } = valueOf(await updateRule(manageContext(c), c.req.param("id"), c.req.param("rule"), await readJson(c.req.raw)));
+alertRoutes.patch("/admin/projects/:id/alert-rules/:rule", validBody(JsonObjectBody), async (c) => {
+  const { rule, states } = valueOf(await updateRule(manageContext(c), c.req.param("id"), c.req.param("rule"), c.req.valid("json")));
   return c.json(ruleAnswer(rule, states));
 });
 

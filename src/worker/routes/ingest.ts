@@ -4,9 +4,9 @@
 // the writes happen after it, in waitUntil: a 202 is a promise (docs/ingest.md) — D1 is retried,
 // then the ingest queue takes the batch. When the batch cannot be accepted durably at all (the key
 // cannot be checked, or the queue refuses while D1 is failing) the answer is 503 with Retry-After.
+import { apiError } from "../errors.ts";
 import { Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { HTTPException } from "hono/http-exception";
 import { MAX_BATCH_ITEMS, MAX_BODY_BYTES, parseBatch, type Payload } from "../../shared/index.ts";
 import type { AppEnv } from "../env.ts";
 import { writeCallDataPoints, callDataPoints } from "../analytics/calls-dataset.ts";
@@ -25,9 +25,8 @@ export const UNAVAILABLE_RETRY_AFTER_SECONDS = 10;
 export const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;
 
 const unavailable = (): never => {
-  throw new HTTPException(503, {
-    message: "ingest temporarily unavailable; retry later",
-    res: new Response(null, { status: 503, headers: { "Retry-After": String(UNAVAILABLE_RETRY_AFTER_SECONDS) } }),
+  throw apiError("SERVICE_UNAVAILABLE", "ingest temporarily unavailable; retry later", {
+    "Retry-After": String(UNAVAILABLE_RETRY_AFTER_SECONDS),
   });
 };
 
@@ -40,9 +39,8 @@ const requireIngestKey: MiddlewareHandler<AppEnv> = async (c, next) => {
   const check = token === null ? ({ ok: false, status: 401 } as const) : await authenticateIngestKey(c.env, c.env.DB, token);
   if (!check.ok) {
     if (check.status === 503) unavailable();
-    throw new HTTPException(401, {
-      message: token === null ? "missing bearer key" : "not a valid ingest key",
-      res: new Response(null, { status: 401, headers: { "WWW-Authenticate": 'Bearer realm="mcpulse"' } }),
+    throw apiError("UNAUTHORIZED", token === null ? "missing bearer key" : "not a valid ingest key", {
+      "WWW-Authenticate": 'Bearer realm="mcpulse"',
     });
   }
   c.set("projectId", check.key.project_id);
@@ -54,9 +52,9 @@ const requireIngestKey: MiddlewareHandler<AppEnv> = async (c, next) => {
 /** `application/json`, any case, with or without parameters (`; charset=utf-8`); gzip or identity encoding. */
 const requireJsonContentType: MiddlewareHandler<AppEnv> = async (c, next) => {
   const mediaType = c.req.header("content-type")?.split(";", 1)[0]?.trim().toLowerCase();
-  if (mediaType !== "application/json") throw new HTTPException(415, { message: "content type must be application/json" });
+  if (mediaType !== "application/json") throw apiError("UNSUPPORTED_MEDIA_TYPE", "content type must be application/json");
   if (contentEncoding(c.req.header("content-encoding")) === null) {
-    throw new HTTPException(415, { message: "content encoding must be gzip or identity" });
+    throw apiError("UNSUPPORTED_MEDIA_TYPE", "content encoding must be gzip or identity");
   }
   await next();
 };
@@ -69,7 +67,7 @@ function contentEncoding(header: string | undefined): "gzip" | "identity" | null
 }
 
 const tooLarge = (): never => {
-  throw new HTTPException(413, { message: `body over ${MAX_BODY_BYTES} bytes` });
+  throw apiError("PAYLOAD_TOO_LARGE", `body over ${MAX_BODY_BYTES} bytes`);
 };
 
 /**
@@ -123,22 +121,22 @@ ingestRoutes.post(
     if (contentEncoding(c.req.header("content-encoding")) === "gzip") {
       const inflated = await gunzipWithinLimit(raw);
       if (inflated === "too large") tooLarge();
-      if (inflated === "invalid") throw new HTTPException(400, { message: "body is not valid gzip" });
+      if (inflated === "invalid") throw apiError("BAD_REQUEST", "body is not valid gzip");
       bytes = inflated as Uint8Array;
     }
     const idempotencyKey = c.req.header("idempotency-key") ?? null;
     if (idempotencyKey !== null && !IDEMPOTENCY_KEY_PATTERN.test(idempotencyKey)) {
-      throw new HTTPException(400, { message: "Idempotency-Key must be 8 to 64 characters of A-Z, a-z, 0-9, _ and -" });
+      throw apiError("BAD_REQUEST", "Idempotency-Key must be 8 to 64 characters of A-Z, a-z, 0-9, _ and -");
     }
     let body: unknown;
     try {
       body = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes));
     } catch {
-      throw new HTTPException(400, { message: "body is not JSON" });
+      throw apiError("BAD_REQUEST", "body is not JSON");
     }
     const receivedAtMs = Date.now();
     const parsed = parseBatch(body, receivedAtMs);
-    if (!parsed.ok) throw new HTTPException(parsed.status, { message: ENVELOPE_ERRORS[parsed.status] });
+    if (!parsed.ok) throw apiError(parsed.status === 413 ? "PAYLOAD_TOO_LARGE" : "BAD_REQUEST", ENVELOPE_ERRORS[parsed.status]);
 
     // The budget counts every item sent, valid or not: each costs the worker the same to examine.
     const items = parsed.payloads.length + parsed.dropped.length;
@@ -146,7 +144,7 @@ ingestRoutes.post(
     if (items > 0) {
       const decision = await takeBudget(stub, c.var.keyId, items, c.var.payloadBudgetPerMinute, idempotencyKey);
       if (!decision.admitted) {
-        return c.json({ error: "payload budget exceeded" }, 429, { "Retry-After": String(decision.retryAfterSeconds) });
+        throw apiError("TOO_MANY_REQUESTS", "payload budget exceeded", { "Retry-After": String(decision.retryAfterSeconds) });
       }
       // The same Idempotency-Key within the hour: accepted before, stored once (SPEC §1.1).
       if (decision.duplicate) return c.body(null, 202);

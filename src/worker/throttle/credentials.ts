@@ -23,8 +23,8 @@
 //
 // Ingest keys can use the same functions: `guardBeforeCheck(env, attempt, now, { authoritative:
 // false })` before the key check and `recordFailedCredential` on a 401.
-import { HTTPException } from "hono/http-exception";
 import type { Env } from "../env.ts";
+import { apiError, type ApiError } from "../errors.ts";
 import { ipv6Pieces } from "../ip.ts";
 import type { FailureRule, FailureVerdict } from "./sign-in-throttle.ts";
 
@@ -112,10 +112,7 @@ export async function recordFailedCredential(env: Env, attempt: CredentialAttemp
   return waits.length === 0 ? null : Math.max(...waits);
 }
 
-/** The API's answer to a throttled attempt: 429 `{"error"}` with Retry-After (shaped by app.onError). */
-export function tooManyAttempts(retryAfterSeconds: number): HTTPException {
-  return new HTTPException(429, {
-    message: "too many failed sign-in attempts; try again later",
-    res: new Response(null, { status: 429, headers: { "Retry-After": String(retryAfterSeconds) } }),
-  });
+/** The API's answer to a throttled attempt: 429 `{"error", "code": "TOO_MANY_REQUESTS"}` with Retry-After. */
+export function tooManyAttempts(retryAfterSeconds: number): ApiError {
+  return apiError("TOO_MANY_REQUESTS", "too many failed sign-in attempts; try again later", { "Retry-After": String(retryAfterSeconds) });
 }

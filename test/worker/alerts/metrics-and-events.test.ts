@@ -87,8 +87,10 @@ describe("p95_ms", () => {
     expect(tools.get("slow")!.duration_ms.p95).toBeGreaterThan(1000);
     expect(tools.get("slow")!.duration_ms.p95).toBeLessThan(60_000); // the day before is not in it
     expect(tools.get("fast")!.duration_ms.p95).toBeLessThan(100); // nor is today
-    // 3 calls of 9 s: over the threshold, but under min_calls, so not evaluated — the state stays ok.
-    expect(perTool.get("rare")).toMatchObject({ state: "ok", breaches: 0, value: tools.get("rare")!.duration_ms.p95 });
+    // 3 calls of 9 s: over the threshold, but under min_calls, so not evaluated — the state stays ok
+    // and keeps no figure (the page says "not evaluated: fewer than 20 calls").
+    expect(tools.get("rare")!.duration_ms.p95).toBeGreaterThan(500);
+    expect(perTool.get("rare")).toMatchObject({ state: "ok", breaches: 0, value: null });
 
     const projectWide = (await getJson<{ buckets: { duration_ms: { p95: number | null } }[] }>(`/v1/metrics/timeseries?grain=day&${range}`, project.read_key)).body.buckets;
     expect(projectWide).toHaveLength(1);

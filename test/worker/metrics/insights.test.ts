@@ -60,6 +60,35 @@ describe("GET /v1/metrics/insights", () => {
     expect(otherClient.body.insights.filter((i) => i.kind === "dead_tool").map((i) => i.tool_name).sort()).toEqual(["ghost", "ghost_small", "twin_a", "twin_b"]);
   });
 
+  it("lists error and crash rates, from 5 failed calls on under 20 calls, failed calls first within a severity", async () => {
+    const p = await createProject();
+    const hourMs = dayMs("2026-10-02") + 9 * 3_600_000;
+    const put = (tool: string, counters: Record<string, number>) =>
+      seedHour({ projectId: p.project_id, hourMs, tool, client: "c", counters: { first_call_attempts: counters.calls ?? 0, first_call_ok: counters.ok ?? 0, ...counters } });
+    // 12 of 17 calls failed (70.6 %), 6 crashed: under the 20-call floor, listed by the small-sample rule.
+    await put("worst", { calls: 17, ok: 5, bad_args: 4, tool_error: 2, crashed: 6 });
+    await put("flaky", { calls: 400, ok: 400, first_call_attempts: 400, first_call_ok: 100 }); // 300 failed first calls: high
+    await put("five_errors", { calls: 10, ok: 5, tool_error: 5 }); // exactly 5 failures under 20 calls: listed
+    await put("four_errors", { calls: 10, ok: 6, tool_error: 4 }); // 4 failures under 20 calls: not judged
+    await put("error_edge", { calls: 20, ok: 18, bad_args: 2 }); // exactly 10 %: not over it
+    await put("error_over", { calls: 100, ok: 89, bad_args: 11 }); // 11 %: medium
+    await put("crash_edge", { calls: 100, ok: 99, crashed: 1 }); // exactly 1 %: not over it (errors 1 %: no)
+    await put("crash_over", { calls: 200, ok: 197, crashed: 3 }); // 1.5 % crashes: medium (errors 1.5 %: no)
+    const { body } = await getJson<{ insights: Insight[] }>("/v1/metrics/insights?from=2026-10-02&to=2026-10-02", p.read_key);
+    expect(body.insights.map((i) => [i.severity, i.kind, i.tool_name, i.affected_calls])).toEqual([
+      ["high", "high_error_rate", "worst", 12],
+      ["high", "crashes", "worst", 6],
+      ["high", "high_error_rate", "five_errors", 5],
+      ["high", "low_first_call_success", "flaky", 300],
+      ["medium", "high_error_rate", "error_over", 11],
+      ["medium", "crashes", "crash_over", 3],
+    ]);
+    const worst = body.insights[0]!;
+    expect(worst).toMatchObject({ value: 0.7059, threshold: 0.1, calls: 17 });
+    expect(worst.message).toBe("70.6 % of calls to worst fail (4 bad arguments, 2 tool errors, 6 crashes of 17 calls)");
+    expect(body.insights[1]).toMatchObject({ value: 0.3529, threshold: 0.01 });
+  });
+
   it("says when converged tools are the ones without a description", async () => {
     const p = await createProject();
     await seedRegistered(p.project_id, "blank_a", { descriptionNorm: "e3b0c44298fc" });

@@ -1,4 +1,4 @@
-// Every bad parameter of the read API answers 400 {"error"}; limits are tested at, under and over.
+// Every bad parameter of the read API answers 400 {"error", "code": "BAD_REQUEST"}; limits are tested at, under and over.
 import { createScheduledController, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../../src/worker/index.ts";
@@ -12,10 +12,11 @@ const ENDPOINTS = [
 const RANGED = ["tools", "clients", "pairs", "sessions", "timeseries", "agreement", "insights"] as const;
 
 async function expect400(path: string, key: string, fragment: RegExp): Promise<void> {
-  const { status, body, headers } = await getJson<{ error: string }>(path, key);
+  const { status, body, headers } = await getJson<{ error: string; code: string }>(path, key);
   expect(status, path).toBe(400);
   expect(headers.get("content-type")).toContain("application/json");
-  expect(Object.keys(body)).toEqual(["error"]);
+  expect(Object.keys(body)).toEqual(["error", "code"]);
+  expect(body.code).toBe("BAD_REQUEST");
   expect(body.error).toMatch(fragment);
 }
 

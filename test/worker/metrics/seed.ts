@@ -3,7 +3,7 @@
 import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { durationBucket, type DurationHistogram } from "../../../src/worker/histogram.ts";
-import type { Counters } from "../../../src/worker/metrics/counters.ts";
+import { COUNTER_NAMES, type Counters } from "../../../src/worker/metrics/counters.ts";
 
 export const DAY = 86_400_000;
 export const HOUR = 3_600_000;
@@ -32,29 +32,19 @@ export type HourRow = {
   histogram?: DurationHistogram;
 };
 
-const COLUMNS = [
-  "calls",
-  "ok",
-  "empty",
-  "bad_args",
-  "tool_error",
-  "crashed",
-  "response_bytes_sum",
-  "duration_ms_sum",
-  "retries",
-  "first_call_attempts",
-  "first_call_ok",
-] as const;
+/** Every counter column, from the one counter list (read when a row is seeded). */
+const columns = () => COUNTER_NAMES;
 
 /** Inserts one hour row; the day row adds it by trigger (counters and histogram, migration 0013). */
 export async function seedHour(row: HourRow): Promise<void> {
-  const values = COLUMNS.map((c) => row.counters[c] ?? 0);
+  const names = columns();
+  const values = names.map((c) => row.counters[c] ?? 0);
   const calls = row.counters.calls ?? 0;
   const histogram = row.histogram ?? (calls > 0 ? { "10": calls } : {});
-  const placeholders = COLUMNS.map((_, i) => `?${i + 5}`).join(", ");
+  const placeholders = names.map((_, i) => `?${i + 5}`).join(", ");
   await env.DB.prepare(
-    `INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name, ${COLUMNS.join(", ")}, duration_histogram_json) ` +
-      `VALUES (?1, ?2, ?3, ?4, ${placeholders}, ?16)`,
+    `INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name, ${names.join(", ")}, duration_histogram_json) ` +
+      `VALUES (?1, ?2, ?3, ?4, ${placeholders}, ?${names.length + 5})`,
   )
     .bind(row.projectId, row.hourMs, row.tool, row.client, ...values, JSON.stringify(histogram))
     .run();
@@ -111,8 +101,10 @@ export async function seedPair(
   to: string,
   count: number,
 ): Promise<void> {
+  // One row per (day, client), the pair added to its JSON object (migration 0019).
   await env.DB.prepare(
-    "INSERT INTO tool_pair_days (project_id, day_start_ms, client_name, from_tool, to_tool, pair_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    `INSERT INTO pair_days (project_id, day_start_ms, client_name, pairs_json) VALUES (?1, ?2, ?3, json_object(json_array(?4, ?5), ?6))
+     ON CONFLICT (project_id, day_start_ms, client_name) DO UPDATE SET pairs_json = json_patch(pairs_json, excluded.pairs_json)`,
   )
     .bind(projectId, dayMs(date), client, from, to, count)
     .run();

@@ -60,7 +60,7 @@ const TABLES_TO_RESET = [
   "sessions",
   "tool_hour_metrics",
   "tool_day_metrics",
-  "tool_pair_days",
+  "pair_days",
   "registered_tools",
   "tool_versions",
   "agreement_days",
@@ -198,8 +198,8 @@ export async function snapshot(db: D1Database): Promise<RollupSnapshot> {
       FROM tool_hour_metrics ORDER BY project_id, hour_start_ms, tool_name, client_name`),
     db.prepare(`SELECT project_id, day_start_ms AS start_ms, tool_name, client_name, ${COUNTERS}, duration_histogram_json
       FROM tool_day_metrics ORDER BY project_id, day_start_ms, tool_name, client_name`),
-    db.prepare(`SELECT project_id, day_start_ms, client_name, from_tool, to_tool, pair_count FROM tool_pair_days
-      ORDER BY project_id, day_start_ms, client_name, from_tool, to_tool`),
+    db.prepare(`SELECT d.project_id, d.day_start_ms, d.client_name, p.key ->> 0 AS from_tool, p.key ->> 1 AS to_tool, p.value AS pair_count
+      FROM pair_days d, json_each(d.pairs_json) AS p ORDER BY d.project_id, d.day_start_ms, d.client_name, from_tool, to_tool`),
     db.prepare(`SELECT project_id, session_id, first_seen_ms, last_seen_ms, client_name, calls, response_bytes_sum, schema_bytes_sum FROM sessions ORDER BY project_id, session_id`),
     db.prepare(`SELECT project_id, tool_name, schema_bytes, schema_hash, description_hash, description_norm,
       requires_authorization, requires_verified_identity FROM registered_tools ORDER BY project_id, tool_name`),

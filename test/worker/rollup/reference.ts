@@ -1,7 +1,8 @@
 // A plain in-memory computation of every rollup table from ALL payloads at once, written from
-// SPEC §2 word for word (chains are walked explicitly, not derived from per-call flags), to
+// SPEC §2 (docs/spec.md) word for word (chains are walked explicitly, not derived from per-call flags), to
 // compare the incremental SQL rollup against. Deliberately straightforward and slow.
 import { durationBucket } from "../../../src/worker/histogram.ts";
+import { COUNTER_NAMES } from "../../../src/worker/metrics/counters.ts";
 import type { CounterRow, RollupSnapshot, TestAgreement, TestCall, TestStartup } from "./fixtures.ts";
 
 const HOUR = 3_600_000;
@@ -110,7 +111,8 @@ export function referenceRollup(
 
   const hourRows = [...hours.values()].sort(compareCounterRows);
 
-  // Days: the sum of the day's calls (computed independently of hour rows).
+  // Days: the sum of the day's hour rows — what the database keeps them equal to (migration 0013's
+  // triggers), so a day row that drifts from its hours differs from this.
   const days = new Map<Key, CounterRow>();
   for (const h of hourRows) {
     const day = Math.floor(h.start_ms / DAY) * DAY;
@@ -120,8 +122,7 @@ export function referenceRollup(
       d = { project_id: h.project_id, start_ms: day, tool_name: h.tool_name, client_name: h.client_name, ...emptyCounters() };
       days.set(k, d);
     }
-    for (const f of ["calls", "ok", "empty", "bad_args", "tool_error", "crashed", "response_bytes_sum", "duration_ms_sum",
-      "retries", "first_call_attempts", "first_call_ok", "calls_without_session"] as const) d[f] += h[f];
+    for (const f of COUNTER_NAMES) d[f] += h[f];
     for (const [b, n] of Object.entries(h.histogram)) d.histogram[b] = (d.histogram[b] ?? 0) + n;
   }
 

@@ -1,0 +1,110 @@
+// The API's one error model (docs/errors.md): a code for every error, one error class, one
+// `apiError(code, message)` path, and one body, `{"error": message, "code": code}`, written by
+// app.onError alone. `error` stays a string (SPEC §1.1: every error body is {"error": string});
+// `code` is what a program branches on. Messages are our own words: never the input, never a stack.
+import { zValidator } from "@hono/zod-validator";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { z } from "zod";
+
+/** Every error code, with the one HTTP status it is answered with. Append-only: producers branch on these. */
+export const ERROR_CODES = {
+  /** A bad query parameter or body: the message says which, in our words. */
+  BAD_REQUEST: 400,
+  /** No key, an unknown, revoked or wrong-kind key, or no/a wrong ADMIN_TOKEN (SPEC §3). */
+  UNAUTHORIZED: 401,
+  /** A cross-site request the origin checks refuse (SPEC §3). */
+  FORBIDDEN: 403,
+  /** No such route, project, key, rule or destination (within the caller's project). */
+  NOT_FOUND: 404,
+  /** A limit of stored things (rules, destinations) or a destination still used by a rule (SPEC §5). */
+  CONFLICT: 409,
+  /** A body or a batch over its limit (SPEC §1.1). */
+  PAYLOAD_TOO_LARGE: 413,
+  /** A body that is not `application/json`, or an encoding other than gzip or identity (SPEC §1.1). */
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  /** A key over its payload budget (SPEC §1.1), or too many failed sign-ins (throttle/); `Retry-After` says when to try again. */
+  TOO_MANY_REQUESTS: 429,
+  /** Anything unexpected: the body is always `{"error": "internal error", "code": "INTERNAL_SERVER_ERROR"}`. */
+  INTERNAL_SERVER_ERROR: 500,
+  /** The worker cannot take the request durably now; `Retry-After` says when to try again (SPEC §1.1). */
+  SERVICE_UNAVAILABLE: 503,
+} as const satisfies Record<string, ContentfulStatusCode>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+export const ERROR_CODE_NAMES = Object.keys(ERROR_CODES) as ErrorCode[];
+
+/** The body of every error answer. */
+export type ErrorBody = { error: string; code: ErrorCode };
+
+/** An error the API answers on purpose: its code decides the status, its message is our own words. */
+export class ApiError extends HTTPException {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, headers?: Record<string, string>) {
+    const status = ERROR_CODES[code];
+    super(status, { message, ...(headers ? { res: new Response(null, { status, headers }) } : {}) });
+    this.code = code;
+  }
+}
+
+/** The one way a route, a middleware or a service refuses a request: `throw apiError(code, message)`. */
+export function apiError(code: ErrorCode, message: string, headers?: Record<string, string>): ApiError {
+  return new ApiError(code, message, headers);
+}
+
+const CODE_OF_STATUS = new Map<number, ErrorCode>(ERROR_CODE_NAMES.map((code) => [ERROR_CODES[code], code]));
+
+/**
+ * The code of an error thrown as a bare HTTPException (by Hono's own middleware: body limit, bearer
+ * auth, the JSON validator's malformed body): the code of its status, else the nearest class.
+ */
+export function codeOfStatus(status: number): ErrorCode {
+  return CODE_OF_STATUS.get(status) ?? (status >= 500 ? "INTERNAL_SERVER_ERROR" : "BAD_REQUEST");
+}
+
+/** Default wording for an HTTPException thrown without a message (Hono's middleware). */
+const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
+  BAD_REQUEST: "bad request",
+  UNAUTHORIZED: "unauthorized",
+  FORBIDDEN: "forbidden",
+  NOT_FOUND: "not found",
+  CONFLICT: "conflict",
+  PAYLOAD_TOO_LARGE: "payload too large",
+  UNSUPPORTED_MEDIA_TYPE: "unsupported media type",
+  TOO_MANY_REQUESTS: "too many requests",
+  INTERNAL_SERVER_ERROR: "internal error",
+  SERVICE_UNAVAILABLE: "service unavailable",
+};
+
+/** The answer to an error: app.onError's only output, so no route writes an error body of its own. */
+export function errorResponse(err: unknown): Response {
+  if (err instanceof HTTPException) {
+    const code = err instanceof ApiError ? err.code : codeOfStatus(err.status);
+    const headers = new Headers(err.res?.headers);
+    headers.set("content-type", "application/json");
+    const body: ErrorBody = { error: err.message || DEFAULT_MESSAGES[code], code };
+    return new Response(JSON.stringify(body), { status: err.status, headers });
+  }
+  const body: ErrorBody = { error: DEFAULT_MESSAGES.INTERNAL_SERVER_ERROR, code: "INTERNAL_SERVER_ERROR" };
+  return new Response(JSON.stringify(body), { status: 500, headers: { "content-type": "application/json" } });
+}
+
+/** `application/json`, any case, with or without parameters (`; charset=utf-8`). */
+export function isJsonContentType(header: string | undefined): boolean {
+  return header?.split(";", 1)[0]?.trim().toLowerCase() === "application/json";
+}
+
+/**
+ * The API's body validator, the body's twin of metrics/query.ts's `validQuery`: Hono's
+ * `@hono/zod-validator` on the JSON body, `c.req.valid("json")` in the handler. A body that is not
+ * `application/json` is a 415 (never read as `{}`), a malformed one a 400 (the validator's own), one
+ * that fails the schema a 400 "invalid body" — the input is never echoed.
+ */
+export function validBody<T extends z.ZodType>(schema: T) {
+  return zValidator("json", schema, (result, c) => {
+    if (!isJsonContentType(c.req.header("content-type"))) {
+      throw apiError("UNSUPPORTED_MEDIA_TYPE", "content type must be application/json");
+    }
+    if (!result.success) throw apiError("BAD_REQUEST", "invalid body");
+  });
+}
