@@ -335,6 +335,21 @@ CREATE TABLE ingest_receipts (
   PRIMARY KEY (project_id, batch_id)
 ) WITHOUT ROWID;
 
+CREATE TABLE dashboard_sessions (
+  session_sha256 TEXT PRIMARY KEY,
+  kind TEXT NOT NULL CHECK (kind IN ('read', 'admin')),
+  -- A read session's project and the key it signed in with; NULL for an admin session.
+  project_id TEXT,
+  key_id TEXT,
+  created_at_ms INTEGER NOT NULL,
+  expires_at_ms INTEGER NOT NULL,
+  CHECK ((kind = 'read') = (key_id IS NOT NULL AND project_id IS NOT NULL))
+) WITHOUT ROWID;
+
+CREATE INDEX dashboard_sessions_by_key ON dashboard_sessions (key_id) WHERE key_id IS NOT NULL;
+
+CREATE INDEX dashboard_sessions_by_expiry ON dashboard_sessions (expires_at_ms);
+
 CREATE TABLE pair_days (
   project_id TEXT NOT NULL,
   day_start_ms INTEGER NOT NULL,

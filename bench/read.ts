@@ -11,7 +11,7 @@ import { rangeFromDays, type DateRange } from "../src/worker/metrics/query.ts";
 import { openReadScope } from "../src/worker/metrics/scope.ts";
 import { mulberry32 } from "../test/e2e/dashboard/demo-data.ts";
 import { countingDb } from "../test/worker/helpers/counting-d1.ts";
-import { createProject, startWorker, type RunningWorker } from "../test/e2e/dashboard/start-worker.ts";
+import { createProject, readSessionCookie, startWorker, type RunningWorker } from "../test/e2e/dashboard/start-worker.ts";
 
 const DAYS = 90;
 /** Extra older days, so that every cold sample (of both cold cases) reads its own 90-day window: a cache miss. */
@@ -215,7 +215,7 @@ try {
   const today = iso(todayMs);
   const from90 = iso(todayMs - (DAYS - 1) * DAY_MS);
   const bearer = { authorization: `Bearer ${project.read_key}` };
-  const cookie = { cookie: `mcpulse_read_key=${project.read_key}` };
+  const cookie = { cookie: await readSessionCookie(worker, project.read_key) };
   // Warm: the same request repeated (days before as_of − 8 days come from the isolate's cache after
   // the first read). Cold: each sample a different 90-day window, so every one misses the cache and
   // reads all 90 days of rows from D1.
@@ -236,7 +236,7 @@ try {
   // The worst pages at the caps, after the seeded project's cases (its own project, so they share nothing).
   const caps = await createProject(worker, "bench at the caps");
   await seedCaps(worker, caps.project_id, todayMs);
-  const capsCookie = { cookie: `mcpulse_read_key=${caps.read_key}` };
+  const capsCookie = { cookie: await readSessionCookie(worker, caps.read_key) };
   const capCases = [
     { name: "GET / (dashboard)", what: `${CAP_TOOLS + CAP_DEAD_TOOLS + 1} tools, ${CAP_CLIENTS + 1} clients`, path: "/" },
     { name: "GET /tool?name= (tool page)", what: `a tool of ${CAP_CLIENTS} clients`, path: "/tool?name=cap_shared" },

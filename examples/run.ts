@@ -2,7 +2,8 @@
 // client against the local worker (`npm run dev`), runs the rollup, prints what
 // /v1/metrics/tools now says, asks the worker's own MCP server (/mcp, docs/mcp.md) the same question
 // as an agent would, and prints the dashboard URL.
-//   MCPULSE_URL        worker URL (default http://127.0.0.1:8787)
+//   MCPULSE_URL        worker URL (default: the one a running `npm run dev` recorded, else
+//                      http://127.0.0.1:8787)
 //   MCPULSE_KEY / MCPULSE_READ_KEY   reuse an existing project's keys instead of creating one
 //   ADMIN_TOKEN        else read from .dev.vars (written by `npm run dev`)
 import { existsSync, readFileSync } from "node:fs";
@@ -11,7 +12,12 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-const url = (process.env.MCPULSE_URL ?? "http://127.0.0.1:8787").replace(/\/+$/, "");
+// @ts-expect-error -- a plain .mjs module of the scripts, without type declarations
+const { readDevUrl } = (await import("../scripts/dev-support.mjs")) as { readDevUrl: () => string | null };
+
+const recorded = readDevUrl();
+const url = (process.env.MCPULSE_URL || recorded || "http://127.0.0.1:8787").replace(/\/+$/, "");
+const urlSource = process.env.MCPULSE_URL ? "MCPULSE_URL" : recorded ? "the URL `npm run dev` recorded" : "the default";
 const root = fileURLToPath(new URL("..", import.meta.url));
 
 async function reachable(): Promise<boolean> {
@@ -42,7 +48,11 @@ async function keys(): Promise<{ ingest: string; read: string }> {
 }
 
 if (!(await reachable())) {
-  console.error(`The worker is not answering at ${url}. Start it in another terminal with \`npm run dev\`, then run \`npm run example\` again.`);
+  console.error(
+    `The worker is not answering at ${url} (${urlSource}).\n` +
+      "Start it in another terminal with `npm run dev` (this example then finds it on whatever port it serves),\n" +
+      "or, for a worker running elsewhere, name it: MCPULSE_URL=http://127.0.0.1:8788 npm run example",
+  );
   process.exit(1);
 }
 const { ingest, read } = await keys();

@@ -1,14 +1,16 @@
 #!/usr/bin/env node
 // `npm run dev [-- wrangler dev options]`: the worker on 127.0.0.1:8787 with a ready local D1.
-// 1. applies the pending migrations (migrations/) to the local D1 with `wrangler d1 migrations apply`;
+// 1. applies the pending migrations (migrations/) to the local D1 with `wrangler d1 migrations apply`,
+//    printing one line for them (wrangler's own output only on an error);
 //    a local D1 made by the first release's schema.sql is recognised by 0001 and keeps its data;
 // 2. creates .dev.vars with a random ADMIN_TOKEN unless one is already set there;
-// 3. prints how to create a project;
+// 3. records the URL it serves (for `npm run example`) and prints how to create a project;
 // 4. runs `wrangler dev` with the scheduled handler reachable (--test-scheduled). Extra arguments
 //    pass through: `npm run dev -- --port 8788`.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync, appendFileSync } from "node:fs";
+import { clearDevUrl, devUrlFor, migrationSummary, writeDevUrl } from "./dev-support.mjs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -27,18 +29,25 @@ function optionValue(name, fallback) {
 }
 
 // 1. Schema. Extra options that choose the local D1 (--persist-to) apply to the migrations too.
-console.log("Applying pending migrations to the local D1 …");
+// wrangler prints the whole migration table again after each migration; its output is kept for an
+// error and summed up in one line otherwise.
 const persist = hasOption("--persist-to") ? ["--persist-to", optionValue("--persist-to", "")] : [];
 const applied = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local", ...persist], {
   cwd: root,
-  stdio: ["ignore", "inherit", "inherit"],
+  encoding: "utf8",
   // Never prompt: the local database is the developer's own.
   env: { ...process.env, CI: "true" },
 });
+const summary = applied.status === 0 ? migrationSummary(applied.stdout ?? "") : null;
+if (summary === null) {
+  process.stdout.write(applied.stdout ?? "");
+  process.stderr.write(applied.stderr ?? "");
+}
 if (applied.status !== 0) {
   console.error("Could not apply the migrations to the local D1 (see the error above).");
   process.exit(applied.status ?? 1);
 }
+if (summary !== null) console.log(summary);
 
 // 2. Admin token.
 const devVarsPath = join(root, ".dev.vars");
@@ -51,13 +60,15 @@ if (!/^ADMIN_TOKEN\s*=/m.test(devVars)) {
   console.log("Wrote a new random ADMIN_TOKEN to .dev.vars.");
 }
 
-// 3. What next.
+// 3. What next. The URL is recorded for `npm run example` (scripts/dev-support.mjs).
 const port = optionValue("--port", "8787");
-const ip = optionValue("--ip", "127.0.0.1");
+const url = devUrlFor(extraArgs);
+writeDevUrl(url);
 console.log(`
-Worker: http://${ip}:${port}
+Worker: ${url}
 Create a project (prints its ingest and read keys), in another terminal:
   npm run project:create -- "my server"${port === "8787" ? "" : ` --port ${port}`}
+Or see it work end to end: npm run example (it finds this worker by itself; elsewhere set MCPULSE_URL=${url})
 `);
 
 // 4. Serve. The defaults come first so that options passed through are the ones that count.
@@ -71,4 +82,7 @@ args.push(...extraArgs);
 const env = { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: process.env.CLOUDFLARE_CF_FETCH_ENABLED ?? "false" };
 const child = spawn(process.execPath, args, { cwd: root, stdio: "inherit", env });
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
-child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+child.on("exit", (code, signal) => {
+  clearDevUrl(url);
+  process.exit(code ?? (signal ? 1 : 0));
+});

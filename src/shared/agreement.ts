@@ -1,9 +1,10 @@
 // The `agreement` payload (SPEC §1.2): the opt-in verdict of an in-process comparison of two tools.
 import { z } from "zod";
-import { boundedText, sessionIdSchema, timestampSchema, toolNameSchema, wholeNumber } from "./fields.ts";
+import { requiredName, sessionIdSchema, timestampSchema, toolNameSchema, wholeNumber } from "./fields.ts";
 import { MAX_AGREEMENT_FIELD_CHARS, MAX_AGREEMENT_WINDOW_MS } from "./limits.ts";
 
-export const agreementFieldSchema = boundedText(MAX_AGREEMENT_FIELD_CHARS);
+/** The compared field names what a verdict is about: empty drops the item, like an empty tool name. */
+export const agreementFieldSchema = requiredName(MAX_AGREEMENT_FIELD_CHARS);
 
 /** An agreement verdict; `checked_at` becomes `checked_at_ms` (epoch ms); unknown keys stripped. */
 export const agreementPayloadSchema = z

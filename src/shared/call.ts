@@ -8,6 +8,7 @@ import {
   callSessionIdSchema,
   timestampSchema,
   toolNameSchema,
+  UNKNOWN_CLIENT_NAME,
   wholeNumber,
 } from "./fields.ts";
 import { codePointLength } from "./hash.ts";
@@ -84,7 +85,7 @@ export function parseCallFast(item: Readonly<Record<string, unknown>>): CallPayl
   if (v !== 1 || type !== "call") return undefined;
   if (!isBoundedName(session_id, MAX_SESSION_ID_CHARS)) return undefined;
   if (!isBoundedName(client_name, MAX_CLIENT_NAME_CHARS)) return undefined;
-  if (!isBoundedName(tool_name, MAX_TOOL_NAME_CHARS)) return undefined;
+  if (!isBoundedName(tool_name, MAX_TOOL_NAME_CHARS) || tool_name === "") return undefined;
   if (typeof started_at !== "string") return undefined;
   const started_at_ms = parseTimestampMs(started_at);
   if (started_at_ms === null) return undefined;
@@ -96,7 +97,7 @@ export function parseCallFast(item: Readonly<Record<string, unknown>>): CallPayl
     v,
     type,
     session_id,
-    client_name,
+    client_name: client_name === "" ? UNKNOWN_CLIENT_NAME : client_name,
     tool_name,
     started_at_ms,
     duration_ms,

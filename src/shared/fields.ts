@@ -12,12 +12,25 @@ export const HASH_PATTERN = /^[0-9a-f]{4,64}$/;
  * every name ingest accepts fits the read API's filters, which use these same schemas (SPEC §1.2:
  * "chars" are code points everywhere). Zod 4.6's built-in `.max()` counts code points (a lone
  * surrogate as one, like codePointLength) and only walks strings longer than `maxChars` units.
- * The empty string is within every cap: SPEC §1.2 drops an item only for a wrong type or a field
- * over its cap, so an empty name is kept (one bad-looking field must not cost the call).
+ * The empty string is within this cap: a descriptive field (`sdk`, `protocol_version`) may be
+ * empty. A name that identifies what a figure is about uses `requiredName` instead.
  */
 export function boundedText(maxChars: number) {
   return z.string().max(maxChars);
 }
+
+/**
+/**
+ * A name that identifies what an item is about (a tool, an agreement field): 1 to `maxChars` code
+ * points (SPEC §1.2: tool names 1–200). An empty one drops the item — there is nothing to count it
+ * under, and the dashboard would show it as an invisible link.
+ */
+export function requiredName(maxChars: number) {
+  return z.string().min(1).max(maxChars);
+}
+
+/** What an empty or missing client name means: the SDKs send this when the client did not say (SPEC §4). */
+export const UNKNOWN_CLIENT_NAME = "unknown";
 
 /**
  * A startup's or a verdict's session: 1–128 characters. Only a call may have an empty one (SPEC
@@ -26,8 +39,13 @@ export function boundedText(maxChars: number) {
 export const sessionIdSchema = boundedText(MAX_SESSION_ID_CHARS).min(1);
 /** A call's session: at most 128 characters, empty when the producer knows no session (SPEC §2.2). */
 export const callSessionIdSchema = boundedText(MAX_SESSION_ID_CHARS);
-export const clientNameSchema = boundedText(MAX_CLIENT_NAME_CHARS);
-export const toolNameSchema = boundedText(MAX_TOOL_NAME_CHARS);
+/**
+ * The client's name only describes who called: an empty one does not cost the item (SPEC §1.2, a
+ * descriptive field never costs the payload) and is stored as `unknown`, the name the SDKs give a
+ * client that did not say — so the dashboard never lists a client without a name.
+ */
+export const clientNameSchema = boundedText(MAX_CLIENT_NAME_CHARS).transform((name) => (name === "" ? UNKNOWN_CLIENT_NAME : name));
+export const toolNameSchema = requiredName(MAX_TOOL_NAME_CHARS);
 
 /** A whole number from 0 to `max` inclusive. */
 export function wholeNumber(max: number) {

@@ -6,6 +6,7 @@ import type { AppEnv, Env } from "./env.ts";
 import type { KeyState } from "./budget/key-budget.ts";
 import { findKeyById, type ApiKeyRow, type KeyKind } from "./db/keys.ts";
 import { apiError } from "./errors.ts";
+import { attemptOf, guardBeforeCheck, keyPrefix, recordFailedCredential, tooManyAttempts } from "./throttle/credentials.ts";
 
 export type { KeyKind };
 
@@ -152,12 +153,27 @@ export function bearerToken(header: string | undefined): string | null {
 /**
  * Middleware: requires a live key of `kind` in `Authorization: Bearer`, else 401
  * `{"error": …, "code": "UNAUTHORIZED"}`; sets `c.var.projectId` / `c.var.keyId` for the handlers after it.
+ *
+ * A wrong key or a malformed header counts as a failed sign-in (throttle/credentials.ts), and a
+ * client over its limit is answered 429 with Retry-After; a correct key costs nothing more. A
+ * request without any Authorization header is not a guess and is not counted. (Ingest checks its
+ * key with authenticateIngestKey; it can call the same throttle functions around that check.)
  */
 export function requireKey(kind: KeyKind): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const token = bearerToken(c.req.header("authorization"));
+    const header = c.req.header("authorization");
+    const token = bearerToken(header);
+    const attempt = attemptOf(c.req.raw, token === null ? null : keyPrefix(token));
+    const nowMs = Date.now();
+    const throttle = header !== undefined;
+    if (throttle) {
+      const wait = await guardBeforeCheck(c.env, attempt, nowMs, { authoritative: false });
+      if (wait !== null) throw tooManyAttempts(wait);
+    }
     const auth = token === null ? null : await authenticateKey(c.env.DB, token, kind);
     if (!auth) {
+      const wait = throttle ? await recordFailedCredential(c.env, attempt, nowMs) : null;
+      if (wait !== null) throw tooManyAttempts(wait);
       throw apiError("UNAUTHORIZED", token === null ? "missing bearer key" : `not a valid ${kind} key`, {
         "WWW-Authenticate": 'Bearer realm="mcpulse"',
       });

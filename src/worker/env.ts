@@ -1,6 +1,7 @@
 // The worker's bindings and variables (wrangler.toml), and the one Hono environment every route uses.
 import type { KeyBudget } from "./budget/key-budget.ts";
 import type { IngestHealth } from "./health/ingest-health.ts";
+import type { SignInThrottle } from "./throttle/sign-in-throttle.ts";
 
 export interface Env {
   DB: D1Database;
@@ -8,6 +9,8 @@ export interface Env {
   KEY_BUDGET: DurableObjectNamespace<KeyBudget>;
   /** Ingest's durability counters, backlog and dead letters (one instance). */
   INGEST_HEALTH: DurableObjectNamespace<IngestHealth>;
+  /** Failed sign-ins per client network and per key prefix (throttle/credentials.ts). */
+  SIGN_IN_THROTTLE: DurableObjectNamespace<SignInThrottle>;
   /** Batches D1 could not take yet; producer and consumer check messages with their Zod schema (queues/ingest-writes.ts). */
   INGEST_QUEUE: Queue<unknown>;
   /** Base delay of the D1 write retries after a 202, in ms (default 250: waits of 0.25, 1 and 4 s). */

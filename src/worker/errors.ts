@@ -23,7 +23,7 @@ export const ERROR_CODES = {
   PAYLOAD_TOO_LARGE: 413,
   /** A body that is not `application/json`, or an encoding other than gzip or identity (SPEC §1.1). */
   UNSUPPORTED_MEDIA_TYPE: 415,
-  /** A key over its payload budget; `Retry-After` says when to try again (SPEC §1.1). */
+  /** A key over its payload budget (SPEC §1.1), or too many failed sign-ins (throttle/); `Retry-After` says when to try again. */
   TOO_MANY_REQUESTS: 429,
   /** Anything unexpected: the body is always `{"error": "internal error", "code": "INTERNAL_SERVER_ERROR"}`. */
   INTERNAL_SERVER_ERROR: 500,

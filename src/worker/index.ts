@@ -8,6 +8,7 @@ import { handleScheduled } from "./rollup/index.ts";
 
 export { KeyBudget } from "./budget/key-budget.ts";
 export { IngestHealth } from "./health/ingest-health.ts";
+export { SignInThrottle } from "./throttle/sign-in-throttle.ts";
 
 export default {
   fetch: app.fetch,

@@ -47,6 +47,11 @@ function handle(req: IncomingMessage, res: ServerResponse) {
       res.writeHead(500).end("boom");
       return;
     }
+    // A moved webhook: its redirect points back at this machine, which must never be followed.
+    if (path === "/moved") {
+      res.writeHead(307, { location: `${receiverUrl}/after-redirect` }).end();
+      return;
+    }
     if (path === "/hook" || path === "/flaky") {
       entry.signatureOk = verify(secrets.get(path)!, req.headers, body);
       res.writeHead(entry.signatureOk ? 204 : 401).end();
@@ -159,5 +164,18 @@ describe("alert delivery to a real receiver", () => {
     const test = byPath("/hook")[1]!;
     expect(test.signatureOk).toBe(true);
     expect(JSON.parse(test.body)).toMatchObject({ kind: "test", rule: null });
+  });
+
+  it("never follows a redirect: the attempt is logged as http_3xx and the redirect's target is never asked", async () => {
+    const project = await createProject(worker, "moved");
+    const base = `/v1/admin/projects/${project.project_id}`;
+    const created = await api("POST", `${base}/alert-destinations`, { kind: "webhook", url: `${receiverUrl}/moved` });
+    expect(created.status).toBe(201);
+    expect((await api("POST", `${base}/alert-destinations/${created.body.id}/test`)).status).toBe(202);
+    await worker.runRollup(new Date(Date.now() + MINUTE));
+    expect(received.filter((r) => r.path === "/moved")).toHaveLength(1);
+    expect(received.filter((r) => r.path === "/after-redirect")).toEqual([]);
+    const log = (await api("GET", "/v1/metrics/alerts", undefined, project.read_key)).body;
+    expect(log.deliveries).toMatchObject([{ destination_id: created.body.id, attempts: [{ http_status: 307, error_class: "http_3xx" }] }]);
   });
 });

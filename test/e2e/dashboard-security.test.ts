@@ -14,7 +14,7 @@ const CHROMIUM_ARGS = [
   "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
   "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ];
-const COOKIE = "mcpulse_read_key";
+const COOKIE = "mcpulse_session";
 const LONG = "a_tool_name_that_goes_on_".repeat(8); // 200 characters
 const SPOOF = "txt.exe\u202Egpj.tool";
 const EMOJI = "🚀".repeat(150);
@@ -101,11 +101,14 @@ describe("the dashboard against a cross-site page", () => {
     const context = await browser.newContext();
     const page = await context.newPage();
     await signIn(page, victim.read_key);
-    expect(await cookieOf(context)).toBe(victim.read_key);
+    const signedIn = await cookieOf(context);
+    // The cookie holds a signed session id, never the key.
+    expect(signedIn).toMatch(/^read\./);
+    expect(decodeURIComponent(signedIn!)).not.toContain(victim.read_key);
     const answer = page.waitForResponse((r) => r.url() === `${worker.url}/signin`);
     await page.goto(`${attackerUrl}/signin-form`);
     expect((await answer).status()).toBe(403);
-    expect(await cookieOf(context)).toBe(victim.read_key);
+    expect(await cookieOf(context)).toBe(signedIn);
     await page.goto(`${worker.url}/`);
     expect(await page.textContent("[data-project]")).toBe("Victim project");
     await context.close();
@@ -115,10 +118,11 @@ describe("the dashboard against a cross-site page", () => {
     const context = await browser.newContext();
     const page = await context.newPage();
     await signIn(page, victim.read_key);
+    const signedIn = await cookieOf(context);
     await page.goto(`${attackerUrl}/key-link`);
     await page.waitForSelector("[data-confirm-signin]");
     expect(await page.textContent("[data-confirm-project]")).toBe("Attacker project");
-    expect(await cookieOf(context)).toBe(victim.read_key);
+    expect(await cookieOf(context)).toBe(signedIn);
     // The page's script took the key out of the address bar.
     expect(page.url()).toBe(`${worker.url}/`);
     await context.close();
@@ -128,10 +132,11 @@ describe("the dashboard against a cross-site page", () => {
     const context = await browser.newContext();
     const page = await context.newPage();
     await signIn(page, victim.read_key);
+    const signedIn = await cookieOf(context);
     const answer = page.waitForResponse((r) => r.url() === `${worker.url}/signout`);
     await page.goto(`${attackerUrl}/signout-form`);
     expect((await answer).status()).toBe(403);
-    expect(await cookieOf(context)).toBe(victim.read_key);
+    expect(await cookieOf(context)).toBe(signedIn);
     // The dashboard's own sign-out button still works.
     await page.goto(`${worker.url}/`);
     await page.click('form[action="/signout"] button');

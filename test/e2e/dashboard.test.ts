@@ -130,8 +130,9 @@ describe("dashboard in headless Chromium", () => {
     await page.waitForSelector("[data-project]");
     expect(page.url()).toBe(`${worker.url}/`);
     const cookies = await context.cookies();
-    const session = cookies.find((c) => c.name === "mcpulse_read_key");
+    const session = cookies.find((c) => c.name === "mcpulse_session");
     expect(session).toMatchObject({ httpOnly: true, sameSite: "Strict", secure: false });
+    expect(decodeURIComponent(session!.value)).not.toContain(project.read_key);
     expect(await page.textContent("[data-project]")).toBe("Orders MCP server");
 
     // Every figure of the tools table and the cards equals the API's answer for the same range.

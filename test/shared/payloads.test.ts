@@ -200,14 +200,20 @@ describe("call", () => {
     // 128 emoji are 256 UTF-16 units: a producer that cut to 128 characters is accepted.
     expect(kept(call({ client_name: repeat(MAX_CLIENT_NAME_CHARS, "🚀") }))).toBeTruthy();
     expect(droppedReason(call({ client_name: repeat(MAX_CLIENT_NAME_CHARS + 1, "🚀") }))).toBe("client_name: too long");
-    expect(kept(call({ client_name: "" }))).toMatchObject({ client_name: "" }); // SPEC §1.2 caps length only
+    // Empty describes nobody: kept, under the name the SDKs give a client that did not say.
+    expect(kept(call({ client_name: "" }))).toMatchObject({ client_name: "unknown" });
+    expect(kept(call({ client_name: "x" }))).toMatchObject({ client_name: "x" });
+    expect(kept(call({ client_name: " " }))).toMatchObject({ client_name: " " });
   });
 
-  it("caps tool_name at 200 characters", () => {
+  it("keeps tool_name to 1–200 characters (SPEC §1.2)", () => {
     expect(kept(call({ tool_name: repeat(MAX_TOOL_NAME_CHARS - 1) }))).toBeTruthy();
     expect(kept(call({ tool_name: repeat(MAX_TOOL_NAME_CHARS) }))).toBeTruthy();
     expect(droppedReason(call({ tool_name: repeat(MAX_TOOL_NAME_CHARS + 1) }))).toBe("tool_name: too long");
-    expect(kept(call({ tool_name: "" }))).toMatchObject({ tool_name: "" }); // SPEC §1.2 caps length only
+    // The lower limit: one character is a name, none is not (it would be an invisible link).
+    expect(kept(call({ tool_name: "x" }))).toMatchObject({ tool_name: "x" });
+    expect(kept(call({ tool_name: "🚀" }))).toMatchObject({ tool_name: "🚀" });
+    expect(droppedReason(call({ tool_name: "" }))).toBe("tool_name: empty");
   });
 
   it("requires args_hash to be 4–64 lowercase hex characters", () => {
@@ -359,6 +365,7 @@ describe("startup", () => {
     expect(droppedReason(startup({ session_id: "" }))).toBe("session_id: empty");
     expect(droppedReason(startup({ client_name: repeat(MAX_CLIENT_NAME_CHARS + 1) }))).toBe("client_name: too long");
     expect(droppedReason(startup({ client_name: undefined }))).toBe("client_name: missing");
+    expect(kept(startup({ client_name: "" }))).toMatchObject({ client_name: "unknown" });
   });
 
   it("keeps a startup that lists a tool name twice (SPEC §1.2 drops a startup only for an invalid entry)", () => {
@@ -381,7 +388,10 @@ describe("startup", () => {
     expect(kept(startup({ tools: [tool({ schema_bytes: MAX_BYTE_COUNT - 1 })] }))).toBeTruthy();
     expect(kept(startup({ tools: [tool({ schema_bytes: MAX_BYTE_COUNT })] }))).toBeTruthy();
     expect(droppedReason(startup({ tools: [tool({ schema_bytes: 1.5 })] }))).toBe("tools.0.schema_bytes: not a whole number");
-    expect(kept(startup({ tools: [tool({ name: "" })] }))).toBeTruthy(); // SPEC §1.2 caps length only
+    // Tool names are 1–200: an empty entry name is an invalid entry and drops the whole startup.
+    expect(kept(startup({ tools: [tool({ name: "x" })] }))).toBeTruthy();
+    expect(droppedReason(startup({ tools: [tool({ name: "" })] }))).toBe("tools.0.name: empty");
+    expect(droppedReason(startup({ tools: [tool({ name: "a" }), tool({ name: "" })] }))).toBe("tools.1.name: empty");
     expect(droppedReason(startup({ tools: [tool({ schema_bytes: MAX_BYTE_COUNT + 1 })] }))).toBe("tools.0.schema_bytes: over its cap");
   });
 
@@ -439,6 +449,10 @@ describe("startup", () => {
     expect(droppedReason(startup({ agree_declared: [{ field: repeat(MAX_AGREEMENT_FIELD_CHARS + 1), tools: [] }] }))).toBe("agree_declared.0.field: too long");
     expect(droppedReason(startup({ agree_declared: [{ field: "f", tools: [repeat(MAX_TOOL_NAME_CHARS + 1)] }] }))).toBe("agree_declared.0.tools.0: too long");
     expect(droppedReason(startup({ agree_declared: [{ field: "f" }] }))).toBe("agree_declared.0.tools: missing");
+    // A declaration names a field and tools: empty ones are invalid entries, like an empty tool name.
+    expect(droppedReason(startup({ agree_declared: [{ field: "", tools: ["a"] }] }))).toBe("agree_declared.0.field: empty");
+    expect(droppedReason(startup({ agree_declared: [{ field: "f", tools: ["a", ""] }] }))).toBe("agree_declared.0.tools.1: empty");
+    expect(kept(startup({ agree_declared: [{ field: "f", tools: ["a"] }] }))).toBeTruthy();
   });
 
   it("has no timestamp, so no window", () => {
@@ -490,7 +504,12 @@ describe("agreement", () => {
     expect(droppedReason(agreement({ window_ms: MAX_AGREEMENT_WINDOW_MS + 1 }))).toMatch(/^window_ms: /);
     expect(droppedReason(agreement({ window_ms: -1 }))).toBe("window_ms: negative");
     expect(droppedReason(agreement({ agreed: "yes" }))).toBe("agreed: wrong type");
-    expect(kept(agreement({ field: "" }))).toMatchObject({ field: "" }); // SPEC §1.2 caps length only
+    // field, tool_a and tool_b name what the verdict is about: empty drops it, one character does not.
+    expect(droppedReason(agreement({ field: "" }))).toBe("field: empty");
+    expect(kept(agreement({ field: "x" }))).toMatchObject({ field: "x" });
+    expect(droppedReason(agreement({ tool_a: "" }))).toBe("tool_a: empty");
+    expect(droppedReason(agreement({ tool_b: "" }))).toBe("tool_b: empty");
+    expect(kept(agreement({ tool_a: "a", tool_b: "b" }))).toMatchObject({ tool_a: "a", tool_b: "b" });
   });
 
   it("applies the window to checked_at", () => {

@@ -7,9 +7,9 @@ import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ADMIN_SESSION_MS } from "../../src/worker/routes/dashboard-cookies.ts";
 import { admin, createDestination, createRule, statesOf } from "./alerts/helpers.ts";
-import { createProject } from "./helpers/projects.ts";
+import { adminHeaders, createProject, readSessionCookie } from "./helpers/projects.ts";
 
-const READ_COOKIE = "mcpulse_read_key";
+const READ_COOKIE = "mcpulse_session";
 const ADMIN_COOKIE = "mcpulse_admin";
 const ORIGIN = "http://worker";
 type Fields = Record<string, string | string[]>;
@@ -50,7 +50,7 @@ async function signInAsAdmin(): Promise<string> {
 /** A project, its read cookie, and an admin cookie: what a signed-in admin's browser holds. */
 async function adminBrowser(name = "managed") {
   const project = await createProject(name);
-  const read = `${READ_COOKIE}=${project.read_key}`;
+  const read = await readSessionCookie(project.read_key);
   return { project, read, both: [read, await signInAsAdmin()] };
 }
 
@@ -145,17 +145,66 @@ describe("admin sign-in", () => {
     expect(cleared.some((c) => new RegExp(`^${ADMIN_COOKIE}=;.*Max-Age=0`).test(c))).toBe(true);
   });
 
-  it("accepts only a cookie signed under the current ADMIN_TOKEN and not expired", async () => {
-    const { project, read } = await adminBrowser();
+  it("accepts only a live session's cookie, signed under the current ADMIN_TOKEN and not expired", async () => {
+    const { project, read, both } = await adminBrowser();
+    const value = decodeURIComponent(both[1]!.slice(ADMIN_COOKIE.length + 1));
+    const [, id] = /^admin\.([0-9A-Za-z]{32})\.\d+\./.exec(value)!;
     const future = Date.now() + 3_600_000;
     const tryCookie = async (cookie: string) => (await post("/alerts/rules", { metric: "calls", op: "<", threshold: "5" }, [read, cookie])).status;
-    expect(await tryCookie(await handMadeAdminCookie(`dashboard-admin:${future}`, env.ADMIN_TOKEN!))).toBe(303);
-    expect(await tryCookie(await handMadeAdminCookie(`dashboard-admin:${Date.now() - 1000}`, env.ADMIN_TOKEN!))).toBe(403); // expired
-    expect(await tryCookie(await handMadeAdminCookie(`dashboard-admin:${Date.now() + 2 * ADMIN_SESSION_MS}`, env.ADMIN_TOKEN!))).toBe(403); // beyond a session
-    expect(await tryCookie(await handMadeAdminCookie(`dashboard-admin:${future}`, "another-token"))).toBe(403);
-    expect(await tryCookie(await handMadeAdminCookie(`something-else:${future}`, env.ADMIN_TOKEN!))).toBe(403);
+    expect(await tryCookie(both[1]!)).toBe(303);
+    expect(await tryCookie(await handMadeAdminCookie(`admin.${id}.${future}`, env.ADMIN_TOKEN!))).toBe(303); // the same session, another expiry within it
+    expect(await tryCookie(await handMadeAdminCookie(`admin.${id}.${Date.now() - 1000}`, env.ADMIN_TOKEN!))).toBe(403); // expired
+    expect(await tryCookie(await handMadeAdminCookie(`admin.${id}.${Date.now() + 2 * ADMIN_SESSION_MS}`, env.ADMIN_TOKEN!))).toBe(403); // beyond a session
+    expect(await tryCookie(await handMadeAdminCookie(`admin.${id}.${future}`, "another-token"))).toBe(403);
+    expect(await tryCookie(await handMadeAdminCookie(`read.${id}.${future}`, env.ADMIN_TOKEN!))).toBe(403); // another kind
+    expect(await tryCookie(await handMadeAdminCookie(`admin.${"A".repeat(32)}.${future}`, env.ADMIN_TOKEN!))).toBe(403); // a session the server never started
     expect(await tryCookie(`${ADMIN_COOKIE}=${encodeURIComponent(env.ADMIN_TOKEN!)}`)).toBe(403); // the raw token is no cookie
+    expect(await listRules(project.project_id)).toHaveLength(2);
+  });
+
+  it("signing out as admin ends the session on the server: a saved copy of the cookie no longer manages rules", async () => {
+    const { project, read, both } = await adminBrowser();
+    const saved = both[1]!;
+    const tryCookie = async (cookie: string) => (await post("/alerts/rules", { metric: "calls", op: "<", threshold: "5" }, [read, cookie])).status;
+    expect(await tryCookie(saved)).toBe(303);
+    expect((await post("/admin/signout", {}, both)).status).toBe(303);
+    expect(await tryCookie(saved)).toBe(403);
+    expect(await (await page("/alerts", [read, saved])).text()).not.toContain("data-admin-bar");
+    // The project's sign-out ends both sessions: neither copy works afterwards.
+    const again = await adminBrowser("again");
+    expect((await post("/signout", {}, again.both)).status).toBe(303);
+    expect((await page("/alerts", [again.read])).status).toBe(401);
+    expect((await post("/alerts/rules", { metric: "calls", op: "<", threshold: "5" }, again.both)).status).toBe(401);
     expect(await listRules(project.project_id)).toHaveLength(1);
+  });
+
+  it("an admin ends every admin session without rotating ADMIN_TOKEN: from the alerts page, or DELETE /v1/admin/admin-sessions", async () => {
+    const { read, both } = await adminBrowser();
+    const other = await signInAsAdmin();
+    const isAdmin = async (cookie: string) => (await (await page("/alerts", [read, cookie])).text()).includes("data-admin-bar");
+    expect(await isAdmin(both[1]!)).toBe(true);
+    expect(await isAdmin(other)).toBe(true);
+    expect(await (await page("/alerts", both)).text()).toContain('action="/admin/signout-everywhere"');
+    // A reader cannot; another site cannot.
+    expect((await post("/admin/signout-everywhere", {}, [read])).status).toBe(403);
+    expect((await post("/admin/signout-everywhere", {}, both, { origin: "https://evil.example" })).status).toBe(403);
+    expect(await isAdmin(other)).toBe(true);
+    const res = await post("/admin/signout-everywhere", {}, both);
+    expect(res.status).toBe(303);
+    expect(await isAdmin(both[1]!)).toBe(false);
+    expect(await isAdmin(other)).toBe(false);
+    // The read session stays, and the token still signs in.
+    expect((await page("/alerts", [read])).status).toBe(200);
+    const fresh = await signInAsAdmin();
+    expect(await isAdmin(fresh)).toBe(true);
+    // The admin API's route: ends them all and says how many.
+    const second = await signInAsAdmin();
+    const api = await exports.default.fetch("http://worker/v1/admin/admin-sessions", { method: "DELETE", headers: adminHeaders() });
+    expect(api.status).toBe(200);
+    expect((await api.json<{ ended: number }>()).ended).toBeGreaterThanOrEqual(2);
+    expect(await isAdmin(fresh)).toBe(false);
+    expect(await isAdmin(second)).toBe(false);
+    expect((await exports.default.fetch("http://worker/v1/admin/admin-sessions", { method: "DELETE" })).status).toBe(401);
   });
 
   it("leaves Secure off on localhost, where development runs over http", async () => {
@@ -213,6 +262,8 @@ describe("management forms", () => {
     const bad: [Fields, number, string][] = [
       [{ kind: "webhook", url: "http://plain.example/SECRETPATH2" }, 400, "https://"],
       [{ kind: "webhook", url: "not a url SECRETPATH3" }, 400, "not a URL"],
+      [{ kind: "webhook", url: "https://169.254.169.254/SECRETPATH5" }, 400, "metadata address"],
+      [{ kind: "slack", url: "https://[::ffff:10.0.0.1]/SECRETPATH6" }, 400, "private, loopback"],
       [{ kind: "ZZKIND", url: "https://example.com/SECRETPATH4" }, 400, "choose a kind"],
       [{ kind: "slack" }, 400, "choose a kind"],
     ];

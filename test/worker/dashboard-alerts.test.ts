@@ -12,11 +12,10 @@ import type { AlertsReport } from "../../src/worker/alerts/report.ts";
 import { createDestination, createRule, runCron } from "./alerts/helpers.ts";
 import { callPayload, postIngest } from "./helpers/ingest.ts";
 import { pageHtml } from "./helpers/pages.ts";
-import { adminHeaders, createProject } from "./helpers/projects.ts";
+import { adminHeaders, createProject, readSessionCookie } from "./helpers/projects.ts";
 
-const COOKIE = "mcpulse_read_key";
-const page = (path: string, key?: string) =>
-  exports.default.fetch(`http://worker${path}`, { headers: key ? { cookie: `${COOKIE}=${key}` } : {}, redirect: "manual" });
+const page = async (path: string, key?: string) =>
+  exports.default.fetch(`http://worker${path}`, { headers: key ? { cookie: await readSessionCookie(key) } : {}, redirect: "manual" });
 const admin = (path: string, body: unknown) =>
   exports.default.fetch(`http://worker/v1/admin${path}`, { method: "POST", headers: adminHeaders(), body: JSON.stringify(body) });
 

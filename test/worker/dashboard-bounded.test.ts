@@ -3,7 +3,7 @@
 import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { createProject, type TestProject } from "./helpers/projects.ts";
+import { createProject, type TestProject, readSessionCookie } from "./helpers/projects.ts";
 import { dayMs, getJson } from "./metrics/seed.ts";
 
 const TOOLS = 5_000;
@@ -45,7 +45,7 @@ beforeAll(async () => {
 });
 
 async function page(path: string): Promise<{ status: number; body: string }> {
-  const res = await exports.default.fetch(`http://worker${path}`, { headers: { cookie: `mcpulse_read_key=${p.read_key}` } });
+  const res = await exports.default.fetch(`http://worker${path}`, { headers: { cookie: await readSessionCookie(p.read_key) } });
   return { status: res.status, body: await res.text() };
 }
 

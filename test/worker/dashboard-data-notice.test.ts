@@ -5,12 +5,10 @@ import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { INGEST_HEALTH_NAME } from "../../src/worker/health/ingest-health.ts";
-import { createProject } from "./helpers/projects.ts";
-
-const COOKIE = "mcpulse_read_key";
+import { createProject, readSessionCookie } from "./helpers/projects.ts";
 
 async function banner(key: string, path = "/"): Promise<string | null> {
-  const res = await exports.default.fetch(`http://worker${path}`, { headers: { cookie: `${COOKIE}=${key}` } });
+  const res = await exports.default.fetch(`http://worker${path}`, { headers: { cookie: await readSessionCookie(key) } });
   expect(res.status).toBe(200);
   const html = await res.text();
   const match = /<p class="notice" role="status" data-data-notice="true">([^<]*)<\/p>/.exec(html);

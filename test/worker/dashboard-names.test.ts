@@ -1,14 +1,14 @@
 // Producers' names on the dashboard (SPEC §3): isolated in <bdi>, control characters made visible,
 // the whole name on hover, and every name — `.`, `..`, 150 emoji — with a page of its own.
 import { describe, expect, it } from "vitest";
-import { createProject } from "./helpers/projects.ts";
+import { createProject, readSessionCookie } from "./helpers/projects.ts";
 import { dayMs, getJson, seedHour } from "./metrics/seed.ts";
 import { exports } from "cloudflare:workers";
 
 const RANGE = "from=2026-11-01&to=2026-11-07";
 
 async function html(path: string, key: string): Promise<{ status: number; body: string }> {
-  const res = await exports.default.fetch(`http://worker${path}`, { headers: { cookie: `mcpulse_read_key=${key}` }, redirect: "manual" });
+  const res = await exports.default.fetch(`http://worker${path}`, { headers: { cookie: await readSessionCookie(key) }, redirect: "manual" });
   return { status: res.status, body: await res.text() };
 }
 

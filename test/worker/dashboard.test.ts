@@ -2,14 +2,14 @@
 // figures equal to the API's, bad parameters, and that no page shows another project's data.
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { createKey, createProject, revokeKey } from "./helpers/projects.ts";
+import { createKey, createProject, readSessionCookie, revokeKey } from "./helpers/projects.ts";
 import { bucketValueMs, durationBucket } from "../../src/worker/histogram.ts";
 import { dayMs, getJson, histogramOf, seedHour, seedRegistered } from "./metrics/seed.ts";
 
-const COOKIE = "mcpulse_read_key";
+const COOKIE = "mcpulse_session";
 
 async function page(path: string, key?: string, host = "http://worker"): Promise<Response> {
-  const headers: Record<string, string> = key ? { cookie: `${COOKIE}=${key}` } : {};
+  const headers: Record<string, string> = key ? { cookie: await readSessionCookie(key) } : {};
   return exports.default.fetch(`${host}${path}`, { headers, redirect: "manual" });
 }
 
@@ -57,7 +57,9 @@ describe("dashboard sign-in", () => {
     expect(res.status).toBe(303);
     expect(res.headers.get("location")).toBe("/?from=2026-11-01&client=x");
     const cookie = res.headers.get("set-cookie") ?? "";
-    expect(cookie).toContain(`${COOKIE}=${p.read_key}`);
+    // A signed session id, never the key itself.
+    expect(cookie).toMatch(new RegExp(`^${COOKIE}=read\\.[0-9A-Za-z]{32}\\.\\d+\\.`));
+    expect(cookie).not.toContain(p.read_key);
     expect(cookie).toMatch(/HttpOnly/);
     expect(cookie).toMatch(/Secure/);
     expect(cookie).toMatch(/SameSite=Strict/);
@@ -85,7 +87,7 @@ describe("dashboard sign-in", () => {
       method: "POST", headers: { "sec-fetch-site": "same-origin" }, body: new URLSearchParams({ key: p.read_key }), redirect: "manual",
     });
     expect(bySecFetch.status).toBe(303);
-    expect(bySecFetch.headers.get("set-cookie")).toContain(p.read_key);
+    expect(bySecFetch.headers.get("set-cookie")).toContain(`${COOKIE}=read.`);
   });
 
   it("leaves Secure off on localhost, where development runs over http", async () => {
@@ -122,7 +124,8 @@ describe("dashboard sign-in", () => {
     expect(ok.status).toBe(303);
     expect(ok.headers.get("location")).toBe("/");
     const cookie = ok.headers.get("set-cookie") ?? "";
-    expect(cookie).toContain(`${COOKIE}=${p.read_key}`);
+    expect(cookie).toContain(`${COOKIE}=read.`);
+    expect(cookie).not.toContain(p.read_key);
     expect(cookie).toMatch(/HttpOnly/);
     expect(cookie).toMatch(/SameSite=Strict/);
     expect(cookie).toMatch(/Secure/);

@@ -47,13 +47,14 @@ function layerOf(path: string): string {
 }
 
 /** Leaves every layer may import: units, histogram buckets, text, the Env types, the wire contract. */
-const LEAVES = ["time.ts", "histogram.ts", "text.ts", "env.ts", "errors.ts"];
+const LEAVES = ["time.ts", "histogram.ts", "text.ts", "env.ts", "errors.ts", "ip.ts"];
 /** What each layer may import besides itself and LEAVES (src/shared is outside the worker and always allowed). */
 const MAY_IMPORT: Record<string, string[]> = {
   "db/": [],
   // The Analytics Engine layout is named after the counter definition (one list of counters).
   "analytics/": ["metrics/counters.ts"],
   "budget/": [],
+  "throttle/": [],
   "health/": [],
   // A queue module: producer and consumer of one queue (STYLE.md), writing through db/.
   "queues/": ["db/", "health/"],
@@ -64,15 +65,16 @@ const MAY_IMPORT: Record<string, string[]> = {
   // Alerts evaluate with the read side's counter definitions (SPEC §5: the read API's figures).
   "alerts/": ["metrics/", "db/", "auth.ts"],
   // The ingest key is checked by its Durable Object (budget/), D1 only to refresh it.
-  "auth.ts": ["db/", "budget/"],
-  "routes/": ["metrics/", "dashboard/", "mcp/", "alerts/", "db/", "auth.ts", "analytics/", "budget/", "queues/", "health/"],
+  "auth.ts": ["db/", "budget/", "throttle/"],
+  "routes/": ["metrics/", "dashboard/", "mcp/", "alerts/", "db/", "auth.ts", "analytics/", "budget/", "queues/", "health/", "throttle/"],
   "app.ts": ["routes/"],
-  "index.ts": ["app.ts", "rollup/", "alerts/", "budget/", "queues/", "health/"],
+  "index.ts": ["app.ts", "rollup/", "alerts/", "budget/", "queues/", "health/", "throttle/"],
   "time.ts": [],
   "histogram.ts": [],
   "text.ts": [],
-  "env.ts": ["budget/", "health/"],
+  "env.ts": ["budget/", "health/", "throttle/"],
   "errors.ts": [],
+  "ip.ts": [],
 };
 /** The read side's routes and pages ask metrics/ and never run SQL of their own. */
 const READ_ROUTES = ["routes/metrics.ts", "routes/dashboard.tsx", "routes/mcp.ts"];

@@ -2,15 +2,14 @@
 // 'unsafe-inline' scripts), nosniff on pages, API answers, errors and 404s alike, HSTS over https only.
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { adminHeaders, createProject } from "./helpers/projects.ts";
+import { adminHeaders, createProject, readSessionCookie } from "./helpers/projects.ts";
 
-const COOKIE = "mcpulse_read_key";
 
 type Case = { name: string; path: string; init?: RequestInit; status: number };
 
 async function cases(): Promise<Case[]> {
   const p = await createProject();
-  const cookie = { cookie: `${COOKIE}=${p.read_key}` };
+  const cookie = { cookie: await readSessionCookie(p.read_key) };
   const bearer = { authorization: `Bearer ${p.read_key}` };
   return [
     { name: "dashboard", path: "/", init: { headers: cookie }, status: 200 },
@@ -53,7 +52,7 @@ describe("security headers", () => {
     const nonces = new Set<string>();
     for (const path of ["/", "/tool?name=x", "/?from=nope"]) {
       for (let i = 0; i < 2; i++) {
-        const res = await exports.default.fetch(`http://worker${path}`, { headers: { cookie: `${COOKIE}=${p.read_key}` } });
+        const res = await exports.default.fetch(`http://worker${path}`, { headers: { cookie: await readSessionCookie(p.read_key) } });
         const csp = res.headers.get("content-security-policy") ?? "";
         expect(csp).not.toContain("unsafe-inline' 'nonce");
         expect(directives(csp).get("script-src")?.join(" ")).not.toContain("unsafe-inline");
@@ -72,7 +71,7 @@ describe("security headers", () => {
 
   it("add HSTS over https, and only there", async () => {
     const p = await createProject();
-    for (const [path, init] of [["/", { headers: { cookie: `${COOKIE}=${p.read_key}` } }], ["/v1/metrics/tools", {}], ["/nothing-here", {}]] as const) {
+    for (const [path, init] of [["/", { headers: { cookie: await readSessionCookie(p.read_key) } }], ["/v1/metrics/tools", {}], ["/nothing-here", {}]] as const) {
       const https = await exports.default.fetch(`https://worker${path}`, init);
       expect(https.headers.get("strict-transport-security"), path).toBe("max-age=31536000; includeSubDomains");
       const http = await exports.default.fetch(`http://worker${path}`, init);

@@ -33,7 +33,7 @@ import {
   type DestinationKind,
 } from "./rules.ts";
 import { generateWebhookSecret } from "./signing.ts";
-import { checkTarget, urlHint } from "./targets.ts";
+import { checkTarget, urlHint, type TargetRefusal } from "./targets.ts";
 
 /** Why a change was refused, with the HTTP status the admin API answers it with. */
 export const MANAGE_ERRORS = {
@@ -41,6 +41,7 @@ export const MANAGE_ERRORS = {
   unknown_destination: 400,
   invalid_url: 400,
   url_not_https: 400,
+  url_not_public: 400,
   no_such_project: 404,
   no_such_rule: 404,
   no_such_destination: 404,
@@ -56,6 +57,7 @@ export const MANAGE_ERROR_MESSAGES: Record<ManageError, string> = {
   unknown_destination: "unknown destination",
   invalid_url: "invalid url",
   url_not_https: "url must be https",
+  url_not_public: "url must point at a public host",
   no_such_project: "no such project",
   no_such_rule: "no such rule",
   no_such_destination: "no such destination",
@@ -105,6 +107,13 @@ export async function destinationList(db: D1Database, projectId: string) {
   return rows.map((d) => ({ id: d.destination_id, kind: d.kind, name: d.name, url_hint: d.url_hint, created_at: new Date(d.created_at_ms).toISOString() }));
 }
 
+const TARGET_REFUSALS: Record<TargetRefusal, ManageError> = {
+  not_a_url: "invalid_url",
+  credentials_in_url: "invalid_url",
+  not_https: "url_not_https",
+  not_public: "url_not_public",
+};
+
 export type CreatedDestination = { id: string; kind: DestinationKind; name: string | null; url_hint: string; secret: string | null };
 
 /** A new destination from `input` (the admin API's body shape, CreateDestinationBody). */
@@ -115,7 +124,7 @@ export async function createDestination(ctx: ManageContext, projectId: string, i
   if (!(await findProject(ctx.db, projectId))) return refuse("no_such_project");
   const target = checkTarget(body.url, ctx.local);
   // The reason, never the URL: it is a secret.
-  if (!target.ok) return refuse(target.reason === "not_https" ? "url_not_https" : "invalid_url");
+  if (!target.ok) return refuse(TARGET_REFUSALS[target.reason]);
   if ((await countProjectAlerts(ctx.db, projectId)).destinations >= MAX_DESTINATIONS_PER_PROJECT) return refuse("too_many_destinations");
   const id = "dst_" + randomBase62(16);
   const secret = body.kind === "webhook" ? generateWebhookSecret() : null;

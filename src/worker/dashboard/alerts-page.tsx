@@ -123,6 +123,9 @@ export const AlertsPage: FC<AlertsPageProps> = ({ projectName, report, suggested
             <form method="post" action="/admin/signout" class="inline">
               <button type="submit">Sign out as admin</button>
             </form>
+            <form method="post" action="/admin/signout-everywhere" class="inline">
+              <button type="submit" title="Ends every admin session, in every browser; ADMIN_TOKEN stays as it is">Sign out every admin</button>
+            </form>
           </div>
         ) : null}
       </div>

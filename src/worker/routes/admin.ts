@@ -1,7 +1,8 @@
-// Admin routes (SPEC §3): create, list and delete projects, issue, list and revoke keys, set a
-// project's payload budget.
+// Admin routes (SPEC §3): create, list and delete projects, issue, list and revoke keys (which ends
+// the key's dashboard sessions), set a project's payload budget, end every admin session.
 // Every route needs `Authorization: Bearer <ADMIN_TOKEN>`; without a configured token none works.
-import { Hono } from "hono";
+// Wrong tokens and malformed headers are throttled per client network (throttle/credentials.ts).
+import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
 import { timingSafeEqual } from "hono/utils/buffer";
 import { z } from "zod";
@@ -9,6 +10,8 @@ import type { AppEnv } from "../env.ts";
 import { apiError, validBody } from "../errors.ts";
 import { generateKey, keyIdOf, randomBase62, revokeKeyStates, sha256Hex, type KeyKind } from "../auth.ts";
 import { insertKeyStatement, listKeys, revokeKey } from "../db/keys.ts";
+import { deleteAdminSessions, deleteSessionsOfKey } from "../db/sessions.ts";
+import { ADMIN_PREFIX, attemptOf, guardBeforeCheck, recordFailedCredential, tooManyAttempts } from "../throttle/credentials.ts";
 import { deleteProject, findProject, insertProjectStatement, listProjects, setPayloadBudget } from "../db/projects.ts";
 import { INGEST_HEALTH_NAME } from "../health/ingest-health.ts";
 import { healthRoutes } from "./health.ts";
@@ -36,13 +39,33 @@ export async function isAdminToken(env: AppEnv["Bindings"], token: string): Prom
   return typeof adminToken === "string" && adminToken.length > 0 && (await timingSafeEqual(adminToken, token));
 }
 
+/** A wrong token or a malformed header: counted as a failed sign-in, then 401 — or 429 once over the limit. */
+async function failedAdminAttempt(c: Context): Promise<Response> {
+  const wait = await recordFailedCredential(c.env as AppEnv["Bindings"], attemptOf(c.req.raw, ADMIN_PREFIX), Date.now());
+  if (wait !== null) throw tooManyAttempts(wait);
+  return unauthorized();
+}
+
 /** `Authorization: Bearer <ADMIN_TOKEN>`; a malformed header is answered 401 like a wrong token (bearerAuth's default would be 400). */
-export const requireAdmin = bearerAuth({
-  verifyToken: (token, c) => isAdminToken(c.env as AppEnv["Bindings"], token),
+const adminBearer = bearerAuth<AppEnv>({
+  verifyToken: (token, c) => isAdminToken(c.env, token),
   noAuthenticationHeader: { message: unauthorized },
-  invalidAuthenticationHeader: { message: unauthorized },
-  invalidToken: { message: unauthorized },
+  invalidAuthenticationHeader: { message: failedAdminAttempt },
+  invalidToken: { message: failedAdminAttempt },
 });
+
+/**
+ * The admin routes' guard: a client over its failed sign-in limit is answered 429 before the token
+ * is compared (ADMIN_TOKEN may be a guessable string, so the counter is asked on every admin
+ * request: one Durable Object read, never a write when the token is right), then bearerAuth.
+ */
+export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (c.req.header("authorization") !== undefined) {
+    const wait = await guardBeforeCheck(c.env, attemptOf(c.req.raw, ADMIN_PREFIX), Date.now(), { authoritative: true });
+    if (wait !== null) throw tooManyAttempts(wait);
+  }
+  return adminBearer(c, next);
+};
 
 adminRoutes.use("*", requireAdmin);
 adminRoutes.route("/health", healthRoutes);
@@ -134,5 +157,12 @@ adminRoutes.delete("/keys/:key_id", async (c) => {
   }
   // Immediate where the worker can see it: the key's object refuses it from now on (SPEC §1.1).
   if (keyId.startsWith("mp_live_")) await revokeKeyStates(c.env, [keyId]);
+  // Its dashboard sessions end with it (the session check also joins the key, so they already could not be used).
+  await deleteSessionsOfKey(c.env.DB, keyId);
   return c.body(null, 204);
+});
+
+/** Ends every admin session of the dashboard, in every browser, without rotating ADMIN_TOKEN. */
+adminRoutes.delete("/admin-sessions", async (c) => {
+  return c.json({ ended: await deleteAdminSessions(c.env.DB) }, 200);
 });

@@ -5,7 +5,6 @@
 // the admin session (it grants the change), and writes through alerts/manage.ts — the admin API's
 // own schemas and service functions. Answers never echo what was sent.
 import { Hono, type Context, type MiddlewareHandler } from "hono";
-import { getCookie } from "hono/cookie";
 import { z } from "zod";
 import {
   MANAGE_ERRORS,
@@ -23,7 +22,6 @@ import {
 import { alertsReport, DELIVERY_LOG_LIMIT } from "../alerts/report.ts";
 import { alertsPageQuery, ruleForInsight, type SuggestedRule } from "../alerts/suggest.ts";
 import { runsLocally } from "../alerts/targets.ts";
-import { authenticateKey } from "../auth.ts";
 import { destinationInputFromForm, ruleInputFromForm } from "../dashboard/alert-forms.tsx";
 import { AlertsPage, type CreatedDestination } from "../dashboard/alerts-page.tsx";
 import { AdminSignInPage, ErrorPage, SignInPage } from "../dashboard/layout.tsx";
@@ -31,9 +29,10 @@ import type { AppEnv } from "../env.ts";
 import { loadProjectName } from "../metrics/page-data.ts";
 import { parseQuery } from "../metrics/query.ts";
 import { openReadScope } from "../metrics/scope.ts";
+import { ADMIN_PREFIX, attemptOf, guardBeforeCheck, recordFailedCredential } from "../throttle/credentials.ts";
 import { isAdminToken } from "./admin.ts";
-import { authenticatePage, render, safeNextPath, sameOriginForm, withBadParameters } from "./dashboard.tsx";
-import { SESSION_COOKIE, clearAdminCookie, hasAdminSession, setAdminCookie } from "./dashboard-cookies.ts";
+import { authenticatePage, render, safeNextPath, sameOriginForm, tooManySignIns, withBadParameters } from "./dashboard.tsx";
+import { endAllAdminSessions, endSessions, hasAdminSession, readSession, startAdminSession } from "./dashboard-cookies.ts";
 
 type Ctx = Context<AppEnv>;
 
@@ -63,6 +62,7 @@ function refusalMessage(refusal: Refusal, what: "rule" | "destination"): string 
     unknown_destination: "The rule was not saved: one of its destinations no longer exists.",
     invalid_url: "The destination was not added: that is not a URL this worker can send to.",
     url_not_https: "The destination was not added: its URL must start with https://.",
+    url_not_public: "The destination was not added: its host is a private, loopback, link-local or metadata address, which this worker never sends to.",
     no_such_project: "This project no longer exists.",
     no_such_rule: "That rule no longer exists.",
     no_such_destination: "That destination no longer exists.",
@@ -139,13 +139,35 @@ dashboardAlertsApp.post("/admin/signin", sameOriginForm, formBodyOnly, async (c)
   const form = await c.req.parseBody();
   const token = typeof form.token === "string" ? form.token : "";
   const next = form.next === undefined ? ADMIN_HOME : safeNextPath(form.next);
-  if (token === "" || !(await isAdminToken(c.env, token))) return render(c, <AdminSignInPage error="That is not the admin token." next={next} />, 401);
-  await setAdminCookie(c, Date.now());
+  // Throttled like the admin API's bearer token, and asked before the token is compared.
+  const attempt = attemptOf(c.req.raw, ADMIN_PREFIX);
+  const nowMs = Date.now();
+  const page = (error: string) => <AdminSignInPage error={error} next={next} />;
+  const before = await guardBeforeCheck(c.env, attempt, nowMs, { authoritative: true });
+  if (before !== null) return tooManySignIns(c, before, page);
+  if (token === "" || !(await isAdminToken(c.env, token))) {
+    const wait = await recordFailedCredential(c.env, attempt, nowMs);
+    return wait !== null ? tooManySignIns(c, wait, page) : render(c, page("That is not the admin token."), 401);
+  }
+  await startAdminSession(c, nowMs);
   return c.redirect(next, 303);
 });
 
-dashboardAlertsApp.post("/admin/signout", sameOriginForm, formBodyOnly, (c) => {
-  clearAdminCookie(c);
+/** Ends this browser's admin session on the server; the read session stays. */
+dashboardAlertsApp.post("/admin/signout", sameOriginForm, formBodyOnly, async (c) => {
+  await endSessions(c, ["admin"], Date.now());
+  return c.redirect(ADMIN_HOME, 303);
+});
+
+/**
+ * Ends every admin session in every browser, this one included, without changing ADMIN_TOKEN (for
+ * a cookie that may have been copied). Only a signed-in admin may: anyone else is answered 403.
+ */
+dashboardAlertsApp.post("/admin/signout-everywhere", sameOriginForm, formBodyOnly, async (c) => {
+  if (!(await hasAdminSession(c, Date.now()))) {
+    return render(c, <ErrorPage message="Only a signed-in admin can sign out every admin." />, 403);
+  }
+  await endAllAdminSessions(c);
   return c.redirect(ADMIN_HOME, 303);
 });
 
@@ -158,13 +180,13 @@ dashboardAlertsApp.post("/admin/signout", sameOriginForm, formBodyOnly, (c) => {
  * change it is the admin session's. No read session → 401 (sign in), a reader without one → 403.
  */
 const requireDashboardAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const key = getCookie(c, SESSION_COOKIE);
-  const auth = key === undefined ? null : await authenticateKey(c.env.DB, key, "read");
-  if (!auth) return render(c, <SignInPage error="Sign in with the project's read key first." next={ADMIN_HOME} />, 401);
-  if (!(await hasAdminSession(c, Date.now()))) {
+  const nowMs = Date.now();
+  const session = await readSession(c, nowMs);
+  if (typeof session !== "object") return render(c, <SignInPage error="Sign in with the project's read key first." next={ADMIN_HOME} />, 401);
+  if (!(await hasAdminSession(c, nowMs))) {
     return render(c, <ErrorPage message="Only a signed-in admin can change alerts. Sign in as admin on the alerts page." />, 403);
   }
-  c.set("projectId", auth.project_id);
+  c.set("projectId", session.projectId);
   await next();
 };
 

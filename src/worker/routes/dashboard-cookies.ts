@@ -1,20 +1,40 @@
-// The dashboard's two cookies (SPEC §3, §5): the read-key session (the project a browser sees) and
-// the admin session (whether it may change that project's alerts). Both HttpOnly, SameSite=Strict,
-// Secure except on localhost. The admin cookie never holds ADMIN_TOKEN: it holds its expiry, signed
-// with HMAC-SHA256 under the token (Hono's signed cookies; crypto.subtle.verify compares in constant
-// time), so changing ADMIN_TOKEN ends every admin session at once.
+// The dashboard's two sessions (SPEC §3, §5): the read session (the project a browser sees) and the
+// admin session (whether it may change that project's alerts). Each cookie holds a random session
+// id (190 bits) and its expiry, signed with HMAC-SHA256 under ADMIN_TOKEN (Hono's signed cookies;
+// crypto.subtle.verify compares in constant time) — never the read key or the token. The server
+// keeps the SHA-256 of each id in `dashboard_sessions` (migration 0017), so it can end a session:
+// sign-out deletes the row, revoking a read key deletes its rows (and the check joins the key, so
+// the revocation counts at once), and `DELETE /v1/admin/admin-sessions` or the alerts page's
+// "Sign out every admin" deletes every admin row. Changing ADMIN_TOKEN still ends them all at once.
+//
+// Why D1 and not a Durable Object: a page already reads D1, and the read-session check is one
+// statement that also sees the key's revocation — the one statement checking the key itself took
+// before; a Durable Object would add a second round trip per page and a second store to keep in
+// step with `api_keys` and project deletion (which deletes every row carrying the project's id).
+//
+// Cookies are HttpOnly, SameSite=Strict, Secure except on localhost.
 import type { Context } from "hono";
-import { deleteCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
+import { deleteCookie, getCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
+import { randomBase62, sha256Hex } from "../auth.ts";
+import { adminSessionLive, deleteAdminSessions, deleteSessions, findReadSession, insertSession, type SessionKind } from "../db/sessions.ts";
 import type { AppEnv } from "../env.ts";
+import { attemptOf, recordFailedCredential } from "../throttle/credentials.ts";
 
 type Ctx = Context<AppEnv>;
 
-export const SESSION_COOKIE = "mcpulse_read_key";
+export const SESSION_COOKIE = "mcpulse_session";
 export const ADMIN_COOKIE = "mcpulse_admin";
+/** A read session lasts 30 days (as the key cookie did); signing out or revoking the key ends it sooner. */
+export const READ_SESSION_MS = 30 * 24 * 3_600_000;
 /** An admin session lasts 12 hours: long enough for a working day, short for a credential that can change every project. */
 export const ADMIN_SESSION_MS = 12 * 3_600_000;
-/** What the admin cookie signs, before its expiry (epoch ms): a purpose, so no other signed value of ours can pass as it. */
-const ADMIN_VALUE_PREFIX = "dashboard-admin:";
+/** Random base62 characters of a session id: 190 bits, like a key. */
+const SESSION_ID_CHARS = 32;
+
+const COOKIES: Record<SessionKind, { name: string; lifetimeMs: number }> = {
+  read: { name: SESSION_COOKIE, lifetimeMs: READ_SESSION_MS },
+  admin: { name: ADMIN_COOKIE, lifetimeMs: ADMIN_SESSION_MS },
+};
 
 /** `Secure` cookies are refused over plain http, which local development uses. */
 export function isLocalHost(hostname: string): boolean {
@@ -25,28 +45,102 @@ export function cookieSecure(c: Ctx): boolean {
   return !isLocalHost(new URL(c.req.url).hostname);
 }
 
-export async function setAdminCookie(c: Ctx, nowMs: number): Promise<void> {
-  const token = c.env.ADMIN_TOKEN;
-  if (!token) return;
-  await setSignedCookie(c, ADMIN_COOKIE, ADMIN_VALUE_PREFIX + String(nowMs + ADMIN_SESSION_MS), token, {
+/**
+ * What a cookie of `kind` says: nothing (no cookie), a forged or stale one ("invalid"), or a
+ * well-signed, unexpired session id. The value names its kind, so one kind never passes as the other.
+ */
+async function signedSessionId(c: Ctx, kind: SessionKind, nowMs: number): Promise<{ id: string } | "none" | "invalid"> {
+  const { name, lifetimeMs } = COOKIES[kind];
+  if (getCookie(c, name) === undefined) return "none";
+  const secret = c.env.ADMIN_TOKEN;
+  if (!secret) return "invalid";
+  const value = await getSignedCookie(c, secret, name);
+  if (typeof value !== "string") {
+    // A cookie whose signature does not verify is a guess at a session: counted like a wrong key.
+    await recordFailedCredential(c.env, attemptOf(c.req.raw, null), nowMs);
+    return "invalid";
+  }
+  const match = /^(read|admin)\.([0-9A-Za-z]{32})\.(\d{1,15})$/.exec(value);
+  if (!match || match[1] !== kind) return "invalid";
+  const expiresMs = Number(match[3]);
+  if (expiresMs <= nowMs || expiresMs > nowMs + lifetimeMs) return "invalid";
+  return { id: match[2]! };
+}
+
+/** Starts a session of `kind`: its row, then its cookie. False when no ADMIN_TOKEN is set to sign it. */
+async function startSession(c: Ctx, kind: SessionKind, owner: { project_id: string; key_id: string } | null, nowMs: number): Promise<boolean> {
+  const secret = c.env.ADMIN_TOKEN;
+  if (!secret) return false;
+  const { name, lifetimeMs } = COOKIES[kind];
+  const id = randomBase62(SESSION_ID_CHARS);
+  const expiresMs = nowMs + lifetimeMs;
+  await insertSession(c.env.DB, {
+    session_sha256: await sha256Hex(id),
+    kind,
+    project_id: owner?.project_id ?? null,
+    key_id: owner?.key_id ?? null,
+    created_at_ms: nowMs,
+    expires_at_ms: expiresMs,
+  });
+  await setSignedCookie(c, name, `${kind}.${id}.${expiresMs}`, secret, {
     httpOnly: true,
     secure: cookieSecure(c),
     sameSite: "Strict",
     path: "/",
-    maxAge: ADMIN_SESSION_MS / 1000,
+    maxAge: Math.floor(lifetimeMs / 1000),
   });
+  return true;
 }
 
-export function clearAdminCookie(c: Ctx): void {
-  deleteCookie(c, ADMIN_COOKIE, { path: "/", secure: cookieSecure(c) });
+function clearCookie(c: Ctx, kind: SessionKind): void {
+  deleteCookie(c, COOKIES[kind].name, { path: "/", secure: cookieSecure(c) });
 }
 
-/** Whether this request carries an admin cookie signed under the current ADMIN_TOKEN and not expired. */
+export function startReadSession(c: Ctx, key: { project_id: string; key_id: string }, nowMs: number): Promise<boolean> {
+  return startSession(c, "read", key, nowMs);
+}
+
+export function startAdminSession(c: Ctx, nowMs: number): Promise<boolean> {
+  return startSession(c, "admin", null, nowMs);
+}
+
+export type ReadSession = { projectId: string } | "none" | "ended";
+
+/**
+ * The project of this browser's read session: one D1 statement when a well-signed cookie is present,
+ * none otherwise. "ended" (the cookie is cleared) when it was signed out, expired, or its key revoked.
+ */
+export async function readSession(c: Ctx, nowMs: number): Promise<ReadSession> {
+  const signed = await signedSessionId(c, "read", nowMs);
+  if (signed === "none") return "none";
+  const row = signed === "invalid" ? null : await findReadSession(c.env.DB, await sha256Hex(signed.id), nowMs);
+  if (!row) {
+    clearCookie(c, "read");
+    return "ended";
+  }
+  return { projectId: row.project_id };
+}
+
+/** Whether this browser holds a live admin session (no query without a well-signed admin cookie). */
 export async function hasAdminSession(c: Ctx, nowMs: number): Promise<boolean> {
-  const token = c.env.ADMIN_TOKEN;
-  if (!token) return false;
-  const value = await getSignedCookie(c, token, ADMIN_COOKIE);
-  if (typeof value !== "string" || !value.startsWith(ADMIN_VALUE_PREFIX)) return false;
-  const expiresMs = Number(value.slice(ADMIN_VALUE_PREFIX.length));
-  return Number.isInteger(expiresMs) && expiresMs > nowMs && expiresMs <= nowMs + ADMIN_SESSION_MS;
+  const signed = await signedSessionId(c, "admin", nowMs);
+  if (signed === "none" || signed === "invalid") return false;
+  return adminSessionLive(c.env.DB, await sha256Hex(signed.id), nowMs);
+}
+
+/** Ends this browser's sessions of the given kinds on the server, and clears their cookies. */
+export async function endSessions(c: Ctx, kinds: SessionKind[], nowMs: number): Promise<void> {
+  const ended: string[] = [];
+  for (const kind of kinds) {
+    const signed = await signedSessionId(c, kind, nowMs);
+    if (typeof signed === "object") ended.push(await sha256Hex(signed.id));
+    clearCookie(c, kind);
+  }
+  await deleteSessions(c.env.DB, ended);
+}
+
+/** Ends every admin session, in every browser (ADMIN_TOKEN unchanged); answers how many there were. */
+export async function endAllAdminSessions(c: Ctx): Promise<number> {
+  clearCookie(c, "admin");
+  return deleteAdminSessions(c.env.DB);
 }

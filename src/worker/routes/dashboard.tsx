@@ -1,11 +1,12 @@
 // GET / and GET /tool?name=: the dashboard, server-rendered with Hono JSX (no build step, no
 // network). Sign-in with a read key: the sign-in form, or a `?key=` link, which lands on a
 // confirmation step whose button signs in (a link alone never sets the cookie: SPEC §3, login CSRF).
-// The cookie holds the read key itself and is checked on every page exactly like a Bearer key, so a
-// page can only ever show the key's own project (SPEC §3).
+// A sign-in starts a server-side session (routes/dashboard-cookies.ts): the cookie holds a signed
+// session id, never the key, and every page checks it against D1, where sign-out, the key's
+// revocation or project deletion ends it — so a page can only ever show the key's own project
+// (SPEC §3). Wrong keys are throttled per client network and key prefix (throttle/credentials.ts).
 import { Hono, type Context } from "hono";
 import { csrf } from "hono/csrf";
-import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { HTTPException } from "hono/http-exception";
 import type { JSX } from "hono/jsx/jsx-runtime";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
@@ -19,14 +20,12 @@ import { pageQuery, parseQuery, type PageParams, toolPageQuery } from "../metric
 import { pricePerMillionTokens } from "../metrics/reports.ts";
 import { openReadScope, type ReadScope } from "../metrics/scope.ts";
 import { DAY_MS } from "../time.ts";
-import { SESSION_COOKIE, clearAdminCookie, cookieSecure } from "./dashboard-cookies.ts";
+import { attemptOf, guardBeforeCheck, keyPrefix, recordFailedCredential } from "../throttle/credentials.ts";
+import { endSessions, readSession, startReadSession } from "./dashboard-cookies.ts";
 
 type Ctx = Context<AppEnv>;
 
 export const dashboardApp = new Hono<AppEnv>();
-
-/** The sign-in cookie lasts 30 days; revoking the key ends it at once (it is checked on every page). */
-const COOKIE_MAX_AGE_S = 30 * 24 * 3600;
 
 /**
  * A page as HTML. Its script carries this request's CSP nonce (app.ts's secureHeaders makes it when
@@ -44,18 +43,31 @@ export async function render(c: Ctx, page: JSX.Element, status: ContentfulStatus
   return c.html(html, status, { "Cache-Control": "private, no-store" });
 }
 
-function setKeyCookie(c: Ctx, key: string): void {
-  setCookie(c, SESSION_COOKIE, key, {
-    httpOnly: true,
-    secure: cookieSecure(c),
-    sameSite: "Strict",
-    path: "/",
-    maxAge: COOKIE_MAX_AGE_S,
-  });
+/**
+ * The sign-in page answering a throttled attempt: 429 with Retry-After, and the wait in words. The
+ * key was not checked, so the page says nothing about it.
+ */
+export async function tooManySignIns(c: Ctx, retryAfterSeconds: number, page: (error: string) => JSX.Element): Promise<Response> {
+  const minutes = Math.ceil(retryAfterSeconds / 60);
+  const wait = retryAfterSeconds < 60 ? `${retryAfterSeconds} seconds` : `${minutes} minute${minutes === 1 ? "" : "s"}`;
+  c.header("Retry-After", String(retryAfterSeconds));
+  return render(c, page(`Too many failed sign-ins from your network. Try again in ${wait}.`), 429);
 }
 
-function clearKeyCookie(c: Ctx): void {
-  deleteCookie(c, SESSION_COOKIE, { path: "/", secure: cookieSecure(c) });
+/**
+ * Checks a read key typed into the form or carried by a `?key=` link, throttled: a network over its
+ * limit is refused before the key is checked, and a wrong key is counted. Those two places hand a
+ * key to a browser, so the counters are asked every time (one Durable Object read when the key is
+ * right, no write).
+ */
+async function checkSignInKey(c: Ctx, key: string): Promise<{ auth: Awaited<ReturnType<typeof authenticateKey>>; wait: number | null }> {
+  const attempt = attemptOf(c.req.raw, keyPrefix(key));
+  const nowMs = Date.now();
+  const before = await guardBeforeCheck(c.env, attempt, nowMs, { authoritative: true });
+  if (before !== null) return { auth: null, wait: before };
+  const auth = key ? await authenticateKey(c.env.DB, key, "read") : null;
+  if (auth) return { auth, wait: null };
+  return { auth: null, wait: await recordFailedCredential(c.env, attempt, nowMs) };
 }
 
 export type PageAuth = { projectId: string } | { response: Response };
@@ -69,23 +81,22 @@ export async function authenticatePage(c: Ctx): Promise<PageAuth> {
   const url = new URL(c.req.url);
   const keys = url.searchParams.getAll("key");
   if (keys.length > 0) {
-    const key = keys[0] ?? "";
-    const auth = keys.length === 1 ? await authenticateKey(c.env.DB, key, "read") : null;
+    const key = keys.length === 1 ? (keys[0] ?? "") : "";
+    const { auth, wait } = await checkSignInKey(c, key);
+    if (wait !== null) return { response: await tooManySignIns(c, wait, (error) => <SignInPage error={error} />) };
     if (!auth) return { response: await render(c, <SignInPage error="That is not a valid read key." />, 401) };
     url.searchParams.delete("key");
     const projectName = await loadProjectName(openReadScope(c.env.DB, auth.project_id));
     const next = safeNextPath(url.pathname + url.search);
     return { response: await render(c, <ConfirmSignInPage projectName={projectName} signInKey={key} next={next} />) };
   }
-  const cookie = getCookie(c, SESSION_COOKIE);
   const next = url.pathname + url.search;
-  if (cookie === undefined) return { response: await render(c, <SignInPage next={next} />, 401) };
-  const auth = await authenticateKey(c.env.DB, cookie, "read");
-  if (!auth) {
-    clearKeyCookie(c);
-    return { response: await render(c, <SignInPage error="Your key is no longer valid. Sign in again." next={next} />, 401) };
+  const session = await readSession(c, Date.now());
+  if (session === "none") return { response: await render(c, <SignInPage next={next} />, 401) };
+  if (session === "ended") {
+    return { response: await render(c, <SignInPage error="Your session has ended (signed out, expired, or its key revoked). Sign in again." next={next} />, 401) };
   }
-  return { projectId: auth.project_id };
+  return { projectId: session.projectId };
 }
 
 export async function withBadParameters(c: Ctx, page: () => Promise<Response>): Promise<Response> {
@@ -187,15 +198,20 @@ dashboardApp.post("/signin", sameOriginForm, async (c) => {
   const form = await c.req.parseBody();
   const key = typeof form.key === "string" ? form.key.trim() : "";
   const next = safeNextPath(form.next);
-  const auth = key ? await authenticateKey(c.env.DB, key, "read") : null;
+  const { auth, wait } = await checkSignInKey(c, key);
+  if (wait !== null) return tooManySignIns(c, wait, (error) => <SignInPage error={error} next={next} />);
   if (!auth) return render(c, <SignInPage error="That is not a valid read key." next={next} />, 401);
-  setKeyCookie(c, key);
+  if (!(await startReadSession(c, auth, Date.now()))) {
+    return render(c, <ErrorPage message="This worker has no ADMIN_TOKEN set, which signs dashboard sessions: set it (README, deploy) and sign in again." />, 503);
+  }
   return c.redirect(next, 303);
 });
 
-/** Signs out of the project, and out of an admin session with it: nothing of the browser's sign-in is left. */
-dashboardApp.post("/signout", sameOriginForm, (c) => {
-  clearKeyCookie(c);
-  clearAdminCookie(c);
+/**
+ * Signs out of the project, and out of an admin session with it: both sessions end on the server,
+ * so a copy of either cookie is worth nothing afterwards.
+ */
+dashboardApp.post("/signout", sameOriginForm, async (c) => {
+  await endSessions(c, ["read", "admin"], Date.now());
   return c.redirect("/", 303);
 });

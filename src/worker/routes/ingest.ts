@@ -5,6 +5,7 @@
 // then the ingest queue takes the batch. When the batch cannot be accepted durably at all (the key
 // cannot be checked, or the queue refuses while D1 is failing) the answer is 503 with Retry-After.
 import { apiError } from "../errors.ts";
+import { attemptOf, guardBeforeCheck, keyPrefix, recordFailedCredential, tooManyAttempts } from "../throttle/credentials.ts";
 import { Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { MAX_BATCH_ITEMS, MAX_BODY_BYTES, parseBatch, type Payload } from "../../shared/index.ts";
@@ -35,10 +36,22 @@ const unavailable = (): never => {
  * unknown, revoked or read key; 503 when nobody can tell (D1 down and the object knows nothing).
  */
 const requireIngestKey: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const token = bearerToken(c.req.header("authorization"));
+  const header = c.req.header("authorization");
+  const token = bearerToken(header);
+  // A wrong key is a guess like a wrong read key (throttle/credentials.ts): a network over its limit
+  // is answered 429 from this isolate's memory before the check; a right key costs nothing more.
+  const attempt = attemptOf(c.req.raw, token === null ? null : keyPrefix(token));
+  const nowMs = Date.now();
+  const throttle = header !== undefined;
+  if (throttle) {
+    const wait = await guardBeforeCheck(c.env, attempt, nowMs, { authoritative: false });
+    if (wait !== null) throw tooManyAttempts(wait);
+  }
   const check = token === null ? ({ ok: false, status: 401 } as const) : await authenticateIngestKey(c.env, c.env.DB, token);
   if (!check.ok) {
     if (check.status === 503) unavailable();
+    const wait = throttle ? await recordFailedCredential(c.env, attempt, nowMs) : null;
+    if (wait !== null) throw tooManyAttempts(wait);
     throw apiError("UNAUTHORIZED", token === null ? "missing bearer key" : "not a valid ingest key", {
       "WWW-Authenticate": 'Bearer realm="mcpulse"',
     });

@@ -104,3 +104,16 @@ export async function createProject(
   if (res.status !== 201) throw new Error(`create project: HTTP ${res.status} ${await res.text()}`);
   return (await res.json()) as { project_id: string; name: string; ingest_key: string; read_key: string };
 }
+
+/** The `name=value` of a dashboard session cookie for `readKey`, from the sign-in form (the cookie never holds the key). */
+export async function readSessionCookie(worker: RunningWorker, readKey: string): Promise<string> {
+  const res = await fetch(`${worker.url}/signin`, {
+    method: "POST",
+    headers: { origin: worker.url, "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ key: readKey }),
+    redirect: "manual",
+  });
+  const set = res.headers.getSetCookie().find((c) => c.startsWith("mcpulse_session="));
+  if (res.status !== 303 || !set) throw new Error(`sign in: HTTP ${res.status}`);
+  return set.split(";")[0]!;
+}

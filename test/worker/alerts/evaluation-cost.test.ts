@@ -55,7 +55,7 @@ describe("evaluation cost", () => {
     const p = await createProject();
     await createRule(p.project_id, { metric: "calls", op: "<", threshold: 5, for_evaluations: 1, destinations: [] });
     // Destinations are needed for outbox rows: add one directly.
-    await env.DB.prepare("INSERT INTO alert_destinations VALUES ('dst_AAAAAAAAAAAAAAAA', ?1, 'webhook', NULL, 'https://127.0.0.1:9/', 'x', 's', 0)").bind(p.project_id).run();
+    await env.DB.prepare("INSERT INTO alert_destinations VALUES ('dst_AAAAAAAAAAAAAAAA', ?1, 'webhook', NULL, 'https://hooks.example.com/', 'x', 's', 0)").bind(p.project_id).run();
     await env.DB.prepare("UPDATE alert_rules SET destinations_json = '[\"dst_AAAAAAAAAAAAAAAA\"]' WHERE project_id = ?1").bind(p.project_id).run();
     const t = Date.now();
     // Both read the empty state before either writes (D1 serialises each batch, not the pair).

@@ -21,14 +21,15 @@ async function ingestCalls(key: string, startMs: number, outcomes: string[], ove
 describe("alert evaluation after the rollup", () => {
   it("goes ok → pending → firing → ok, queues one notification per transition and destination, with the read API's figure", async () => {
     const project = await createProject("alerts e2e");
-    const hook = await createDestination(project.project_id, { kind: "webhook", url: "https://127.0.0.1:9/hook" });
-    const slack = await createDestination(project.project_id, { kind: "slack", url: "https://127.0.0.1:9/services/T0/B0/abcdefgh" });
+    const hook = await createDestination(project.project_id, { kind: "webhook", url: "https://hooks.example.com/hook" });
+    const slack = await createDestination(project.project_id, { kind: "slack", url: "https://hooks.example.com/services/T0/B0/abcdefgh" });
     const rule = await createRule(project.project_id, {
       metric: "error_rate", op: ">", threshold: 0.1, tool: "*", min_calls: 5, repeat_hours: 1, destinations: [hook.id, slack.id],
     });
-    // Delivery is the e2e test's subject (a real receiver); here a plain-http URL makes every attempt
-    // fail as invalid_target without a request leaving the worker.
-    await env.DB.prepare("UPDATE alert_destinations SET url = 'http://unreachable.invalid/' WHERE project_id = ?1").bind(project.project_id).run();
+    // Delivery is the e2e test's subject (a real receiver). Here the stored URLs now point at the
+    // metadata address (as a name whose target changed would): the check before every attempt refuses
+    // them, so every attempt fails as invalid_target without a request leaving the worker.
+    await env.DB.prepare("UPDATE alert_destinations SET url = 'https://[::ffff:a9fe:a9fe]/latest/meta-data/' WHERE project_id = ?1").bind(project.project_id).run();
     const t0 = Date.now();
     await ingestCalls(project.ingest_key, t0 - 10 * MINUTE, ["ok", "ok", "ok", "tool_error", "crashed", "bad_args", "ok"]);
 

@@ -160,6 +160,20 @@ describe("alert destinations", () => {
     }
   });
 
+  it("refuses private, loopback, link-local and metadata hosts in any spelling, and says why without the URL", async () => {
+    const p = await createProject();
+    for (const url of ["https://169.254.169.254/latest/meta-data/", "https://10.0.0.1/h", "https://192.168.1.1/h", "https://172.16.0.1/h", "https://[fd00::1]/h", "https://0x7f000001/h", "https://2130706433/h", "https://0177.0.0.1/h", "https://127.1/h", "https://[::ffff:127.0.0.1]/h", "https://metadata.google.internal/h", "https://localhost./h", "https://100.64.0.1/h"]) {
+      const res = await admin("POST", `${p.project_id}/alert-destinations`, { kind: "webhook", url });
+      expect([url, res.status, await res.json()]).toEqual([url, 400, { error: "url must point at a public host", code: "BAD_REQUEST" }]);
+    }
+    expect((await admin("GET", `${p.project_id}/alert-destinations`)).status).toBe(200);
+    expect(((await (await admin("GET", `${p.project_id}/alert-destinations`)).json()) as { destinations: unknown[] }).destinations).toEqual([]);
+    // The neighbours of those ranges are public.
+    for (const url of ["https://172.32.0.1/h", "https://100.128.0.1/h", "https://hooks.example.com/h"]) {
+      expect([url, (await admin("POST", `${p.project_id}/alert-destinations`, { kind: "webhook", url })).status]).toEqual([url, 201]);
+    }
+  });
+
   it("a destination a rule uses cannot be deleted (409); an unused one can (204)", async () => {
     const p = await createProject();
     const d = await createDestination(p.project_id, { kind: "discord", url: "https://discord.com/api/webhooks/1/abcdefghijklmnop" });

@@ -50,3 +50,27 @@ export async function setPayloadBudget(projectId: string, payloadsPerMinute: num
   });
   if (res.status !== 200) throw new Error(`setPayloadBudget: HTTP ${res.status}`);
 }
+
+/**
+ * The `name=value` of a read session cookie for `readKey`, as the dashboard's sign-in form sets it
+ * (the cookie holds a session id, never the key). Memoised per key: a test file signs in once.
+ */
+const sessionCookies = new Map<string, Promise<string>>();
+export function readSessionCookie(readKey: string): Promise<string> {
+  let cookie = sessionCookies.get(readKey);
+  if (!cookie) {
+    cookie = (async () => {
+      const res = await exports.default.fetch("http://worker/signin", {
+        method: "POST",
+        headers: { origin: "http://worker", "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ key: readKey }),
+        redirect: "manual",
+      });
+      const set = res.headers.getSetCookie().find((c) => c.startsWith("mcpulse_session="));
+      if (res.status !== 303 || !set) throw new Error(`readSessionCookie: HTTP ${res.status}`);
+      return set.split(";")[0]!;
+    })();
+    sessionCookies.set(readKey, cookie);
+  }
+  return cookie;
+}

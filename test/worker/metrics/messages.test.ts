@@ -3,7 +3,7 @@
 // and the dashboard refuses exactly what the API refuses (one schema, metrics/query.ts).
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { createProject } from "../helpers/projects.ts";
+import { createProject, readSessionCookie } from "../helpers/projects.ts";
 import { getJson } from "./seed.ts";
 
 const MARK = "zq<b>\u202e";
@@ -43,7 +43,7 @@ describe("read API error messages", () => {
 
   it("never echo anything the request held, on the API or the dashboard", async () => {
     const p = await createProject();
-    const cookie = { cookie: `mcpulse_read_key=${p.read_key}` };
+    const cookie = { cookie: await readSessionCookie(p.read_key) };
     for (const q of ["zqname=1", "from=2026-01-01&zqname=1", `client=zq${"x".repeat(200)}`, "from=1999-01-01&to=2026-01-01"]) {
       const api = await getJson<{ error: string }>(`/v1/metrics/tools?${q}`, p.read_key);
       expect(api.status, q).toBe(400);
@@ -58,7 +58,7 @@ describe("read API error messages", () => {
 
   it("the dashboard refuses what the API refuses, and takes client= as no filter", async () => {
     const p = await createProject();
-    const cookie = { cookie: `mcpulse_read_key=${p.read_key}` };
+    const cookie = { cookie: await readSessionCookie(p.read_key) };
     for (const q of ["from=2026-02-30", "client=" + "c".repeat(129), "tool=x", "grain=day", "to=2026-01-01&from=2024-01-01"]) {
       const res = await exports.default.fetch(`http://worker/?${q}`, { headers: cookie });
       expect(res.status, q).toBe(400);

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import worker from "../../../src/worker/index.ts";
 import { clearFinalSumsCache } from "../../../src/worker/metrics/counter-sums.ts";
 import { countingDb } from "../helpers/counting-d1.ts";
-import { createProject } from "../helpers/projects.ts";
+import { createProject, readSessionCookie } from "../helpers/projects.ts";
 import { DAY, HOUR, seedHour, seedPair, seedRegistered, seedSession, seedVersion, setAsOf } from "./seed.ts";
 
 async function countedGet(path: string, headers: Record<string, string>): Promise<{ status: number; text: string; statements: string[] }> {
@@ -42,7 +42,7 @@ describe("D1 statements per request", () => {
     await seedPair(p.project_id, iso(todayMs), "cli", "search", "unused", 2);
     await seedSession(p.project_id, "s1", { firstSeenMs: todayMs + HOUR, client: "cli", calls: 3, responseBytes: 300, schemaBytes: 400 });
     clearFinalSumsCache();
-    const cookie = { cookie: `mcpulse_read_key=${p.read_key}` };
+    const cookie = { cookie: await readSessionCookie(p.read_key) };
     const cold = await countedGet(`/?from=${iso(todayMs - 89 * DAY)}&to=${iso(todayMs)}`, cookie);
     expect(cold.status).toBe(200);
     expect(cold.text).toContain("search");
