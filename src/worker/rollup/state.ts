@@ -1,7 +1,12 @@
-// Names of the rollup's bookkeeping rows in `rollup_state` (integer values).
+// Names of the rollup's bookkeeping rows in `rollup_state` (integer values, but the calls chunk's JSON).
 
 /** The last call_seq handed out: the rollup numbers calls in receive order above it (SPEC §2.2 ties). */
 export const CALLS_WATERMARK = "calls_seq";
+/**
+ * The calls chunk being folded in (a JSON object: its requests, the state rows it loads, its
+ * estimate), written by the chunk's first statement and read by the others of its transaction.
+ */
+export const CALLS_CHUNK = "calls_chunk";
 /** Highest raw_startups.startup_seq folded in. */
 export const STARTUPS_WATERMARK = "startups_seq";
 /** Highest raw_agreements.agreement_seq folded in. */
