@@ -76,12 +76,25 @@ const SPAN_FIELDS = ["session_id", "client_name", "tool_name", "started_at_ms"] 
 const sameGroup = (a: string, b: string) =>
   `${a}.project_id = ${b}.project_id AND ${a}.session_id = ${b}.session_id AND ${a}.client_name = ${b}.client_name`;
 
-/** The 1st / 2nd nearest state row of a cluster's (session, client) before (after) its hour. */
-const nearestRowSql = (side: "before" | "after", offset: 0 | 1) =>
-  `(SELECT x.hour_start_ms FROM call_state x WHERE ${sameGroup("x", "cl")} AND x.hour_start_ms ${side === "before" ? "<" : ">"} cl.h
-        ORDER BY x.hour_start_ms ${side === "before" ? "DESC" : "ASC"} LIMIT 1 OFFSET ${offset})`;
+/** The nearest state row of a cluster's (session, client) before (after) its hour, at any distance (pairs). */
+const nearestRowSql = (side: "before" | "after") =>
+  `(SELECT ${side === "before" ? "MAX" : "MIN"}(x.hour_start_ms) FROM call_state x WHERE ${sameGroup("x", "cl")}
+        AND x.hour_start_ms ${side === "before" ? "<" : ">"} cl.h)`;
 
-/** A cluster's side is short when one of its tools has fewer than 2 old calls in the two nearest rows on that side. */
+/**
+ * Over the state rows between a cluster's hour and its time reach on one side, nearest first, with
+ * the running count of their calls: `what` of the rows within ?5 calls (the nearest row always).
+ */
+const nearWindowSql = (side: "before" | "after", what: string) =>
+  `(SELECT ${what} FROM (
+        SELECT x.hour_start_ms, SUM(x.call_count) OVER (ORDER BY x.hour_start_ms ${side === "before" ? "DESC" : "ASC"} ROWS UNBOUNDED PRECEDING) AS running,
+          ROW_NUMBER() OVER (ORDER BY x.hour_start_ms ${side === "before" ? "DESC" : "ASC"}) AS n
+        FROM call_state x WHERE ${sameGroup("x", "cl")} AND ${side === "before"
+          ? "x.hour_start_ms < cl.h AND x.hour_start_ms >= cl.wide_from"
+          : "x.hour_start_ms > cl.h AND x.hour_start_ms <= cl.wide_to"})
+      WHERE running <= ?5 OR n = 1)`;
+
+/** A cluster's side is short when one of its tools has fewer than 2 old calls in its near rows on that side. */
 const shortSideSql = (before: 0 | 1) => `EXISTS (SELECT 1 FROM cluster_tools t
         LEFT JOIN near_counts c ON ${sameGroup("c", "t")} AND c.h = t.h AND c.before = ${before} AND c.tool_name = t.tool_name
         WHERE ${sameGroup("t", "r")} AND t.h = r.h AND COALESCE(c.n, 0) < 2)`;
@@ -104,11 +117,14 @@ export const CHUNK_SELECTION_SQL =
    *
    * Spans: per cluster (project, session, client, UTC hour of the new calls) the state rows the
    * flags need (see the file header): the time reach (lo − reach − 30 s to hi + reach + 30 s), or,
-   * when that reaches past the 2 nearest rows on a side and each tool of the cluster has at least 2
-   * old calls in those 2 rows, only those rows (the tool's predecessor and its predecessor are then
-   * there, whatever the durations); always the nearest row on each side (pairs). Spans computed
-   * from the candidates hold every span the taken requests alone need: loading more rows never
-   * changes a difference.
+   * when that holds more rows than the nearest ones within ?5 calls on a side and each tool of the
+   * cluster has at least 2 old calls in those near rows, only those (the tool's predecessor and its
+   * predecessor are then loaded, and every call between them and the new ones: the flags that can
+   * change are exact whatever the durations); always the nearest row on each side (pairs). Reading
+   * the near rows' JSON for that check is itself bounded: clusters are checked in chunk order while
+   * the near rows' calls add up to at most ?2, the others take the time reach. Spans computed from
+   * the candidates hold every span the taken requests alone need (a later request only widens a
+   * cluster, adds tools, lengthens durations), and loading more rows never changes a difference.
    */
   `INSERT INTO rollup_state (name, value)
     WITH pending AS MATERIALIZED (
@@ -129,24 +145,37 @@ export const CHUNK_SELECTION_SQL =
         MAX(duration_ms) AS dur
       FROM cand_calls GROUP BY project_id, session_id, client_name, h),
     cluster_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, h, tool_name FROM cand_calls),
-    reaches AS MATERIALIZED (
+    reach_of AS MATERIALIZED (
       SELECT cl.*, ${hourStartSql(`cl.lo - cl.reach - ${RETRY_WINDOW_MS}`)} AS wide_from,
         ${hourStartSql(`cl.hi + cl.reach + ${RETRY_WINDOW_MS}`)} AS wide_to,
-        ${nearestRowSql("before", 0)} AS before1, ${nearestRowSql("before", 1)} AS before2,
-        ${nearestRowSql("after", 0)} AS after1, ${nearestRowSql("after", 1)} AS after2
+        ${nearestRowSql("before")} AS before1, ${nearestRowSql("after")} AS after1
       FROM (
         SELECT c.*, MAX(c.dur, COALESCE((SELECT MAX(cs.max_duration_ms) FROM call_state cs WHERE ${sameGroup("cs", "c")}
           AND cs.hour_start_ms >= ${hourStartSql(`c.lo - ${DAY_MS + RETRY_WINDOW_MS}`)}
           AND cs.hour_start_ms <= c.hi + ${DAY_MS + RETRY_WINDOW_MS}), 0)) AS reach
         FROM clusters c) AS cl),
+    nears AS MATERIALIZED (
+      SELECT cl.*, ${nearWindowSql("before", "MIN(hour_start_ms)")} AS before_near, ${nearWindowSql("before", "MAX(running)")} AS before_near_calls,
+        ${nearWindowSql("after", "MAX(hour_start_ms)")} AS after_near, ${nearWindowSql("after", "MAX(running)")} AS after_near_calls
+      FROM reach_of cl),
+    reaches AS MATERIALIZED (
+      SELECT r.*, SUM(before_far * COALESCE(before_near_calls, 0) + after_far * COALESCE(after_near_calls, 0)) OVER (
+          ORDER BY k, project_id, session_id, client_name, h ROWS UNBOUNDED PRECEDING) <= ?2 AS checked
+      FROM (
+        SELECT n.*,
+          EXISTS (SELECT 1 FROM call_state x WHERE ${sameGroup("x", "n")} AND x.hour_start_ms >= n.wide_from
+            AND x.hour_start_ms < COALESCE(n.before_near, n.h)) AS before_far,
+          EXISTS (SELECT 1 FROM call_state x WHERE ${sameGroup("x", "n")} AND x.hour_start_ms <= n.wide_to
+            AND x.hour_start_ms > COALESCE(n.after_near, n.h)) AS after_far
+        FROM nears n) AS r),
     near_rows AS MATERIALIZED (
       SELECT r.project_id, r.session_id, r.client_name, r.h, 1 AS before, x.calls_json FROM reaches r JOIN call_state x
-        ON ${sameGroup("x", "r")} AND x.hour_start_ms >= r.before2 AND x.hour_start_ms < r.h
-      WHERE r.wide_from < r.before2
+        ON ${sameGroup("x", "r")} AND x.hour_start_ms >= r.before_near AND x.hour_start_ms < r.h
+      WHERE r.checked AND r.before_far
       UNION ALL
       SELECT r.project_id, r.session_id, r.client_name, r.h, 0, x.calls_json FROM reaches r JOIN call_state x
-        ON ${sameGroup("x", "r")} AND x.hour_start_ms > r.h AND x.hour_start_ms <= r.after2
-      WHERE r.wide_to > r.after2),
+        ON ${sameGroup("x", "r")} AND x.hour_start_ms > r.h AND x.hour_start_ms <= r.after_near
+      WHERE r.checked AND r.after_far),
     near_counts AS MATERIALIZED (
       SELECT n.project_id, n.session_id, n.client_name, n.h, n.before, j.value ->> 1 AS tool_name, COUNT(*) AS n
       FROM near_rows n, json_each(n.calls_json) AS j
@@ -154,14 +183,12 @@ export const CHUNK_SELECTION_SQL =
     spans AS MATERIALIZED (
       SELECT project_id, session_id, client_name, k,
         MIN(COALESCE(before1, h), CASE
-          WHEN before2 IS NULL THEN MAX(wide_from, COALESCE(before1, h))
-          WHEN wide_from >= before2 THEN wide_from
-          WHEN NOT ${shortSideSql(1)} THEN before2
+          WHEN NOT before_far THEN wide_from
+          WHEN checked AND before_near IS NOT NULL AND NOT ${shortSideSql(1)} THEN before_near
           ELSE wide_from END) AS from_ms,
         MAX(COALESCE(after1, h), CASE
-          WHEN after2 IS NULL THEN MIN(wide_to, COALESCE(after1, h))
-          WHEN wide_to <= after2 THEN wide_to
-          WHEN NOT ${shortSideSql(0)} THEN after2
+          WHEN NOT after_far THEN wide_to
+          WHEN checked AND after_near IS NOT NULL AND NOT ${shortSideSql(0)} THEN after_near
           ELSE wide_to END) AS to_ms
       FROM reaches r),
     covered AS MATERIALIZED (
@@ -383,6 +410,8 @@ export interface CallChunkBounds {
   chunkTouchedCalls: number;
   /** Spans per chunk (what the chunk's JSON row holds; each a (session, client, hour) of new calls). */
   chunkSpans: number;
+  /** Calls of the rows on each side of a span read to find each tool's two predecessors (successors). */
+  nearCalls: number;
 }
 
 /** The statements of one calls chunk, in order; run them as one `db.batch()`. */
@@ -391,7 +420,7 @@ export function callChunkStatements(db: D1Database, bounds: CallChunkBounds, lea
     "applyHourDeltas", "applyPairDeltas", "dropEmptyPairs", "addSessionCounters", "appendCalls", "advanceCallSeq", "deleteTakenBatches",
   ] as const satisfies readonly (keyof typeof CALL_CHUNK_SQL)[];
   return [
-    db.prepare(CHUNK_SELECTION_SQL).bind(bounds.chunkCalls, bounds.chunkTouchedCalls, leader, bounds.chunkSpans),
+    db.prepare(CHUNK_SELECTION_SQL).bind(bounds.chunkCalls, bounds.chunkTouchedCalls, leader, bounds.chunkSpans, bounds.nearCalls),
     ...order.map((name) => db.prepare(CALL_CHUNK_SQL[name])),
   ];
 }

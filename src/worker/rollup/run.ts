@@ -30,6 +30,11 @@ export interface RollupOptions {
   chunkTouchedCalls?: number;
   /** (session, client, hour) spans per calls chunk, which its JSON state row lists. Default 2,000. */
   chunkSpans?: number;
+  /**
+   * Calls of the state rows read on each side of a span to find each tool's two nearest calls, so
+   * that a day-long call nearby does not make the chunk load the whole day. Default 5,000.
+   */
+  nearCalls?: number;
   /** New startups per chunk; each lists up to 500 tools (SPEC §1.2). Default 200. */
   chunkStartups?: number;
   /** New agreement verdicts per chunk. Default 10,000. */
@@ -41,6 +46,7 @@ export const DEFAULT_ROLLUP_OPTIONS: Required<RollupOptions> = {
   chunkCalls: 17_000,
   chunkTouchedCalls: 60_000,
   chunkSpans: 2_000,
+  nearCalls: 5_000,
   chunkStartups: 200,
   chunkAgreements: 10_000,
 };
