@@ -393,8 +393,9 @@ export const CALL_CHUNK_SQL = {
 
 /** What `takeChunk` chose: the requests and state rows of the chunk and what it is estimated to touch. */
 export type CallChunkReport = {
-  /** New calls in the chunk. */
+  /** New calls in the chunk, and the requests they came in. */
   calls: number;
+  requests: number;
   /** New calls plus the calls of the state rows the chunk loads (estimated before loading them). */
   touched: number;
   /** 1 when requests are left waiting. */
@@ -436,6 +437,6 @@ export async function rollupCallChunk(db: D1Database, bounds: CallChunkBounds, l
   const results = await db.batch(callChunkStatements(db, bounds, leader));
   const value = (results[0]?.results?.[0] as { value?: string } | undefined)?.value;
   if (typeof value !== "string") throw new Error("rollup: calls chunk returned no report");
-  const chunk = JSON.parse(value) as CallChunkReport & { batches: unknown; spans: unknown };
-  return { calls: chunk.calls, touched: chunk.touched, more: chunk.more, leader: chunk.leader };
+  const chunk = JSON.parse(value) as Omit<CallChunkReport, "requests"> & { batches: number[] };
+  return { calls: chunk.calls, requests: chunk.batches.length, touched: chunk.touched, more: chunk.more, leader: chunk.leader };
 }
