@@ -54,8 +54,8 @@ type Shape = { name: string; noisy: TestCall[]; size: number; bounds: CallChunkB
 const BOUNDS: CallChunkBounds = { chunkCalls: 400, chunkTouchedCalls: 4_000, chunkSpans: 2_000, nearCalls: 800 };
 
 const SHAPES: Shape[] = [
-  // Long durations: two sessions of day-long calls, dense (80 an hour for 40 hours).
-  { name: "long durations", noisy: [...session("noisy", "a", T0, 40, 80, 2), ...session("noisy", "b", T0 + HOUR / 2, 40, 80, 3)], size: 50, bounds: BOUNDS },
+  // Long durations: two sessions of day-long calls, dense (120 an hour for 40 hours).
+  { name: "long durations", noisy: [...session("noisy", "a", T0, 40, 120, 2), ...session("noisy", "b", T0 + HOUR / 2, 40, 120, 3)], size: 50, bounds: BOUNDS },
   // A huge session: 7,200 calls in one session over 24 hours, short and long.
   { name: "a huge session", noisy: session("noisy", "a", T0, 24, 300, 4), size: 100, bounds: BOUNDS },
   // Many tools: 150 tools in turn in one dense session of day-long calls (each tool's two previous
