@@ -83,7 +83,7 @@ const nearestRowSql = (side: "before" | "after") =>
 
 /**
  * Over the state rows between a cluster's hour and its time reach on one side, nearest first, with
- * the running count of their calls: `what` of the rows within ?5 calls (the nearest row always).
+ * the running count of their calls: `what` of the rows within ?4 calls (the nearest row always).
  */
 const nearWindowSql = (side: "before" | "after", what: string) =>
   `(SELECT ${what} FROM (
@@ -92,35 +92,42 @@ const nearWindowSql = (side: "before" | "after", what: string) =>
         FROM call_state x WHERE ${sameGroup("x", "cl")} AND ${side === "before"
           ? "x.hour_start_ms < cl.h AND x.hour_start_ms >= cl.wide_from"
           : "x.hour_start_ms > cl.h AND x.hour_start_ms <= cl.wide_to"})
-      WHERE running <= ?5 OR n = 1)`;
+      WHERE running <= ?4 OR n = 1)`;
 
 /** A cluster's side is short when one of its tools has fewer than 2 old calls in its near rows on that side. */
 const shortSideSql = (before: 0 | 1) => `EXISTS (SELECT 1 FROM cluster_tools t
         LEFT JOIN near_counts c ON ${sameGroup("c", "t")} AND c.h = t.h AND c.before = ${before} AND c.tool_name = t.tool_name
         WHERE ${sameGroup("t", "r")} AND t.h = r.h AND COALESCE(c.n, 0) < 2)`;
 
+/**
+ * How many of the oldest waiting requests take turns (their small columns only are read): a
+ * project's backlog longer than this hides newer requests of the others until it shrinks.
+ */
+export const TURN_WINDOW_REQUESTS = 20_000;
+
 export const CHUNK_SELECTION_SQL =
   /**
    * Chooses the chunk and writes it to rollup_state (`calls_chunk`: the requests, the state rows to
    * load around them, the estimate) for the statements after it; returns it as the chunk's report.
    *
-   * Order (one project never holds up the others): the oldest ?1 waiting requests, taken by turns —
+   * Order (one project never holds up the others): the oldest TURN_WINDOW_REQUESTS waiting requests, taken by turns —
    * every project's oldest request first, then every project's second, and so on — the project
-   * that led the previous chunk (?3) last within a turn. A project's own requests keep their
+   * that led the previous chunk (its `leader`, kept in the same row across runs) last within a turn. A project's own requests keep their
    * receive order, which is all the SPEC §2.2 tie-break compares (calls of one session).
    *
    * Bound (no transaction holds the database long, whatever a tenant sends): requests are taken in
    * that order while the calls before each are fewer than ?1, the rows of work so far — new calls
    * plus the calls of every state row the chunk will load, from `call_count`, before any state JSON
-   * is read — are at most ?2, and the spans at most ?4; the first request is always taken so the
+   * is read — are at most ?2, and the spans at most ?3; the first request is always taken so the
    * rollup always advances.
    *
    * Spans: per cluster (project, session, client, UTC hour of the new calls) the state rows the
    * flags need (see the file header): the time reach (lo − reach − 30 s to hi + reach + 30 s), or,
-   * when that holds more rows than the nearest ones within ?5 calls on a side and each tool of the
+   * when that holds more rows than the nearest ones within ?4 calls on a side and each tool of the
    * cluster has at least 2 old calls in those near rows, only those (the tool's predecessor and its
    * predecessor are then loaded, and every call between them and the new ones: the flags that can
-   * change are exact whatever the durations); always the nearest row on each side (pairs). Reading
+   * change are exact whatever the durations); and for the pairs the nearest row on each side unless
+   * the cluster's own row already holds a call before (after) the new ones. Reading
    * the near rows' JSON for that check is itself bounded: clusters are checked in chunk order while
    * the near rows' calls add up to at most ?2, the others take the time reach. Spans computed from
    * the candidates hold every span the taken requests alone need (a later request only widens a
@@ -129,10 +136,10 @@ export const CHUNK_SELECTION_SQL =
   `INSERT INTO rollup_state (name, value)
     WITH pending AS MATERIALIZED (
       SELECT batch_seq, project_id, call_count, ROW_NUMBER() OVER (PARTITION BY project_id ORDER BY batch_seq) AS turn
-      FROM (SELECT batch_seq, project_id, call_count FROM call_batches ORDER BY batch_seq LIMIT ?1)),
+      FROM (SELECT batch_seq, project_id, call_count FROM call_batches ORDER BY batch_seq LIMIT ${TURN_WINDOW_REQUESTS})),
     ordered AS MATERIALIZED (
       SELECT batch_seq, project_id, call_count, ROW_NUMBER() OVER w AS k, SUM(call_count) OVER w - call_count AS calls_before
-      FROM pending WINDOW w AS (ORDER BY turn, project_id IS ?3, batch_seq ROWS UNBOUNDED PRECEDING)),
+      FROM pending WINDOW w AS (ORDER BY turn, project_id IS (${chunkSql} ->> '$.leader'), batch_seq ROWS UNBOUNDED PRECEDING)),
     candidates AS MATERIALIZED (
       SELECT o.k, o.batch_seq, o.project_id, o.call_count, b.calls_json FROM ordered o JOIN call_batches b ON b.batch_seq = o.batch_seq
       WHERE o.calls_before < ?1),
@@ -148,7 +155,9 @@ export const CHUNK_SELECTION_SQL =
     reach_of AS MATERIALIZED (
       SELECT cl.*, ${hourStartSql(`cl.lo - cl.reach - ${RETRY_WINDOW_MS}`)} AS wide_from,
         ${hourStartSql(`cl.hi + cl.reach + ${RETRY_WINDOW_MS}`)} AS wide_to,
-        ${nearestRowSql("before")} AS before1, ${nearestRowSql("after")} AS after1
+        ${nearestRowSql("before")} AS before1, ${nearestRowSql("after")} AS after1,
+        (SELECT x.min_started_at_ms <= cl.lo FROM call_state x WHERE ${sameGroup("x", "cl")} AND x.hour_start_ms = cl.h) AS own_before,
+        (SELECT x.max_started_at_ms > cl.hi FROM call_state x WHERE ${sameGroup("x", "cl")} AND x.hour_start_ms = cl.h) AS own_after
       FROM (
         SELECT c.*, MAX(c.dur, COALESCE((SELECT MAX(cs.max_duration_ms) FROM call_state cs WHERE ${sameGroup("cs", "c")}
           AND cs.hour_start_ms >= ${hourStartSql(`c.lo - ${DAY_MS + RETRY_WINDOW_MS}`)}
@@ -182,11 +191,11 @@ export const CHUNK_SELECTION_SQL =
       GROUP BY n.project_id, n.session_id, n.client_name, n.h, n.before, tool_name),
     spans AS MATERIALIZED (
       SELECT project_id, session_id, client_name, k,
-        MIN(COALESCE(before1, h), CASE
+        MIN(CASE WHEN own_before THEN h ELSE COALESCE(before1, h) END, CASE
           WHEN NOT before_far THEN wide_from
           WHEN checked AND before_near IS NOT NULL AND NOT ${shortSideSql(1)} THEN before_near
           ELSE wide_from END) AS from_ms,
-        MAX(COALESCE(after1, h), CASE
+        MAX(CASE WHEN own_after THEN h ELSE COALESCE(after1, h) END, CASE
           WHEN NOT after_far THEN wide_to
           WHEN checked AND after_near IS NOT NULL AND NOT ${shortSideSql(0)} THEN after_near
           ELSE wide_to END) AS to_ms
@@ -205,7 +214,7 @@ export const CHUNK_SELECTION_SQL =
       SELECT k, SUM(touched) OVER w AS touched, SUM(spans) OVER w AS spans FROM costs WINDOW w AS (ORDER BY k ROWS UNBOUNDED PRECEDING)),
     chosen AS MATERIALIZED (
       SELECT c.k, c.batch_seq, c.project_id, c.call_count, r.touched FROM candidates c JOIN running r ON r.k = c.k
-      WHERE c.k = 1 OR (r.touched <= ?2 AND r.spans <= ?4))
+      WHERE c.k = 1 OR (r.touched <= ?2 AND r.spans <= ?3))
     SELECT '${CALLS_CHUNK}', json_object(
       'batches', json(COALESCE((SELECT json_group_array(batch_seq) FROM chosen), '[]')),
       'spans', json(COALESCE((SELECT json_group_array(json_array(project_id, session_id, client_name, from_ms, to_ms))
@@ -416,12 +425,12 @@ export interface CallChunkBounds {
 }
 
 /** The statements of one calls chunk, in order; run them as one `db.batch()`. */
-export function callChunkStatements(db: D1Database, bounds: CallChunkBounds, leader: string | null = null): D1PreparedStatement[] {
+export function callChunkStatements(db: D1Database, bounds: CallChunkBounds): D1PreparedStatement[] {
   const order = [
     "applyHourDeltas", "applyPairDeltas", "dropEmptyPairs", "addSessionCounters", "appendCalls", "advanceCallSeq", "deleteTakenBatches",
   ] as const satisfies readonly (keyof typeof CALL_CHUNK_SQL)[];
   return [
-    db.prepare(CHUNK_SELECTION_SQL).bind(bounds.chunkCalls, bounds.chunkTouchedCalls, leader, bounds.chunkSpans, bounds.nearCalls),
+    db.prepare(CHUNK_SELECTION_SQL).bind(bounds.chunkCalls, bounds.chunkTouchedCalls, bounds.chunkSpans, bounds.nearCalls),
     ...order.map((name) => db.prepare(CALL_CHUNK_SQL[name])),
   ];
 }
@@ -433,8 +442,8 @@ export const CALL_CHUNK_STATEMENTS = 8;
  * Runs one calls chunk (one transaction: a failure anywhere rolls all of it back, and the next run
  * takes the same requests again); returns what it chose (calls 0 when nothing was waiting).
  */
-export async function rollupCallChunk(db: D1Database, bounds: CallChunkBounds, leader: string | null = null): Promise<CallChunkReport> {
-  const results = await db.batch(callChunkStatements(db, bounds, leader));
+export async function rollupCallChunk(db: D1Database, bounds: CallChunkBounds): Promise<CallChunkReport> {
+  const results = await db.batch(callChunkStatements(db, bounds));
   const value = (results[0]?.results?.[0] as { value?: string } | undefined)?.value;
   if (typeof value !== "string") throw new Error("rollup: calls chunk returned no report");
   const chunk = JSON.parse(value) as Omit<CallChunkReport, "requests"> & { batches: number[] };

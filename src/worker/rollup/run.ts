@@ -23,9 +23,9 @@ export interface RollupOptions {
   /**
    * Rows of work per calls chunk: its new calls plus the calls of the state rows it loads around
    * them, estimated from `call_count` before any JSON is read (the chunk's first request is taken
-   * whatever its estimate). Default 60,000: a chunk of 17,000 calls in sessions of ordinary density
-   * fits; a session with a day of dense long calls is folded in smaller chunks instead of one that
-   * holds the database for seconds (bench:fairness).
+   * whatever its estimate). Default 20,000: a chunk of new calls in sessions of ordinary density is
+   * about as long as before (bench:rollup); a session with a day of dense long calls is folded in
+   * smaller chunks instead of one that holds the database for seconds (bench:fairness).
    */
   chunkTouchedCalls?: number;
   /** (session, client, hour) spans per calls chunk, which its JSON state row lists. Default 2,000. */
@@ -44,7 +44,7 @@ export interface RollupOptions {
 export const DEFAULT_ROLLUP_OPTIONS: Required<RollupOptions> = {
   maxQueries: 48,
   chunkCalls: 17_000,
-  chunkTouchedCalls: 60_000,
+  chunkTouchedCalls: 20_000,
   chunkSpans: 2_000,
   nearCalls: 5_000,
   chunkStartups: 200,
@@ -92,8 +92,6 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
   report.queries += 1;
   const pending = { startups: !!pendingRow?.startups, agreements: !!pendingRow?.agreements, calls: !!pendingRow?.calls };
   let budget = o.maxQueries - 2;
-  // The project that led the last calls chunk goes last in the next one's first turn.
-  let leader: string | null = null;
 
   // Round-robin over the streams so a backlog in one never starves the others.
   for (;;) {
@@ -114,13 +112,12 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
       ran = true;
     }
     if (pending.calls && budget >= CALL_CHUNK_STATEMENTS) {
-      const r = await rollupCallChunk(db, o, leader);
+      const r = await rollupCallChunk(db, o);
       budget -= CALL_CHUNK_STATEMENTS;
       report.queries += CALL_CHUNK_STATEMENTS;
       report.newCalls += r.calls;
       report.callChunks += 1;
       report.maxChunkTouched = Math.max(report.maxChunkTouched, r.touched);
-      leader = r.leader;
       pending.calls = !!r.more;
       ran = true;
     }

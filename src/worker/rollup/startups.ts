@@ -115,8 +115,9 @@ export const STARTUP_CHUNK_STATEMENTS = 9;
 /**
  * Rows of work one startup chunk may take on (tool entries + declared tool names; the writes are a
  * small multiple of it). Measured in test/e2e/tenant-isolation.test.ts: with 20,000 the worst read of another project waited ~0.5 s behind a chunk, with no bound ~2.9 s.
+ * 5,000 holds one startup at every cap (500 + 64 × 64 = 4,596 rows) per chunk (bench:fairness).
  */
-export const MAX_STARTUP_CHUNK_ROWS = 10_000;
+export const MAX_STARTUP_CHUNK_ROWS = 5_000;
 
 export async function rollupStartupChunk(db: D1Database, chunkStartups: number, maxRows = MAX_STARTUP_CHUNK_ROWS): Promise<StartupChunkReport> {
   const results = await db.batch([
