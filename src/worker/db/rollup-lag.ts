@@ -2,7 +2,7 @@
 // behind on its own and says so in the health answer"). Read from what is still waiting — the
 // requests in call_batches, the startups and verdicts above their watermarks — so it costs no
 // write and is exact at any moment; a project missing from the answer is caught up.
-import { AGREEMENTS_WATERMARK, AS_OF, STARTUPS_WATERMARK, stateValueSql } from "../rollup/state.ts";
+import { AGREEMENTS_WATERMARK, AS_OF, STARTUPS_WATERMARK, stateValueSql } from "./rollup-state.ts";
 
 export type ProjectRollupLag = {
   project_id: string;

@@ -34,7 +34,7 @@
 // hours, the cost follows the new calls and their neighbourhood, not the history, and counters
 // never need rows that retention deleted.
 import { DAY_MS, RETRY_WINDOW_MS, dayStartSql, hourStartSql, retryGapSql } from "../time.ts";
-import { CALLS_CHUNK, CALLS_WATERMARK, stateValueSql } from "./state.ts";
+import { CALLS_CHUNK, CALLS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
 
 const COUNTERS = [
   "calls", "ok", "empty", "bad_args", "tool_error", "crashed", "response_bytes_sum", "duration_ms_sum",

@@ -12,7 +12,7 @@
 //   (session, client) sequence can be any distance back (tool pairs have no time window, SPEC
 //   §2.4), so that row stays to carry the pair (one row per session and client at most).
 // Calls still waiting in `call_batches` are not in call_state yet, so nothing here can touch them.
-import { AGREEMENTS_WATERMARK, AS_OF, RAW_KEPT_FROM, STARTUPS_WATERMARK, stateValueSql } from "./state.ts";
+import { AGREEMENTS_WATERMARK, AS_OF, RAW_KEPT_FROM, STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
 import { DAY_MS, HOUR_MS, hourStartMs } from "../time.ts";
 
 export const DEFAULT_RAW_RETENTION_DAYS = 30;

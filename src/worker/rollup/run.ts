@@ -4,7 +4,7 @@
 // watermark, so nothing is lost or counted twice when an invocation stops (or dies) half-way.
 import { AGREEMENT_CHUNK_STATEMENTS, rollupAgreementChunk } from "./agreements.ts";
 import { CALL_CHUNK_STATEMENTS, rollupCallChunk } from "./calls.ts";
-import { AGREEMENTS_WATERMARK, AS_OF, STARTUPS_WATERMARK, stateValueSql } from "./state.ts";
+import { AGREEMENTS_WATERMARK, AS_OF, STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
 import { STARTUP_CHUNK_STATEMENTS, rollupStartupChunk } from "./startups.ts";
 
 export interface RollupOptions {

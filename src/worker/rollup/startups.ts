@@ -6,7 +6,7 @@
 // `startups_seq` watermark, so the highest one per project (or session) in the chunk is the
 // highest overall: replacing with it is exact and idempotent.
 
-import { STARTUPS_WATERMARK, stateValueSql } from "./state.ts";
+import { STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
 
 const watermark = stateValueSql(STARTUPS_WATERMARK);
 

@@ -1,4 +1,4 @@
-// Names of the rollup's bookkeeping rows in `rollup_state` (integer values, but the calls chunk's JSON).
+// The rows of `rollup_state` (the rollup's bookkeeping: watermarks, as_of, the calls chunk), by name, and the SQL reading one.
 
 /** The last call_seq handed out: the rollup numbers calls in receive order above it (SPEC §2.2 ties). */
 export const CALLS_WATERMARK = "calls_seq";
