@@ -126,3 +126,37 @@ it("the default bounds are the documented ones", () => {
   const o: Required<RollupOptions> = DEFAULT_ROLLUP_OPTIONS;
   expect(o).toMatchObject({ chunkCalls: 17_000, chunkTouchedCalls: 20_000, chunkSpans: 2_000, nearCalls: 5_000 });
 });
+
+describe("the chunk's limits, at, under and over", () => {
+  // Three requests of 2, 3 and 4 calls, each in its own session (one span each), nothing rolled up
+  // before: a request's rows of work are its calls.
+  async function seedThree(): Promise<void> {
+    await resetDb(db);
+    for (const [i, n] of [2, 3, 4].entries()) {
+      await deliver(db, Array.from({ length: n }, (_, k): TestPayload => ({ type: "call", call: call({ session_id: `s${i}`, started_at_ms: T0 + k }) })), T0 + i);
+    }
+  }
+  const loose: CallChunkBounds = { chunkCalls: 100, chunkTouchedCalls: 100, chunkSpans: 100, nearCalls: 100 };
+
+  it("chunkTouchedCalls: requests while their rows of work add up to at most the bound, the first always", async () => {
+    for (const [bound, requests] of [[1, 1], [4, 1], [5, 2], [8, 2], [9, 3]] as const) {
+      await seedThree();
+      const r = await rollupCallChunk(db, { ...loose, chunkTouchedCalls: bound });
+      expect({ bound, requests: r.requests, touched: r.touched }).toEqual({ bound, requests, touched: [2, 5, 9][requests - 1] });
+    }
+  });
+
+  it("chunkSpans: requests while their (session, client, hour) spans number at most the bound", async () => {
+    for (const [bound, requests] of [[1, 1], [2, 2], [3, 3]] as const) {
+      await seedThree();
+      expect((await rollupCallChunk(db, { ...loose, chunkSpans: bound })).requests, `spans ${bound}`).toBe(requests);
+    }
+  });
+
+  it("chunkCalls: requests while the calls before each are fewer than the bound", async () => {
+    for (const [bound, requests] of [[1, 1], [2, 1], [3, 2], [5, 2], [6, 3]] as const) {
+      await seedThree();
+      expect((await rollupCallChunk(db, { ...loose, chunkCalls: bound })).requests, `calls ${bound}`).toBe(requests);
+    }
+  });
+});

@@ -222,3 +222,22 @@ describe("retention", () => {
     expect(before.agreementDays).toHaveLength(1);
   });
 });
+
+describe("retention's call_state statements are bounded by calls as well as rows", () => {
+  it("takes rows while the calls before each are fewer than chunkCalls (the first always), at, under and over", async () => {
+    // Five old hours of 2 calls each, then the kept latest row before the cutoff.
+    const old = Array.from({ length: 6 }, (_, i) => [
+      call({ started_at_ms: CUTOFF_30 - 7 * HOUR + i * HOUR }),
+      call({ started_at_ms: CUTOFF_30 - 7 * HOUR + i * HOUR + 1_000, tool_name: "fetch" }),
+    ]).flat();
+    const expected: [number, number][] = [[1, 1], [2, 1], [3, 2], [4, 2], [5, 3], [100, 5]];
+    for (const [chunkCalls, rows] of expected) {
+      await resetDb(db);
+      await deliver(db, calls(old), NOW - 40 * DAY);
+      await runRollup(db, NOW);
+      // The probe that writes the cutoff, then one delete statement.
+      const r = await runRetention(db, NOW, { chunkCalls, maxQueries: 2 });
+      expect(r.deletedCallRows, `chunkCalls ${chunkCalls}`).toBe(rows);
+    }
+  });
+});
