@@ -82,10 +82,6 @@ CREATE TABLE agreement_declarations (
   PRIMARY KEY (project_id, field, tool_name)
 );
 
-CREATE TABLE rollup_chunk_startups (
-  startup_seq INTEGER PRIMARY KEY
-);
-
 CREATE TABLE alert_destinations (
   destination_id TEXT PRIMARY KEY,
   project_id TEXT NOT NULL,
@@ -237,7 +233,7 @@ CREATE TABLE "tool_hour_metrics" (
   first_call_attempts INTEGER NOT NULL,
   first_call_ok INTEGER NOT NULL,
   -- JSON object {"<bucket>": count} over src/worker/histogram.ts buckets; sparse.
-  duration_histogram_json TEXT NOT NULL,
+  duration_histogram_json TEXT NOT NULL, calls_without_session INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (project_id, hour_start_ms, tool_name, client_name)
 ) WITHOUT ROWID;
 
@@ -257,7 +253,7 @@ CREATE TABLE "tool_day_metrics" (
   retries INTEGER NOT NULL,
   first_call_attempts INTEGER NOT NULL,
   first_call_ok INTEGER NOT NULL,
-  duration_histogram_json TEXT NOT NULL,
+  duration_histogram_json TEXT NOT NULL, calls_without_session INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (project_id, day_start_ms, tool_name, client_name)
 ) WITHOUT ROWID;
 
@@ -290,9 +286,9 @@ CREATE TABLE "rollup_state" (
 CREATE INDEX tool_pair_days_emptied ON tool_pair_days (pair_count) WHERE pair_count = 0;
 
 CREATE TRIGGER tool_hour_metrics_add_to_day AFTER INSERT ON tool_hour_metrics BEGIN
-  INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, response_bytes_sum, duration_ms_sum, retries, first_call_attempts, first_call_ok, duration_histogram_json)
+  INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, response_bytes_sum, duration_ms_sum, retries, first_call_attempts, first_call_ok, calls_without_session, duration_histogram_json)
     VALUES (NEW.project_id, NEW.hour_start_ms - NEW.hour_start_ms % 86400000, NEW.tool_name, NEW.client_name,
-      NEW.calls, NEW.ok, NEW.empty, NEW.bad_args, NEW.tool_error, NEW.crashed, NEW.response_bytes_sum, NEW.duration_ms_sum, NEW.retries, NEW.first_call_attempts, NEW.first_call_ok, NEW.duration_histogram_json)
+      NEW.calls, NEW.ok, NEW.empty, NEW.bad_args, NEW.tool_error, NEW.crashed, NEW.response_bytes_sum, NEW.duration_ms_sum, NEW.retries, NEW.first_call_attempts, NEW.first_call_ok, NEW.calls_without_session, NEW.duration_histogram_json)
     ON CONFLICT (project_id, day_start_ms, tool_name, client_name) DO UPDATE SET
       calls = calls + excluded.calls,
       ok = ok + excluded.ok,
@@ -305,6 +301,7 @@ CREATE TRIGGER tool_hour_metrics_add_to_day AFTER INSERT ON tool_hour_metrics BE
       retries = retries + excluded.retries,
       first_call_attempts = first_call_attempts + excluded.first_call_attempts,
       first_call_ok = first_call_ok + excluded.first_call_ok,
+      calls_without_session = calls_without_session + excluded.calls_without_session,
       duration_histogram_json = (SELECT COALESCE(json_group_object(key, calls ORDER BY CAST(key AS INTEGER)), '{}') FROM (
         SELECT key, SUM(value) AS calls FROM (
           SELECT key, value FROM json_each(tool_day_metrics.duration_histogram_json) UNION ALL SELECT key, value FROM json_each(excluded.duration_histogram_json))
@@ -312,9 +309,9 @@ CREATE TRIGGER tool_hour_metrics_add_to_day AFTER INSERT ON tool_hour_metrics BE
 END;
 
 CREATE TRIGGER tool_hour_metrics_change_day AFTER UPDATE ON tool_hour_metrics BEGIN
-  INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, response_bytes_sum, duration_ms_sum, retries, first_call_attempts, first_call_ok, duration_histogram_json)
+  INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, response_bytes_sum, duration_ms_sum, retries, first_call_attempts, first_call_ok, calls_without_session, duration_histogram_json)
     VALUES (NEW.project_id, NEW.hour_start_ms - NEW.hour_start_ms % 86400000, NEW.tool_name, NEW.client_name,
-      NEW.calls - OLD.calls, NEW.ok - OLD.ok, NEW.empty - OLD.empty, NEW.bad_args - OLD.bad_args, NEW.tool_error - OLD.tool_error, NEW.crashed - OLD.crashed, NEW.response_bytes_sum - OLD.response_bytes_sum, NEW.duration_ms_sum - OLD.duration_ms_sum, NEW.retries - OLD.retries, NEW.first_call_attempts - OLD.first_call_attempts, NEW.first_call_ok - OLD.first_call_ok,
+      NEW.calls - OLD.calls, NEW.ok - OLD.ok, NEW.empty - OLD.empty, NEW.bad_args - OLD.bad_args, NEW.tool_error - OLD.tool_error, NEW.crashed - OLD.crashed, NEW.response_bytes_sum - OLD.response_bytes_sum, NEW.duration_ms_sum - OLD.duration_ms_sum, NEW.retries - OLD.retries, NEW.first_call_attempts - OLD.first_call_attempts, NEW.first_call_ok - OLD.first_call_ok, NEW.calls_without_session - OLD.calls_without_session,
       (SELECT COALESCE(json_group_object(key, calls ORDER BY CAST(key AS INTEGER)), '{}') FROM (
         SELECT key, SUM(value) AS calls FROM (
           SELECT key, value FROM json_each(NEW.duration_histogram_json) UNION ALL SELECT key, -value FROM json_each(OLD.duration_histogram_json))
@@ -331,6 +328,7 @@ CREATE TRIGGER tool_hour_metrics_change_day AFTER UPDATE ON tool_hour_metrics BE
       retries = retries + excluded.retries,
       first_call_attempts = first_call_attempts + excluded.first_call_attempts,
       first_call_ok = first_call_ok + excluded.first_call_ok,
+      calls_without_session = calls_without_session + excluded.calls_without_session,
       duration_histogram_json = (SELECT COALESCE(json_group_object(key, calls ORDER BY CAST(key AS INTEGER)), '{}') FROM (
         SELECT key, SUM(value) AS calls FROM (
           SELECT key, value FROM json_each(tool_day_metrics.duration_histogram_json) UNION ALL SELECT key, value FROM json_each(excluded.duration_histogram_json))

@@ -1,10 +1,14 @@
 // `npm run bench:cost`: what a tool call costs over its whole life in the units Cloudflare bills.
 // The real worker (bundled with bench/cost/metered-worker.ts around it) runs in Miniflare with a
 // local D1 and the KeyBudget Durable Object; calls go through POST /v1/ingest and the real crons
-// (a rollup every 5 simulated minutes, then retention past the raw window). Two scenarios:
-//   low  — 6,000 calls a day from 24 SDK processes (one session each, two clients in every third),
-//          in bursts, batched as the SDK batches (a flush every 5 s, at most 30 payloads);
-//   high — 400,000 calls a day in 500-item batches (a gateway or a busy server), simulated for
+// (a rollup every 5 simulated minutes, then retention past the raw window). Four scenarios
+// (BENCH_ONLY=low,quiet,shared,high picks some):
+//   low    — 6,000 calls a day from 24 SDK processes (one session each, two clients in every third),
+//            in bursts, batched as the SDK batches (a flush every 5 s, at most 30 payloads);
+//   quiet  — the same calls spread so a flush carries ~1.3 calls, as a quiet server's SDK sends them;
+//   shared — one shared HTTP server: 6,000 calls a day in short conversations of several clients,
+//            a session and a startup each, one in ten without a session;
+//   high   — 400,000 calls a day in 500-item batches (a gateway or a busy server), simulated for
 //          BENCH_HIGH_HOURS hours (default 6; per-call figures do not depend on the length).
 // Prints rows written and read per call by phase, the top statements, bytes per call in the window
 // and kept forever, the longest transaction, and the capacity table; writes the bench:cost section
@@ -70,17 +74,75 @@ function lowTraffic(t0: number): Request[] {
       }
       t += 2 * MINUTE + Math.floor(rand() * 3 * MINUTE);
     }
-    // The SDK's buffer: a flush every 5 s of whatever is pending, at most 30 payloads per request.
-    let tick = Math.ceil(payloads[0]!.atMs / 5_000) * 5_000;
-    let i = 0;
-    while (i < payloads.length) {
-      const batch: Record<string, unknown>[] = [];
-      while (i < payloads.length && payloads[i]!.atMs <= tick && batch.length < 30) batch.push(payloads[i++]!.payload);
-      if (batch.length > 0) requests.push({ atMs: tick, batch, calls: batch.filter((b) => b.type === "call").length });
-      tick += 5_000;
-    }
+    requests.push(...sdkRequests(payloads));
   }
   return requests.sort((a, b) => a.atMs - b.atMs);
+}
+
+/** The SDK's buffer: a flush every 5 s of whatever is pending, at most 30 payloads per request. */
+function sdkRequests(payloads: { atMs: number; payload: Record<string, unknown> }[]): Request[] {
+  payloads.sort((a, b) => a.atMs - b.atMs);
+  const requests: Request[] = [];
+  let tick = Math.ceil(payloads[0]!.atMs / 5_000) * 5_000;
+  let i = 0;
+  while (i < payloads.length) {
+    const batch: Record<string, unknown>[] = [];
+    while (i < payloads.length && payloads[i]!.atMs <= tick && batch.length < 30) batch.push(payloads[i++]!.payload);
+    if (batch.length > 0) requests.push({ atMs: tick, batch, calls: batch.filter((b) => b.type === "call").length });
+    tick = Math.max(tick + 5_000, Math.ceil((payloads[i]?.atMs ?? 0) / 5_000) * 5_000);
+  }
+  return requests;
+}
+
+/**
+ * A quiet server: the low scenario's 24 processes and 6,000 calls a day, but calls 1–6 s apart
+ * within a burst, so a 5-second flush carries ~1.3 calls (what an SDK on a quiet server sends).
+ */
+function quietTraffic(t0: number): Request[] {
+  const rand = mulberry32(13);
+  const requests: Request[] = [];
+  for (let p = 0; p < 24; p++) {
+    const session = `s_${(0xc00000000000 + p).toString(16)}`;
+    let t = t0 + p * HOUR + Math.floor(rand() * 10 * MINUTE);
+    const payloads: { atMs: number; payload: Record<string, unknown> }[] = [{ atMs: t, payload: startup(session, "claude-ai") }];
+    for (let n = 0; n < 250; ) {
+      const burst = 3 + Math.floor(rand() * 6);
+      for (let i = 0; i < burst && n < 250; i++, n++) {
+        t += 1_000 + Math.floor(rand() * 5_000);
+        payloads.push({ atMs: t, payload: call(rand, session, "claude-ai", t) });
+      }
+      t += 2 * MINUTE + Math.floor(rand() * 3 * MINUTE);
+    }
+    requests.push(...sdkRequests(payloads));
+  }
+  return requests.sort((a, b) => a.atMs - b.atMs);
+}
+
+/**
+ * A shared HTTP server (SPEC §4 "Sessions are conversations"): one process serving 6,000 calls a
+ * day in short conversations of 2–8 calls of several clients at once, each conversation its own
+ * session with its own startup (the SDK sends one per new session), some of them without a session
+ * (a stateless client: session_id ""); one SDK buffer for the whole process.
+ */
+function sharedTraffic(t0: number): Request[] {
+  const rand = mulberry32(17);
+  const payloads: { atMs: number; payload: Record<string, unknown> }[] = [];
+  const clients = ["claude-ai", "claude-ai", "chatgpt", "chatgpt", "cursor"];
+  let calls = 0;
+  for (let c = 0; calls < 6_000; c++) {
+    const client = clients[c % clients.length]!;
+    const sessionless = c % 10 === 9;
+    const session = sessionless ? "" : `s_${(0xd00000000000 + c).toString(16)}`;
+    // Conversations start through the day, several at once.
+    let t = t0 + Math.floor(rand() * DAY);
+    if (!sessionless) payloads.push({ atMs: t, payload: startup(session, client) });
+    const length = 2 + Math.floor(rand() * 7);
+    for (let i = 0; i < length && calls < 6_000; i++, calls++) {
+      t += 2_000 + Math.floor(rand() * 18_000);
+      payloads.push({ atMs: t, payload: call(rand, session, client, t) });
+    }
+  }
+  return sdkRequests(payloads);
 }
 
 /** High traffic: 400,000 calls a day from 200 concurrent sessions, sent in 500-item batches. */
@@ -328,14 +390,21 @@ async function main() {
   await bundleWorker(script, join(root, "bench/cost/metered-worker.ts"));
   writeFileSync(join(tmp, "plain.js"), `export default { fetch() { return new Response(null) } }; export class KeyBudget {}`);
   const results: Result[] = [];
-  for (const [name, build] of [["low (6k calls/day, SDK batching)", lowTraffic], [`high (400k calls/day, 500-item batches, ${HIGH_HOURS} h)`, (t0: number) => highTraffic(t0, HIGH_HOURS)]] as const) {
+  const scenarios: [string, string, (t0: number) => Request[]][] = [
+    ["low", "low: 6k calls/day, SDK batching", lowTraffic],
+    ["quiet", "low, quiet server: 6k calls/day, ~1.3 calls a request", quietTraffic],
+    ["shared", "low, shared HTTP server: 6k calls/day in short conversations, a startup each", sharedTraffic],
+    ["high", `high: 400k calls/day, 500-item batches (${HIGH_HOURS} h simulated)`, (t0: number) => highTraffic(t0, HIGH_HOURS)],
+  ];
+  for (const [short, name, build] of scenarios) {
+    if (process.env.BENCH_ONLY && !process.env.BENCH_ONLY.split(",").includes(short)) continue;
     console.log(`running ${name}…`);
     const started = Date.now();
-    results.push(await scenario(name.split(" ")[0]!, script, build));
-    console.log(`  ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    const result = await scenario(short, script, build);
+    result.name = name;
+    results.push(result);
+    console.log(`  ${((Date.now() - started) / 1000).toFixed(0)} s, ${(result.calls / result.requests).toFixed(2)} payloads' calls per request`);
   }
-  results[0]!.name = "low: 6k calls/day, SDK batching";
-  results[1]!.name = `high: 400k calls/day, 500-item batches (${HIGH_HOURS} h simulated)`;
   const label = process.env.BENCH_LABEL ?? "this tree";
   const table = report(results, label);
   const caps = capacityTable(results);

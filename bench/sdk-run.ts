@@ -14,7 +14,7 @@ import { McpServer as McpServerV2, InMemoryTransport as InMemoryV2 } from "@mode
 import { Client as ClientV2 } from "@modelcontextprotocol/client";
 import { z } from "zod";
 import { watch } from "../src/sdk/index.ts";
-import { allDestinations, setTransportOverridesForTests } from "../src/sdk/session.ts";
+import { allDestinations, setTransportOverridesForTests } from "../src/sdk/destination.ts";
 if (process.env.BENCH_SDK_POST === "noop") setTransportOverridesForTests({ post: async () => 202 });
 import { argumentsFor, INPUT_SHAPE, RESULT } from "./sdk-inputs.ts";
 

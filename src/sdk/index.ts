@@ -1,6 +1,6 @@
 // mcpulse-edge/sdk — the whole public surface of the producer SDK (SPEC §4).
 export { watch } from "./watch.ts";
-export type { WatchOptions, ToolPolicy } from "./options.ts";
+export type { WatchOptions, ToolPolicy, SessionKeyRequest } from "./options.ts";
 export {
   DEFAULT_AGREE_WINDOW_MS,
   EXIT_FLUSH_TIMEOUT_MS,

@@ -31,6 +31,26 @@ export interface WatchOptions {
   agree?: Record<string, Record<string, string>>;
   /** How far back a value counts for agreement, per field. Default 300,000 ms. */
   agreeWindowMs?: number;
+  /**
+   * Your own conversation or user handle for a request (SPEC §4 "Sessions are conversations"),
+   * first in the order the SDK tries: a non-empty string names the request's session (it is
+   * HMAC'd with the key before it is sent; the value never leaves the process). Anything else, or a
+   * throw, counts as no answer and the next source is tried. Called on every tool call: keep it a
+   * cheap lookup.
+   */
+  sessionKey?: (request: SessionKeyRequest) => string | undefined | null;
+}
+
+/** What `sessionKey` receives about a request. */
+export interface SessionKeyRequest {
+  /** The transport session (`Mcp-Session-Id` of stateful streamable HTTP, or the SSE connection). */
+  sessionId?: string;
+  /** The request's `_meta`. */
+  meta?: Record<string, unknown>;
+  /** The request's verified auth info, as the MCP SDK hands it to handlers (`authInfo`). */
+  authInfo?: unknown;
+  /** The client behind the request (`"unknown"` when it gave no name). */
+  clientName: string;
 }
 
 export interface ResolvedOptions {
@@ -43,6 +63,7 @@ export interface ResolvedOptions {
   /** tool → fields it declares */
   agreeByTool: Map<string, { field: string; path: string }[]>;
   agreeWindowMs: number;
+  sessionKey: ((request: SessionKeyRequest) => unknown) | undefined;
 }
 
 export type OptionsVerdict = { ok: true; options: ResolvedOptions } | { ok: false; reason: string; debug: boolean };
@@ -117,5 +138,7 @@ export function resolveOptions(raw: unknown): OptionsVerdict {
       ? window
       : DEFAULT_AGREE_WINDOW_MS;
 
-  return { ok: true, options: { key: raw.key.trim(), endpoint, debug, policy, agree, agreeByTool, agreeWindowMs } };
+  const sessionKey = typeof raw.sessionKey === "function" ? (raw.sessionKey as ResolvedOptions["sessionKey"]) : undefined;
+
+  return { ok: true, options: { key: raw.key.trim(), endpoint, debug, policy, agree, agreeByTool, agreeWindowMs, sessionKey } };
 }

@@ -1,10 +1,97 @@
-// One session id and one buffer per process per destination (endpoint + key), never per watch()
-// call: a streamable-HTTP server builds a fresh server object per request (SPEC §4).
-import { DEFAULT_BUFFER_TUNING, PayloadBuffer, type BufferTuning } from "./buffer.ts";
-import { EXIT_FLUSH_TIMEOUT_MS, INGEST_PATH, SEND_TIMEOUT_MS } from "./constants.ts";
-import { toStderr } from "./debug.ts";
-import { AgreementTracker } from "./agreement.ts";
-import { defaultPostJson, type PostJson } from "./transport.ts";
+// Where a call's session comes from (SPEC §4 "Sessions are conversations"): one pure function over
+// the facts a request carries, and the table that turns a source into a `session_id` once, so a
+// call costs a map lookup and never an HMAC. The wrappers in watch.ts only gather the facts; the
+// table of docs/sdk.md ("Where a session comes from") is this file's test table.
+import { HASH_HEX_CHARS } from "../shared/hash.ts";
+import { hmacSha256HexPrefix, sha256Hex } from "../shared/sha256.ts";
+
+/**
+ * `_meta` keys under which a client sends its own conversation id, with the client known to send
+ * each and where that is documented. First listed, first used.
+ */
+export const CONVERSATION_META_KEYS = [
+  {
+    key: "openai/session",
+    client: "ChatGPT (Apps SDK and connectors)",
+    source: "OpenAI Apps SDK reference, \"_meta fields the client provides\" (developers.openai.com/apps-sdk/reference)",
+  },
+] as const;
+
+/**
+ * What a request tells about its conversation, gathered by the wrappers:
+ * - `fromOption`: what `options.sessionKey(request)` returned (`undefined` without the option, or
+ *   when it threw);
+ * - `meta`: the request's `_meta`;
+ * - `transportSessionId`: the `Mcp-Session-Id` of a stateful streamable-HTTP session, or the SSE
+ *   connection's id (both reach handlers as `sessionId`);
+ * - `transport`: the connected transport's kind; `connection`: the transport object itself.
+ */
+export interface SessionFacts {
+  fromOption: unknown;
+  meta: unknown;
+  transportSessionId: unknown;
+  transport: TransportKind;
+  connection: object | undefined;
+}
+
+export type TransportKind = "stdio" | "memory" | "http" | "sse" | "unknown";
+
+/** The case that named the session, in SPEC §4's order; each case's name goes into the HMAC. */
+export type SessionSource =
+  | { kind: "key"; value: string }
+  | { kind: "conversation"; value: string }
+  | { kind: "transport"; value: string }
+  | { kind: "connection"; connection: object };
+
+function usable(value: unknown): value is string {
+  return typeof value === "string" && value.length > 0;
+}
+
+/**
+ * Where this request's session comes from, first match wins (SPEC §4): the server author's
+ * `sessionKey`, a conversation id the client sends in `_meta`, the transport session, the
+ * connection (stdio or in-memory: one client per connection). `null` when none of these can tell
+ * conversations apart (stateless HTTP, MCP 2026-07-28 without a conversation id): no session is
+ * known and the call is sent with an empty `session_id` (SPEC §2.2).
+ */
+export function sessionSource(facts: SessionFacts): SessionSource | null {
+  if (usable(facts.fromOption)) return { kind: "key", value: facts.fromOption };
+  const meta = facts.meta;
+  if (meta !== null && typeof meta === "object") {
+    for (const { key } of CONVERSATION_META_KEYS) {
+      const value = (meta as Record<string, unknown>)[key];
+      if (usable(value)) return { kind: "conversation", value };
+    }
+  }
+  if (usable(facts.transportSessionId)) return { kind: "transport", value: facts.transportSessionId };
+  if ((facts.transport === "stdio" || facts.transport === "memory") && facts.connection !== undefined) {
+    return { kind: "connection", connection: facts.connection };
+  }
+  return null;
+}
+
+/** Transport kinds already read, per transport object: every call asks, the class never changes. */
+const kindByTransport = new WeakMap<object, TransportKind>();
+
+/** The kind of a connected transport, from its class name (the SDK never imports the MCP SDK). */
+export function transportKindOf(transport: unknown): TransportKind {
+  if (transport === null || typeof transport !== "object") return "unknown";
+  let kind = kindByTransport.get(transport);
+  if (kind === undefined) {
+    kind = kindOfClass((transport as { constructor?: { name?: unknown } }).constructor?.name);
+    kindByTransport.set(transport, kind);
+  }
+  return kind;
+}
+
+function kindOfClass(name: unknown): TransportKind {
+  if (typeof name !== "string") return "unknown";
+  if (/stdio/i.test(name)) return "stdio";
+  if (/memory/i.test(name)) return "memory";
+  if (/sse/i.test(name)) return "sse";
+  if (/http/i.test(name)) return "http";
+  return "unknown";
+}
 
 /** `s_` + 12 lowercase hex characters from a CSPRNG; random, never derived from the machine. */
 export function newSessionId(): string {
@@ -15,191 +102,72 @@ export function newSessionId(): string {
   return `s_${hex}`;
 }
 
-/** Client names by transport session id, so a fresh server object per request finds its client. */
-const MAX_REMEMBERED_TRANSPORT_SESSIONS = 1_000;
+/**
+ * `s_` + hex12 of HMAC-SHA256(ingest key, case name + ":" + value) (SPEC §4): every replica of a
+ * load-balanced server that shares the ingest key derives the same id for one conversation, and
+ * the value itself (a user handle, a client's conversation id) never leaves the process.
+ */
+export function derivedSessionId(ingestKey: string, kind: "key" | "conversation" | "transport", value: string): string {
+  return `s_${hmacSha256HexPrefix(ingestKey, `${kind}:${value}`, HASH_HEX_CHARS)}`;
+}
 
-export class Destination {
-  private session: string | undefined;
-  /**
-   * Drawn at first use, not at watch(): a Worker may call watch() at module scope, where workerd
-   * refuses to generate random values.
-   */
-  get sessionId(): string {
-    this.session ??= newSessionId();
-    return this.session;
-  }
-  readonly ingestUrl: string;
-  readonly buffer: PayloadBuffer;
-  readonly agreement = new AgreementTracker();
-  /** Any watch() of this destination asked for debug output. */
-  debug = false;
-  /** Clients that skip initialize get one startup per process and destination (SPEC §4). */
-  perRequestStartupSent = false;
-  private readonly clientByTransportSession = new Map<string, string>();
+const MAX_KEPT_VALUE_CHARS = 256;
 
-  readonly endpoint: string;
-  readonly key: string;
+/** At most this many sessions are remembered per process and destination (SPEC §4). */
+export const MAX_REMEMBERED_SESSIONS = 10_000;
 
-  constructor(endpoint: string, key: string, post: PostJson, tuning: BufferTuning, sendTimeoutMs: number) {
-    this.endpoint = endpoint;
-    this.key = key;
-    this.ingestUrl = endpoint + INGEST_PATH;
-    this.buffer = new PayloadBuffer(async (batch, final) => {
-      const body = JSON.stringify({ batch });
-      if (this.debug) {
-        toStderr(`sending ${batch.length} payload(s) to ${this.ingestUrl}`);
-        for (const payload of batch) toStderr(JSON.stringify(payload));
-      }
-      try {
-        const status = await post(this.ingestUrl, this.key, body, {
-          timeoutMs: final ? Math.min(sendTimeoutMs, EXIT_FLUSH_TIMEOUT_MS) : sendTimeoutMs,
-          keepProcessAlive: final,
-        });
-        if (this.debug) toStderr(`ingest answered ${status}${status === 202 ? "" : "; batch dropped"}`);
-      } catch (error) {
-        // A failed send drops its batch: no retry, no backoff (SPEC §4).
-        if (this.debug) toStderr(`send failed (${describe(error)}); ${batch.length} payload(s) dropped`);
-      }
-    }, tuning);
+/** A session as the table hands it out: its id, and whether this request is its first. */
+export interface SessionLookup {
+  id: string;
+  isNew: boolean;
+}
+
+/**
+ * The sessions of one destination, most recently used last: a source becomes an id once (an HMAC,
+ * or a random id per connection) and every later request of that conversation is a map lookup.
+ * Bounded: past MAX_REMEMBERED_SESSIONS the least recently used is forgotten; if it comes back it
+ * is new again (the same id for derived sources, and one more startup, which SPEC §1.2 allows).
+ */
+export class SessionTable {
+  private readonly byValue = new Map<string, string>();
+  private readonly byConnection = new WeakMap<object, string>();
+  private readonly ingestKey: string;
+  private readonly capacity: number;
+
+  constructor(ingestKey: string, capacity = MAX_REMEMBERED_SESSIONS) {
+    this.ingestKey = ingestKey;
+    this.capacity = capacity;
   }
 
-  rememberClient(transportSessionId: string, clientName: string): void {
-    const names = this.clientByTransportSession;
-    names.delete(transportSessionId);
-    names.set(transportSessionId, clientName);
-    if (names.size > MAX_REMEMBERED_TRANSPORT_SESSIONS) {
-      const oldest = names.keys().next().value;
-      if (oldest !== undefined) names.delete(oldest);
+  /** Remembered sessions named by a value (connections are held weakly and not counted). */
+  get size(): number {
+    return this.byValue.size;
+  }
+
+  lookup(source: SessionSource): SessionLookup {
+    if (source.kind === "connection") {
+      const known = this.byConnection.get(source.connection);
+      if (known !== undefined) return { id: known, isNew: false };
+      const id = newSessionId();
+      this.byConnection.set(source.connection, id);
+      return { id, isNew: true };
     }
-  }
-
-  clientOf(transportSessionId: string): string | undefined {
-    return this.clientByTransportSession.get(transportSessionId);
-  }
-
-  enqueue(payload: object): void {
-    this.buffer.add(payload);
-  }
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
-// Shared through globalThis so two copies of this package in one process still share sessions.
-const REGISTRY_KEY = Symbol.for("mcpulse-edge.sdk.destinations");
-type Registry = Map<string, Destination>;
-
-function registry(): Registry {
-  const holder = globalThis as unknown as Record<symbol, Registry | undefined>;
-  let found = holder[REGISTRY_KEY];
-  if (!found) {
-    found = new Map();
-    holder[REGISTRY_KEY] = found;
-  }
-  return found;
-}
-
-/** Internal test hooks: shorter intervals and a fake poster. Not part of the public surface. */
-export interface TransportOverrides {
-  tuning?: Partial<BufferTuning>;
-  sendTimeoutMs?: number;
-  post?: PostJson;
-}
-let overrides: TransportOverrides = {};
-
-export function setTransportOverridesForTests(next: TransportOverrides): void {
-  overrides = next;
-}
-
-/** Forgets every destination (tests only; a real process keeps its sessions for its lifetime). */
-export function resetDestinationsForTests(): void {
-  registry().clear();
-}
-
-export function destinationFor(rawEndpoint: string, key: string): Destination {
-  // A trailing slash is ignored, also in the destination's identity (SPEC §4).
-  const endpoint = rawEndpoint.replace(/\/+$/, "");
-  const all = registry();
-  const identity = `${endpoint}\n${key}`;
-  let destination = all.get(identity);
-  if (!destination) {
-    destination = new Destination(
-      endpoint,
-      key,
-      overrides.post ?? defaultPostJson(),
-      { ...DEFAULT_BUFFER_TUNING, ...overrides.tuning },
-      overrides.sendTimeoutMs ?? SEND_TIMEOUT_MS,
-    );
-    all.set(identity, destination);
-    installExitFlush();
-  }
-  return destination;
-}
-
-/** Every destination, for the exit flush. */
-export function allDestinations(): Destination[] {
-  return [...registry().values()];
-}
-
-// ---- exit flush (SPEC §4): beforeExit, SIGINT, SIGTERM; one final flush, ≤ 1 s ----
-
-type ProcessLike = {
-  on?: (event: string, listener: (...args: unknown[]) => void) => unknown;
-  removeListener?: (event: string, listener: (...args: unknown[]) => void) => unknown;
-  listenerCount?: (event: string) => number;
-  kill?: (pid: number, signal: string) => unknown;
-  pid?: number;
-  release?: { name?: string };
-};
-
-const EXIT_HOOKS_KEY = Symbol.for("mcpulse-edge.sdk.exit-hooks");
-
-async function flushEverything(): Promise<void> {
-  await Promise.all(allDestinations().map((destination) => destination.buffer.flushFinal(EXIT_FLUSH_TIMEOUT_MS)));
-}
-
-function installExitFlush(): void {
-  const holder = globalThis as unknown as Record<symbol, boolean | undefined>;
-  if (holder[EXIT_HOOKS_KEY]) return;
-  const proc = (globalThis as { process?: ProcessLike }).process;
-  // Node only: workerd's nodejs_compat `process` has no exit or signals to hook.
-  if ((globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent === "Cloudflare-Workers") return;
-  if (!proc || proc.release?.name !== "node" || typeof proc.on !== "function") return;
-  holder[EXIT_HOOKS_KEY] = true;
-  try {
-    proc.on("beforeExit", () => {
-      // beforeExit fires again once the flush's own work is done; by then nothing waits.
-      if (allDestinations().some((destination) => destination.buffer.size > 0)) {
-        void flushEverything().catch(() => undefined);
-      }
-    });
-    for (const signal of ["SIGINT", "SIGTERM"]) {
-      const onSignal = () => {
-        // Another listener means the host handles this signal itself; we only flush.
-        const hostHandles = (proc.listenerCount?.(signal) ?? 1) > 1;
-        const reRaise = () => {
-          if (hostHandles) return;
-          // Without swallowing the signal's normal effect: remove ourselves and let the default
-          // action (termination by that signal) happen.
-          proc.removeListener?.(signal, onSignal);
-          proc.kill?.(proc.pid ?? 0, signal);
-        };
-        if (!hostHandles && flushing.has(signal)) {
-          reRaise(); // a second signal while flushing: stop waiting
-          return;
-        }
-        flushing.add(signal);
-        flushEverything().catch(() => undefined).finally(() => {
-          flushing.delete(signal);
-          reRaise();
-        });
-      };
-      proc.on(signal, onSignal);
+    // A value a client controls can be long: past 256 characters the table keys it by its
+    // SHA-256, so 10,000 remembered sessions stay a few megabytes at most.
+    const mapKey = source.kind + ":" + (source.value.length > MAX_KEPT_VALUE_CHARS ? "#" + sha256Hex(source.value) : source.value);
+    const known = this.byValue.get(mapKey);
+    if (known !== undefined) {
+      // Most recently used last: delete and re-insert (Map keeps insertion order).
+      this.byValue.delete(mapKey);
+      this.byValue.set(mapKey, known);
+      return { id: known, isNew: false };
     }
-  } catch {
-    // Rule 1: never throw into the host.
+    const id = derivedSessionId(this.ingestKey, source.kind, source.value);
+    this.byValue.set(mapKey, id);
+    if (this.byValue.size > this.capacity) {
+      const oldest = this.byValue.keys().next().value;
+      if (oldest !== undefined) this.byValue.delete(oldest);
+    }
+    return { id, isNew: true };
   }
 }
-
-const flushing = new Set<string>();

@@ -1,6 +1,7 @@
 // Recognises the MCP server shapes by their structure, never by importing the MCP SDK (a peer):
 // SPEC §4 "Facts about the MCP SDKs". `Server._requestHandlers` is a Map of method → handler in
 // every version; `McpServer` wraps a `Server` in `.server` and keeps `_registeredTools` by name.
+import { transportKindOf } from "./session.ts";
 export type RequestHandler = (request: unknown, extra: unknown) => unknown;
 
 export interface LowLevelServer {
@@ -47,11 +48,6 @@ export function recogniseServer(value: unknown): ServerShape | null {
 
 /** `transport` of the startup payload, from the connected transport's class (SPEC §4). */
 export function transportKind(transport: unknown): "stdio" | "http" | "sse" | "unknown" {
-  if (transport === null || typeof transport !== "object") return "unknown";
-  const name = (transport as { constructor?: { name?: unknown } }).constructor?.name;
-  if (typeof name !== "string") return "unknown";
-  if (/stdio/i.test(name)) return "stdio";
-  if (/sse/i.test(name)) return "sse";
-  if (/http/i.test(name)) return "http";
-  return "unknown";
+  const kind = transportKindOf(transport);
+  return kind === "memory" ? "unknown" : kind;
 }

@@ -29,7 +29,8 @@ import { knownMcpSdkVersion, learnMcpSdkVersion } from "./mcp-sdk-version.ts";
 import { isEmptyResult } from "./empty.ts";
 import { resolveOptions, type ResolvedOptions, type WatchOptions } from "./options.ts";
 import { outcomeOfHandler, outcomeOfToolCallback, type CallbackRecord } from "./outcome.ts";
-import { destinationFor, type Destination } from "./session.ts";
+import { destinationFor, type Destination } from "./destination.ts";
+import { sessionSource, transportKindOf, type SessionFacts } from "./session.ts";
 import {
   recogniseServer,
   transportKind,
@@ -88,6 +89,8 @@ function learnVersion(state: WatchState): void {
 }
 
 interface CallInProgress {
+  /** `""` when nothing tells this request's conversation apart (SPEC §2.2, §4). */
+  sessionId: string;
   toolName: string;
   argsHash: string;
   clientName: string;
@@ -178,7 +181,16 @@ function startupIfAlreadyInitialized(state: WatchState): void {
   } catch {
     negotiated = null;
   }
-  void sendStartup(state, known, negotiated, low.transport);
+  const source = sessionSource({
+    fromOption: undefined,
+    meta: undefined,
+    transportSessionId: transportSessionId(state, undefined),
+    transport: transportKindOf(low.transport),
+    connection: isRecord(low.transport) ? low.transport : undefined,
+  });
+  const destination = state.destination;
+  const sessionId = source !== null ? destination.sessions.lookup(source).id : destination.processSessionId;
+  void sendStartup(state, sessionId, known, negotiated, low.transport);
 }
 
 function hookRequestHandlers(state: WatchState): void {
@@ -268,6 +280,69 @@ function transportSessionId(state: WatchState, extra: unknown): string | undefin
   return typeof fromTransport === "string" && fromTransport.length > 0 ? fromTransport : undefined;
 }
 
+/** The request's `_meta`: 2.x lifts it into `ctx.mcpReq._meta`, 1.x passes `extra._meta`. */
+function requestMeta(request: unknown, extra: unknown): Record<string, unknown> | undefined {
+  const mcpReq = isRecord(extra) ? extra.mcpReq : undefined;
+  if (isRecord(mcpReq) && isRecord(mcpReq._meta)) return mcpReq._meta;
+  const params = isRecord(request) ? request.params : undefined;
+  if (isRecord(params) && isRecord(params._meta)) return params._meta;
+  const extraMeta = isRecord(extra) ? extra._meta : undefined;
+  return isRecord(extraMeta) ? extraMeta : undefined;
+}
+
+/** What `sessionKey` sees of a request; its throw or non-string answer counts as none (rule 1). */
+function askSessionKey(state: WatchState, request: unknown, extra: unknown, clientName: string): unknown {
+  const sessionKey = state.options.sessionKey;
+  if (sessionKey === undefined) return undefined;
+  try {
+    const http = isRecord(extra) ? extra.http : undefined;
+    const authInfo = isRecord(extra) && extra.authInfo !== undefined ? extra.authInfo : isRecord(http) ? http.authInfo : undefined;
+    const sessionId = transportSessionId(state, extra);
+    return sessionKey({ sessionId, meta: requestMeta(request, extra), authInfo, clientName });
+  } catch {
+    return undefined; // rule 1: the host's own function must not break its tool call
+  }
+}
+
+/** The facts SPEC §4's session order reads, gathered from one request (see session.ts). */
+function sessionFacts(state: WatchState, request: unknown, extra: unknown, clientName: string): SessionFacts {
+  const transport = state.shape.low.transport;
+  return {
+    fromOption: askSessionKey(state, request, extra, clientName),
+    meta: requestMeta(request, extra),
+    transportSessionId: transportSessionId(state, extra),
+    transport: transportKindOf(transport),
+    connection: isRecord(transport) ? transport : undefined,
+  };
+}
+
+/**
+ * This request's `session_id` (SPEC §4 "Sessions are conversations"): a map lookup for a known
+ * conversation; a new one gets its own startup, so its schema cost is right. `""` when no session
+ * is known. `sessionlessStartup`: a tools/call of a client that names itself per request and is in
+ * no session sends that client's tool list once under the process's own id (dead tools and schema
+ * cost need the list). Other requests without a session send nothing: a client that sends its
+ * conversation id only with its calls would otherwise add a session with no calls.
+ */
+function sessionOfRequest(state: WatchState, request: unknown, extra: unknown, clientName: string, sessionlessStartup: boolean): string {
+  const source = sessionSource(sessionFacts(state, request, extra, clientName));
+  const destination = state.destination;
+  if (source === null) {
+    // A 2025-era stateless request names no client: its initialize already sent the tool list.
+    if (sessionlessStartup && destination.claimSessionlessStartup(clientName)) {
+      void sendStartup(state, destination.processSessionId, clientName, requestProtocolVersion(state, request, extra), state.shape.low.transport);
+    }
+    return "";
+  }
+  const { id, isNew } = destination.sessions.lookup(source);
+  if (isNew) void sendStartup(state, id, clientName, requestProtocolVersion(state, request, extra), state.shape.low.transport);
+  return id;
+}
+
+function requestProtocolVersion(state: WatchState, request: unknown, extra: unknown): string | null {
+  return versionText(perRequestMeta(request, extra, PROTOCOL_VERSION_META_KEY)) ?? versionText(state.shape.low._negotiatedProtocolVersion);
+}
+
 /**
  * The client behind this request (SPEC §4): its own per-request information first, then the
  * initialize of its transport session (a fresh server object per request finds it there), then
@@ -292,27 +367,20 @@ function clientOfRequest(state: WatchState, request: unknown, extra: unknown): s
   return UNKNOWN_CLIENT;
 }
 
-/** A client that skips initialize: one startup per process and destination, at its first request. */
-function notePerRequestClient(state: WatchState, request: unknown, extra: unknown): void {
-  if (state.destination.perRequestStartupSent) return;
-  const name = perRequestClient(request, extra);
-  if (!name) return;
-  state.destination.perRequestStartupSent = true;
-  learnVersion(state); // inside the MCP SDK's dispatch of this request
-  const protocolVersion =
-    versionText(perRequestMeta(request, extra, PROTOCOL_VERSION_META_KEY)) ??
-    versionText(state.shape.low._negotiatedProtocolVersion);
-  void sendStartup(state, name, protocolVersion, state.shape.low.transport);
-}
-
+/**
+ * Requests other than tools/call: a client of the 2026-07-28 revision skips initialize and names
+ * itself in every request, so its first request of a new session sends that session's startup.
+ */
 function identityHandler(state: WatchState, handler: RequestHandler): RequestHandler {
   return function identified(this: unknown, request: unknown, extra: unknown) {
-    if (!state.destination.perRequestStartupSent) {
-      try {
-        notePerRequestClient(state, request, extra);
-      } catch {
-        // rule 1
+    try {
+      const name = perRequestClient(request, extra);
+      if (name) {
+        learnVersion(state); // inside the MCP SDK's dispatch of this request
+        sessionOfRequest(state, request, extra, name, false);
       }
+    } catch {
+      // rule 1
     }
     return handler.call(this, request, extra);
   };
@@ -322,6 +390,9 @@ function initializeHandler(state: WatchState, handler: RequestHandler): RequestH
   return function initialize(this: unknown, request: unknown, extra: unknown) {
     let name: string = UNKNOWN_CLIENT;
     let requestedVersion: string | null = null;
+    // The session this initialize opens, registered before the handler runs so that a tools/call
+    // sent right behind it (stdio delivers both at once) finds it and sends no startup of its own.
+    let opened: string | undefined;
     try {
       learnVersion(state); // inside the MCP SDK's dispatch of initialize
       const params = isRecord(request) ? request.params : undefined;
@@ -331,6 +402,8 @@ function initializeHandler(state: WatchState, handler: RequestHandler): RequestH
       state.connectionClient = name;
       const sessionId = transportSessionId(state, extra);
       if (sessionId) state.destination.rememberClient(sessionId, name);
+      const source = sessionSource(sessionFacts(state, request, extra, name));
+      if (source !== null) opened = state.destination.sessions.lookup(source).id;
     } catch {
       // rule 1
     }
@@ -342,8 +415,15 @@ function initializeHandler(state: WatchState, handler: RequestHandler): RequestH
           try {
             const sessionId = transportSessionId(state, extra);
             if (sessionId) state.destination.rememberClient(sessionId, name);
-            const negotiated = isRecord(result) ? versionText(result.protocolVersion) : null;
-            void sendStartup(state, name, negotiated ?? requestedVersion, transport);
+            const version = (isRecord(result) ? versionText(result.protocolVersion) : null) ?? requestedVersion;
+            // Every initialize sends its tool list (SPEC §4), to the session it opens; a stateless
+            // server's initialize opens none, and its client's list goes out once per process.
+            const destination = state.destination;
+            if (opened !== undefined) {
+              void sendStartup(state, opened, name, version, transport);
+            } else if (destination.claimSessionlessStartup(name)) {
+              void sendStartup(state, destination.processSessionId, name, version, transport);
+            }
           } catch {
             // rule 1
           }
@@ -537,13 +617,13 @@ function startupTool(state: WatchState, tool: unknown): StartupTool | undefined 
   };
 }
 
-async function sendStartup(state: WatchState, client: string, protocolVersion: string | null, transport: unknown): Promise<void> {
+async function sendStartup(state: WatchState, sessionId: string, client: string, protocolVersion: string | null, transport: unknown): Promise<void> {
   try {
     const tools = await listTools(state);
     const payload = {
       v: 1,
       type: "startup",
-      session_id: state.destination.sessionId,
+      session_id: sessionId,
       client_name: client,
       tools,
       sdk: SDK_ID,
@@ -629,15 +709,18 @@ function recordingCallback(callback: (...args: unknown[]) => unknown): (...args:
 
 function beginCall(state: WatchState, request: unknown, extra: unknown): CallInProgress | undefined {
   try {
-    if (!state.destination.perRequestStartupSent) notePerRequestClient(state, request, extra);
     const params = isRecord(request) ? request.params : undefined;
     const toolName = isRecord(params) ? params.name : undefined;
     if (typeof toolName !== "string" || toolName.length === 0) return undefined;
+    const namedPerRequest = perRequestClient(request, extra) !== undefined;
+    if (namedPerRequest) learnVersion(state); // inside the MCP SDK's dispatch of this request
+    const clientName = clientOfRequest(state, request, extra);
     const call: CallInProgress = {
+      sessionId: sessionOfRequest(state, request, extra, clientName, namedPerRequest),
       toolName,
       // Over the arguments exactly as the request carried them, before any validation (SPEC §4).
       argsHash: callArgsHash(isRecord(params) ? params.arguments : undefined),
-      clientName: clientOfRequest(state, request, extra),
+      clientName,
       startedAtMs: 0,
       startedPerfMs: perfNow(),
       callback: undefined,
@@ -676,7 +759,7 @@ function finishCall(state: WatchState, call: CallInProgress, threw: boolean, res
     destination.enqueue({
       v: 1,
       type: "call",
-      session_id: destination.sessionId,
+      session_id: call.sessionId,
       client_name: call.clientName,
       tool_name: call.toolName,
       started_at: new Date(call.startedAtMs).toISOString(),
@@ -686,13 +769,14 @@ function finishCall(state: WatchState, call: CallInProgress, threw: boolean, res
       is_empty: outcome === "ok" && isEmptyResult(result),
       args_hash: call.argsHash,
     });
-    if (outcome === "ok") compareDeclaredValues(state, call.toolName, result);
+    if (outcome === "ok") compareDeclaredValues(state, call, result);
   } catch (failure) {
     state.log(`call not recorded: ${failure instanceof Error ? failure.message : String(failure)}`);
   }
 }
 
-function compareDeclaredValues(state: WatchState, toolName: string, result: unknown): void {
+function compareDeclaredValues(state: WatchState, call: CallInProgress, result: unknown): void {
+  const toolName = call.toolName;
   const declared = state.options.agreeByTool.get(toolName);
   if (!declared) return;
   const destination = state.destination;
@@ -705,7 +789,8 @@ function compareDeclaredValues(state: WatchState, toolName: string, result: unkn
       destination.enqueue({
         v: 1,
         type: "agreement",
-        session_id: destination.sessionId,
+        // A verdict needs a session (SPEC §1.2): the call's, else the process's own.
+        session_id: call.sessionId || destination.processSessionId,
         field: verdict.field,
         tool_a: verdict.tool_a,
         tool_b: verdict.tool_b,

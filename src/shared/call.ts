@@ -5,7 +5,7 @@ import {
   clientNameSchema,
   HASH_PATTERN,
   hashSchema,
-  sessionIdSchema,
+  callSessionIdSchema,
   timestampSchema,
   toolNameSchema,
   wholeNumber,
@@ -27,7 +27,7 @@ export const callPayloadSchema = z
   .object({
     v: z.literal(1),
     type: z.literal("call"),
-    session_id: sessionIdSchema,
+    session_id: callSessionIdSchema,
     client_name: clientNameSchema,
     tool_name: toolNameSchema,
     started_at: timestampSchema,

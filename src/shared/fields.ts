@@ -19,7 +19,13 @@ export function boundedText(maxChars: number) {
   return z.string().max(maxChars);
 }
 
-export const sessionIdSchema = boundedText(MAX_SESSION_ID_CHARS);
+/**
+ * A startup's or a verdict's session: 1–128 characters. Only a call may have an empty one (SPEC
+ * §1.2, §2.2: no session known); a startup or a verdict always belongs to a session.
+ */
+export const sessionIdSchema = boundedText(MAX_SESSION_ID_CHARS).min(1);
+/** A call's session: at most 128 characters, empty when the producer knows no session (SPEC §2.2). */
+export const callSessionIdSchema = boundedText(MAX_SESSION_ID_CHARS);
 export const clientNameSchema = boundedText(MAX_CLIENT_NAME_CHARS);
 export const toolNameSchema = boundedText(MAX_TOOL_NAME_CHARS);
 

@@ -26,6 +26,12 @@ let bufferView = new DataView(buffer.buffer);
  */
 function digestWords(text: string): Int32Array {
   const worstCase = text.length * 3 + 72;
+  const { bytes, view } = scratch(worstCase);
+  return digestEncoded(bytes, view, utf8Encoder.encodeInto(text, bytes).written);
+}
+
+/** The reused buffer, or one of its own for an input over 1 MiB. */
+function scratch(worstCase: number): { bytes: Uint8Array; view: DataView } {
   let bytes = buffer;
   let view = bufferView;
   if (bytes.length < worstCase) {
@@ -36,7 +42,11 @@ function digestWords(text: string): Int32Array {
       bufferView = view;
     }
   }
-  const length = utf8Encoder.encodeInto(text, bytes).written;
+  return { bytes, view };
+}
+
+/** Pads the `length` message bytes at the start of `bytes` and compresses them. */
+function digestEncoded(bytes: Uint8Array, view: DataView, length: number): Int32Array {
   // Padding: 0x80, zeros to 56 mod 64, then the bit length as a 64-bit big-endian integer.
   let end = length;
   bytes[end++] = 0x80;
@@ -79,4 +89,42 @@ export function sha256HexPrefix(text: string, hexChars: number): string {
   let hex = "";
   for (let i = 0; hexChars > 0; i++, hexChars -= 8) hex += wordHex(words[i]!, Math.min(8, hexChars));
   return hex;
+}
+
+/** The 32-byte SHA-256 digest of `message` (bytes, not text: HMAC hashes keys and digests). */
+export function sha256Bytes(message: Uint8Array): Uint8Array {
+  const { bytes, view } = scratch(message.length + 72);
+  bytes.set(message);
+  const words = digestEncoded(bytes, view, message.length);
+  const digest = new Uint8Array(32);
+  const out = new DataView(digest.buffer);
+  for (let i = 0; i < 8; i++) out.setInt32(i * 4, words[i]!);
+  return digest;
+}
+
+const HMAC_BLOCK_BYTES = 64;
+
+/**
+ * HMAC-SHA256 (RFC 2104) of the UTF-8 bytes of `message` under the UTF-8 bytes of `key`, as
+ * lowercase hex cut to `hexChars`. Synchronous, so the SDK derives a session id inside the tool
+ * call it records (SPEC §4 "Sessions are conversations") without WebCrypto's promises; tested
+ * against node:crypto's createHmac.
+ */
+export function hmacSha256HexPrefix(key: string, message: string, hexChars: number): string {
+  let keyBytes = utf8Encoder.encode(key);
+  if (keyBytes.length > HMAC_BLOCK_BYTES) keyBytes = sha256Bytes(keyBytes);
+  const messageBytes = utf8Encoder.encode(message);
+  const inner = new Uint8Array(HMAC_BLOCK_BYTES + messageBytes.length);
+  const outer = new Uint8Array(HMAC_BLOCK_BYTES + 32);
+  for (let i = 0; i < HMAC_BLOCK_BYTES; i++) {
+    const byte = keyBytes[i] ?? 0;
+    inner[i] = byte ^ 0x36;
+    outer[i] = byte ^ 0x5c;
+  }
+  inner.set(messageBytes, HMAC_BLOCK_BYTES);
+  outer.set(sha256Bytes(inner), HMAC_BLOCK_BYTES);
+  const digest = sha256Bytes(outer);
+  let hex = "";
+  for (let i = 0; i * 2 < hexChars; i++) hex += HEX_DIGITS[digest[i]! >>> 4]! + HEX_DIGITS[digest[i]! & 15]!;
+  return hex.slice(0, hexChars);
 }

@@ -214,6 +214,7 @@ const MUST_COVER = [
   "calls days old", "duration of a whole day", "call on a UTC midnight", "call 1 µs before a UTC midnight", "dead tool", "uncalled tool exempt by policy", "dead tool with an all-false policy",
   "called tool not registered", "several startups in a session", "session without calls", "a tool listed twice in a startup", "description churn", "converged descriptions",
   "silent declared field", "mixed verdicts", "call in the future",
+  "calls without a session", "sessionless calls that would be a retry in a session", "interleaved conversations of one client",
 ];
 
 test("every read route equals a reference computed from SPEC §2 over random workloads", async () => {

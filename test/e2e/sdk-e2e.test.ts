@@ -9,7 +9,7 @@ import { Server as ServerV2, InMemoryTransport as InMemoryV2, ProtocolError } fr
 import { Client as ClientV2 } from "@modelcontextprotocol/client";
 import { z } from "zod";
 import { watch } from "../../src/sdk/index.ts";
-import { allDestinations } from "../../src/sdk/session.ts";
+import { allDestinations } from "../../src/sdk/destination.ts";
 import { createProject, startWorker, type RunningWorker } from "./dashboard/start-worker.ts";
 
 let worker: RunningWorker;

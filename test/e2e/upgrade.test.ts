@@ -129,7 +129,7 @@ test("a first-release database migrated to head answers every metric as a fresh 
   // 7-day range at any hour, and crosses midnights, clients, retries, startups and verdicts.
   const nowMs = Date.now();
   const [g] = fc.sample(fc.gen(), { numRuns: 1, seed: 20261201 });
-  const workload = generateWorkload(g!, nowMs);
+  const workload = generateWorkload(g!, nowMs, { sessionless: false });
   // Two clients interleaved in one session, whatever the seed gives: the first release counted
   // these as retries and pairs across clients; after 0003 they must not be.
   const twoClients: Item[] = [0, 1, 2, 3].map((i) => ({
@@ -234,8 +234,18 @@ test("a first-release database migrated to head answers every metric as a fresh 
     lateCall("s_after_upgrade", CLIENTS[0]!, CALLED_TOOLS[1]!, 10_000, "aaaa11112222"),
     lateCall("s_after_upgrade", CLIENTS[0]!, CALLED_TOOLS[1]!, 10_200, "bbbb33334444"),
     lateCall("s_after_upgrade", CLIENTS[0]!, CALLED_TOOLS[2]!, 10_400, "bbbb33334444"),
+    // 0014: calls without a session, each a chain of its own (a retry if they had one).
+    lateCall("", CLIENTS[0]!, CALLED_TOOLS[1]!, 11_000, "aaaa11112222"),
+    lateCall("", CLIENTS[0]!, CALLED_TOOLS[1]!, 11_200, "bbbb33334444"),
   ]);
   await rollBoth();
+  // Counted in both databases, in no session and no call_state row.
+  for (const t of targets) {
+    const sessions = (await get(t, "/v1/metrics/sessions")) as { calls_without_session: number };
+    expect(sessions.calls_without_session).toBe(2);
+    const stateRows = await t.worker.db.prepare("SELECT COUNT(*) AS n FROM call_state WHERE session_id = ''").first<{ n: number }>();
+    expect(stateRows!.n).toBe(0);
+  }
 
   const today = dayOf(nowMs);
   const yesterday = dayOf(nowMs - DAY_MS);

@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, test, vi } from "vitest";
 import { createMcpHandler } from "@modelcontextprotocol/server";
 import { watch } from "../../src/sdk/index.ts";
-import { setTransportOverridesForTests } from "../../src/sdk/session.ts";
+import { allDestinations, setTransportOverridesForTests } from "../../src/sdk/destination.ts";
 import { descriptionNorm } from "../../src/shared/description.ts";
 import { payloadSchema } from "../../src/shared/index.ts";
 import { startIngestRecorder, type IngestRecorder } from "./conformance/ingest-recorder.ts";
@@ -83,12 +83,18 @@ function expectedStartup(wireTools: Record<string, unknown>[], fields: Record<st
 }
 
 /** The call SPEC §4 describes for one tools/call request and the response the server sent. */
-function expectedCall(wire: Wire, request: JsonRpc, expected: Case, clientName: string): Record<string, unknown> {
+function expectedCall(
+  wire: Wire,
+  request: JsonRpc,
+  expected: Case,
+  clientName: string,
+  sessionId: unknown = expect.stringMatching(SESSION_ID),
+): Record<string, unknown> {
   const response = wire.responseTo(request);
   return {
     v: 1,
     type: "call",
-    session_id: expect.stringMatching(SESSION_ID),
+    session_id: sessionId,
     client_name: clientName,
     tool_name: expected.tool,
     started_at: expect.stringMatching(ISO_UTC_MS),
@@ -300,10 +306,11 @@ describe("2.4 streamable HTTP, a fresh watched server per request (createMcpHand
       // The wire result carries what the 2.x encoder adds on this revision (resultType, _meta).
       const response = wire.responseTo(requests[index]!);
       if (response.result) expect(response.result.resultType).toBe("complete");
-      expect({ index, ...calls[index] }).toEqual({ index, ...expectedCall(wire, requests[index]!, step, name.slice(0, 128)) });
+      // No conversation id in _meta and no transport session: no session is known (SPEC §4 case 5).
+      expect({ index, ...calls[index] }).toEqual({ index, ...expectedCall(wire, requests[index]!, step, name.slice(0, 128), "") });
     });
     const startups = ingest.payloadsOf(key).filter((payload) => payload.type === "startup");
-    expect(startups).toHaveLength(1); // once per process and destination
+    expect(startups).toHaveLength(1); // once per client, process and destination, under the process's id
     const listed = wire.responseTo(wire.requests("tools/list")[0]!).result!.tools as Record<string, unknown>[];
     expect(startups[0]).toEqual(
       expectedStartup(listed, {
@@ -336,7 +343,7 @@ describe("2.4 streamable HTTP, a fresh watched server per request (createMcpHand
     // Stateless: the call's request names no client and belongs to no session.
     const [call] = await ingest.waitFor(key, 1, "call");
     expect(call).toEqual(
-      expectedCall(wire, wire.requests("tools/call")[0]!, { tool: "prose", outcome: "ok", is_empty: false }, "unknown"),
+      expectedCall(wire, wire.requests("tools/call")[0]!, { tool: "prose", outcome: "ok", is_empty: false }, "unknown", ""),
     );
   });
 });
@@ -418,7 +425,9 @@ describe("options", () => {
     await Promise.all([first.close(), second.close()]);
     const payloads = await ingest.waitFor(key, 4);
     expect(payloads).toHaveLength(4);
-    expect(new Set(payloads.map((payload) => payload.session_id)).size).toBe(1);
+    // One destination (one buffer) for both spellings; two connections, two conversations.
+    expect(allDestinations().filter((destination) => destination.key === key)).toHaveLength(1);
+    expect(new Set(payloads.map((payload) => payload.session_id)).size).toBe(2);
     const paths = ingest.requests.filter((request) => request.authorization === `Bearer ${key}`).map((request) => request.path);
     expect(new Set(paths)).toEqual(new Set(["/v1/ingest"]));
     // Another key is another destination, with its own session.

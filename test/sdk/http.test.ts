@@ -1,7 +1,6 @@
 // Streamable HTTP, where a fresh server object per request is normal (SPEC §4): every fresh
-// server shares the process's session and buffer, and concurrent clients keep their own names.
-import { createServer, type IncomingMessage, type Server as HttpServer } from "node:http";
-import type { AddressInfo } from "node:net";
+// server shares the process's buffer, concurrent clients keep their own names, and a session is a
+// conversation, never the process (where each session comes from: sessions.test.ts).
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as HttpClientV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -9,12 +8,13 @@ import { StreamableHTTPServerTransport as HttpServerV1 } from "@modelcontextprot
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpClientV2 } from "@modelcontextprotocol/client";
 import { createMcpHandler } from "@modelcontextprotocol/server";
 import { watch } from "../../src/sdk/index.ts";
-import { setTransportOverridesForTests } from "../../src/sdk/session.ts";
+import { setTransportOverridesForTests } from "../../src/sdk/destination.ts";
 import { invalidPayloads, startCaptureServer, type CaptureServer } from "./helpers/capture-server.ts";
 import { buildServer } from "./helpers/fixtures.ts";
+import { HttpServers } from "./helpers/http-listen.ts";
 
 let ingest: CaptureServer;
-const httpServers: HttpServer[] = [];
+const http = new HttpServers();
 beforeAll(async () => {
   ingest = await startCaptureServer();
   setTransportOverridesForTests({ tuning: { flushIntervalMs: 20 } });
@@ -24,19 +24,7 @@ afterAll(async () => {
   expect(invalidPayloads(ingest.payloads())).toEqual([]);
   await ingest.close();
 });
-afterEach(async () => {
-  for (const server of httpServers.splice(0)) {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
-});
-
-async function listen(handler: (req: IncomingMessage, res: import("node:http").ServerResponse) => void): Promise<string> {
-  const server = createServer(handler);
-  httpServers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
-}
+afterEach(() => http.closeAll());
 
 const ofKey = (key: string, type: string) =>
   ingest.requests.filter((r) => r.headers.authorization === `Bearer ${key}`).flatMap((r) => r.batch).filter((p) => p.type === type);
@@ -51,7 +39,7 @@ describe("1.x StreamableHTTPServerTransport", () => {
   test("stateless, a fresh watched McpServer per request: one session, every call recorded", async () => {
     const key = "mp_live_http_v1_stateless";
     let serversBuilt = 0;
-    const url = await listen(async (req, res) => {
+    const url = await http.listen(async (req, res) => {
       const server = watch(buildServer("v1-mcp"), { key, endpoint: `${ingest.url}/` }) as { connect(t: unknown): Promise<void> };
       serversBuilt++;
       const transport = new HttpServerV1({ sessionIdGenerator: undefined });
@@ -77,14 +65,16 @@ describe("1.x StreamableHTTPServerTransport", () => {
     expect(calls.map((p) => p.client_name)).toEqual(["unknown", "unknown", "unknown"]);
     const [startup] = await waitFor(() => ofKey(key, "startup"), 1);
     expect(startup).toMatchObject({ transport: "http", client_name: "stateless-client" });
-    const sessions = new Set([...calls, startup!].map((p) => p.session_id));
-    expect(sessions.size).toBe(1);
+    // Stateless: nothing tells conversations apart, so no session is known (SPEC §4 case 5); the
+    // tool list goes out under the process's own id.
+    expect(calls.map((p) => p.session_id)).toEqual(["", "", ""]);
+    expect(startup!.session_id).toMatch(/^s_[0-9a-f]{12}$/);
   });
 
   test("stateful: two clients at once, each call carries its own client's name", async () => {
     const key = "mp_live_http_v1_stateful";
     const transports = new Map<string, HttpServerV1>();
-    const url = await listen(async (req, res) => {
+    const url = await http.listen(async (req, res) => {
       const sessionId = req.headers["mcp-session-id"];
       let transport = typeof sessionId === "string" ? transports.get(sessionId) : undefined;
       if (!transport) {
@@ -109,26 +99,22 @@ describe("1.x StreamableHTTPServerTransport", () => {
     const names = calls.map((p) => [p.client_name, (p.args_hash as string).length]);
     expect(names.filter(([name]) => name === "alpha")).toHaveLength(5);
     expect(names.filter(([name]) => name === "beta")).toHaveLength(5);
-    expect(new Set(calls.map((p) => p.session_id)).size).toBe(1);
+    // Two Mcp-Session-Ids, two conversations: each client's calls in its own session.
+    const sessionOf = (name: string) => new Set(calls.filter((p) => p.client_name === name).map((p) => p.session_id));
+    expect(sessionOf("alpha").size).toBe(1);
+    expect(sessionOf("beta").size).toBe(1);
+    expect([...sessionOf("alpha")][0]).not.toBe([...sessionOf("beta")][0]);
     const startups = await waitFor(() => ofKey(key, "startup"), 2);
     expect(startups.map((p) => p.client_name).sort()).toEqual(["alpha", "beta"]);
+    expect(new Set(startups.map((p) => p.session_id))).toEqual(new Set(calls.map((p) => p.session_id)));
   });
 });
 
 describe("2.x createMcpHandler (a fresh server per request; clients may skip initialize)", () => {
-  test("two concurrent clients, each named per request; one startup per process and destination", async () => {
+  test("two concurrent clients, each named per request; one startup per client, process and destination", async () => {
     const key = "mp_live_http_v2";
     const handler = createMcpHandler(() => watch(buildServer("v2-mcp"), { key, endpoint: ingest.url }) as never);
-    const url = await listen(async (req, res) => {
-      const chunks: Buffer[] = [];
-      for await (const chunk of req) chunks.push(chunk as Buffer);
-      const headers = new Headers();
-      for (const [name, value] of Object.entries(req.headers)) if (typeof value === "string") headers.set(name, value);
-      const body = chunks.length > 0 ? Buffer.concat(chunks) : undefined;
-      const response = await handler.fetch(new Request(`http://127.0.0.1${req.url}`, { method: req.method, headers, body }));
-      res.writeHead(response.status, Object.fromEntries(response.headers));
-      res.end(Buffer.from(await response.arrayBuffer()));
-    });
+    const url = await http.listenFetch((request) => handler.fetch(request));
     // Pinned to the 2026-07-28 revision: no initialize, the client names itself in every request.
     const modern = { versionNegotiation: { mode: { pin: "2026-07-28" } } } as never;
     const gamma = new ClientV2({ name: "gamma", version: "1" }, modern);
@@ -143,27 +129,21 @@ describe("2.x createMcpHandler (a fresh server per request; clients may skip ini
     expect(calls.filter((p) => p.client_name === "gamma")).toHaveLength(5);
     expect(calls.filter((p) => p.client_name === "delta")).toHaveLength(5);
     expect(calls.filter((p) => p.outcome === "tool_error")).toHaveLength(4); // i = 2, 3, 6, 7
-    expect(new Set(calls.map((p) => p.session_id)).size).toBe(1);
-    // Once per process and destination, at the first request that names its client.
-    const startups = ofKey(key, "startup");
-    expect(startups).toHaveLength(1);
-    expect(startups[0]).toMatchObject({ transport: "http", mcp_sdk_version: "2.4.0", protocol_version: "2026-07-28" });
-    expect(["gamma", "delta"]).toContain(startups[0]!.client_name);
+    // No conversation id in _meta, no transport session: no session is known (SPEC §4 case 5).
+    expect(new Set(calls.map((p) => p.session_id))).toEqual(new Set([""]));
+    // Once per client, process and destination, at the first request that names its client.
+    const startups = await waitFor(() => ofKey(key, "startup"), 2);
+    expect(startups).toHaveLength(2);
+    for (const startup of startups) {
+      expect(startup).toMatchObject({ transport: "http", mcp_sdk_version: "2.4.0", protocol_version: "2026-07-28" });
+    }
+    expect(startups.map((p) => p.client_name).sort()).toEqual(["delta", "gamma"]);
   });
 
   test("legacy stateless clients: a call never borrows another client's name", async () => {
     const key = "mp_live_http_v2_legacy";
     const handler = createMcpHandler(() => watch(buildServer("v2-mcp"), { key, endpoint: ingest.url }) as never);
-    const url = await listen(async (req, res) => {
-      const chunks: Buffer[] = [];
-      for await (const chunk of req) chunks.push(chunk as Buffer);
-      const headers = new Headers();
-      for (const [name, value] of Object.entries(req.headers)) if (typeof value === "string") headers.set(name, value);
-      const body = chunks.length > 0 ? Buffer.concat(chunks) : undefined;
-      const response = await handler.fetch(new Request(`http://127.0.0.1${req.url}`, { method: req.method, headers, body }));
-      res.writeHead(response.status, Object.fromEntries(response.headers));
-      res.end(Buffer.from(await response.arrayBuffer()));
-    });
+    const url = await http.listenFetch((request) => handler.fetch(request));
     const first = new ClientV2({ name: "first", version: "1" });
     await first.connect(new HttpClientV2(new URL(url)));
     const second = new ClientV2({ name: "second", version: "1" });

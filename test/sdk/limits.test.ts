@@ -4,7 +4,7 @@ import { Server as ServerV1 } from "@modelcontextprotocol/sdk/server/index.js";
 import { McpServer as McpServerV1 } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { watch } from "../../src/sdk/index.ts";
-import { setTransportOverridesForTests } from "../../src/sdk/session.ts";
+import { setTransportOverridesForTests } from "../../src/sdk/destination.ts";
 import { invalidPayloads, startCaptureServer, type CaptureServer } from "./helpers/capture-server.ts";
 import { connectInMemory } from "./helpers/fixtures.ts";
 
@@ -93,7 +93,8 @@ test("a startup after each initialize; an empty tool list is still a startup", a
     ["first", 0],
     ["second", 1],
   ]);
-  expect(new Set(startups.map((p) => p.session_id)).size).toBe(1); // one destination, one session
+  // Two connections are two conversations, each with its own startup (SPEC §4).
+  expect(new Set(startups.map((p) => p.session_id)).size).toBe(2);
   await first.close();
   await second.close();
 });

@@ -7,7 +7,7 @@ import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { watch } from "../../src/sdk/index.ts";
 import { mcpSdkVersionOfStack } from "../../src/sdk/mcp-sdk-version.ts";
-import { setTransportOverridesForTests } from "../../src/sdk/session.ts";
+import { setTransportOverridesForTests } from "../../src/sdk/destination.ts";
 import { startIngestRecorder, type IngestRecorder } from "./conformance/ingest-recorder.ts";
 import { buildLowLevelServer, buildMcpServer, type Generation } from "./conformance/servers.ts";
 import { connectTapped } from "./conformance/wire.ts";

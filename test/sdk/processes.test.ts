@@ -83,6 +83,11 @@ describe.each(FLAVOURS)("%s over stdio in a child process", (flavour) => {
     );
     const startup = payloads.find((p) => p.type === "startup")!;
     expect(startup).toMatchObject({ transport: "stdio", client_name: "stdio-client" });
+    // docs/sdk.md "Where a session comes from", stdio: the connection is the conversation — one
+    // random id for its startup and every call (SPEC §4 case 4).
+    const sessions = new Set(ingest.payloads().map((p) => p.session_id));
+    expect([...sessions]).toHaveLength(1);
+    expect([...sessions][0]).toMatch(/^s_[0-9a-f]{12}$/);
     expect(invalidPayloads(ingest.payloads())).toEqual([]);
     for (const request of ingest.requests) {
       for (const canary of [CANARY_ARG, CANARY_RESULT, CANARY_DESCRIPTION]) expect(request.body).not.toContain(canary);

@@ -3,7 +3,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from "vitest";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { watch } from "../../src/sdk/index.ts";
-import { setTransportOverridesForTests } from "../../src/sdk/session.ts";
+import { setTransportOverridesForTests } from "../../src/sdk/destination.ts";
 import { postWithFetch } from "../../src/sdk/transport.ts";
 import { invalidPayloads, startCaptureServer, type CaptureServer } from "./helpers/capture-server.ts";
 import { CANARY_ARG, CANARY_DESCRIPTION, CANARY_RESULT, FLAVOURS, buildServer, callAndCapture, connectInMemory } from "./helpers/fixtures.ts";

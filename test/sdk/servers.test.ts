@@ -7,7 +7,7 @@ import { Server as ServerV1 } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { watch } from "../../src/sdk/index.ts";
-import { setTransportOverridesForTests } from "../../src/sdk/session.ts";
+import { setTransportOverridesForTests } from "../../src/sdk/destination.ts";
 import { argsHash, descriptionHash, descriptionNorm, schemaHash } from "../../src/shared/index.ts";
 import { invalidPayloads, startCaptureServer, type CaptureServer } from "./helpers/capture-server.ts";
 import {

@@ -7,7 +7,7 @@ import {
   destinationFor,
   resetDestinationsForTests,
   setTransportOverridesForTests,
-} from "../../src/sdk/session.ts";
+} from "../../src/sdk/destination.ts";
 import type { PostJson } from "../../src/sdk/transport.ts";
 import { startCaptureServer, type CaptureServer } from "./helpers/capture-server.ts";
 
@@ -252,7 +252,7 @@ test("destinations are per endpoint + key and shared by every caller in the proc
   expect(destinationFor(ingest.url, "k1-shared")).toBe(a);
   expect(destinationFor(ingest.url, "k2-shared")).not.toBe(a);
   expect(destinationFor(`${ingest.url}/x`, "k1-shared")).not.toBe(a);
-  expect(destinationFor(ingest.url, "k1-shared").sessionId).toBe(a.sessionId);
+  expect(destinationFor(ingest.url, "k1-shared").sessions).toBe(a.sessions);
   resetDestinationsForTests();
   expect(destinationFor(ingest.url, "k1-shared")).not.toBe(a);
 });

@@ -7,7 +7,8 @@ import { DEFAULT_BUFFER_TUNING } from "../../src/sdk/buffer.ts";
 import { isEmptyResult, isEmptyValue } from "../../src/sdk/empty.ts";
 import { resolveOptions, normaliseEndpoint } from "../../src/sdk/options.ts";
 import { outcomeOfHandler, outcomeOfToolCallback } from "../../src/sdk/outcome.ts";
-import { destinationFor, newSessionId } from "../../src/sdk/session.ts";
+import { destinationFor } from "../../src/sdk/destination.ts";
+import { newSessionId, transportKindOf } from "../../src/sdk/session.ts";
 import { transportKind } from "../../src/sdk/shapes.ts";
 import packageJson from "../../package.json" with { type: "json" };
 
@@ -255,16 +256,18 @@ test("transport kinds come from the transport's class", () => {
   expect(transportKind(new WebStandardStreamableHTTPServerTransport())).toBe("http");
   expect(transportKind(new SSEServerTransport())).toBe("sse");
   expect(transportKind(new InMemoryTransport())).toBe("unknown");
+  expect(transportKindOf(new InMemoryTransport())).toBe("memory");
+  expect(transportKindOf(new StdioServerTransport())).toBe("stdio");
   expect(transportKind(undefined)).toBe("unknown");
 });
 
-test("the session id is drawn at first use, not when the destination is made (workerd forbids random values at module scope)", () => {
+test("the process's own session id is drawn at first use, not when the destination is made (workerd forbids random values at module scope)", () => {
   const random = vi.spyOn((globalThis as unknown as { crypto: { getRandomValues(a: Uint8Array): Uint8Array } }).crypto, "getRandomValues");
   const destination = destinationFor("http://127.0.0.1:9", `mp_live_lazy_${Date.now()}`);
   expect(random).not.toHaveBeenCalled();
-  const id = destination.sessionId;
+  const id = destination.processSessionId;
   expect(random).toHaveBeenCalledTimes(1);
-  expect(destination.sessionId).toBe(id);
+  expect(destination.processSessionId).toBe(id);
   random.mockRestore();
 });
 

@@ -187,7 +187,9 @@ describe("call", () => {
     expect(kept(call({ session_id: repeat(MAX_SESSION_ID_CHARS - 1) }))).toBeTruthy();
     expect(kept(call({ session_id: repeat(MAX_SESSION_ID_CHARS) }))).toBeTruthy();
     expect(droppedReason(call({ session_id: repeat(MAX_SESSION_ID_CHARS + 1) }))).toBe("session_id: too long");
-    expect(kept(call({ session_id: "" }))).toMatchObject({ session_id: "" }); // SPEC §1.2 caps length only
+    // SPEC §1.2, §2.2: only a call may have an empty session_id (no session known).
+    expect(kept(call({ session_id: "" }))).toMatchObject({ session_id: "" });
+    expect(kept(call({ session_id: "s" }))).toMatchObject({ session_id: "s" });
     expect(droppedReason(call({ session_id: 7 }))).toBe("session_id: wrong type");
   });
 
@@ -352,6 +354,9 @@ describe("startup", () => {
   it("caps session_id and client_name as on calls", () => {
     expect(kept(startup({ session_id: repeat(MAX_SESSION_ID_CHARS), client_name: repeat(MAX_CLIENT_NAME_CHARS) }))).toBeTruthy();
     expect(droppedReason(startup({ session_id: repeat(MAX_SESSION_ID_CHARS + 1) }))).toBe("session_id: too long");
+    // A startup always belongs to a session: 1 character is kept, an empty one drops it.
+    expect(kept(startup({ session_id: "s" }))).toBeTruthy();
+    expect(droppedReason(startup({ session_id: "" }))).toBe("session_id: empty");
     expect(droppedReason(startup({ client_name: repeat(MAX_CLIENT_NAME_CHARS + 1) }))).toBe("client_name: too long");
     expect(droppedReason(startup({ client_name: undefined }))).toBe("client_name: missing");
   });
@@ -472,6 +477,8 @@ describe("agreement", () => {
       expect(droppedReason(agreement({ [toolField]: repeat(MAX_TOOL_NAME_CHARS + 1) }))).toBe(`${toolField}: too long`);
     }
     expect(droppedReason(agreement({ session_id: repeat(MAX_SESSION_ID_CHARS + 1) }))).toBe("session_id: too long");
+    expect(kept(agreement({ session_id: "s" }))).toBeTruthy();
+    expect(droppedReason(agreement({ session_id: "" }))).toBe("session_id: empty");
     expect(kept(agreement({ window_ms: 0 }))).toMatchObject({ window_ms: 0 });
     // More than a day (a producer's configured window) is kept: SPEC §1.2 caps only byte counts and duration_ms.
     expect(kept(agreement({ window_ms: 86_400_001 }))).toMatchObject({ window_ms: 86_400_001 });

@@ -7,7 +7,7 @@ import { InMemoryTransport as InMemoryV1 } from "@modelcontextprotocol/sdk/inMem
 import { McpServer as McpServerV2, InMemoryTransport as InMemoryV2 } from "@modelcontextprotocol/server";
 import { Client as ClientV2 } from "@modelcontextprotocol/client";
 import { watch } from "../../src/sdk/index.ts";
-import { allDestinations, setTransportOverridesForTests } from "../../src/sdk/session.ts";
+import { allDestinations, setTransportOverridesForTests } from "../../src/sdk/destination.ts";
 import { defaultPostJson, postWithFetch } from "../../src/sdk/transport.ts";
 import { payloadSchema } from "../../src/shared/index.ts";
 

@@ -76,12 +76,15 @@ export type SessionSums = {
   calls: number;
   response_bytes_sum: number;
   schema_bytes_sum: number;
+  /** Calls in the period's days sent without a session (SPEC §2.2, §2.4), from the day rows. */
+  calls_without_session: number;
 };
 
 /**
  * Per period, the sessions whose first seen falls in [startMs, endMs), with all their calls (SPEC
  * §2.4: never sums of daily counts, so a session crossing midnight counts once); `client` matches
- * the latest client. One statement for every period (the dashboard compares two).
+ * the latest client. Beside them, the calls of the period's days that had no session (they are in no
+ * session; periods are whole UTC days). One statement for every period (the dashboard compares two).
  */
 export async function sumSessions(
   db: D1Database,
@@ -98,11 +101,12 @@ export async function sumSessions(
   }
   const selects = periods.map((period, index) => {
     params.push(period.startMs, period.endMs);
-    return (
-      `SELECT ${index} AS period, COUNT(*) AS sessions, COALESCE(SUM(calls), 0) AS calls, ` +
-      "COALESCE(SUM(response_bytes_sum), 0) AS response_bytes_sum, COALESCE(SUM(schema_bytes_sum), 0) AS schema_bytes_sum " +
-      `FROM sessions WHERE project_id = ?1 AND first_seen_ms >= ?${params.length - 1} AND first_seen_ms < ?${params.length}${clientSql}`
-    );
+    const [start, end] = [`?${params.length - 1}`, `?${params.length}`];
+    return `SELECT ${index} AS period, COUNT(*) AS sessions, COALESCE(SUM(calls), 0) AS calls,
+        COALESCE(SUM(response_bytes_sum), 0) AS response_bytes_sum, COALESCE(SUM(schema_bytes_sum), 0) AS schema_bytes_sum,
+        (SELECT COALESCE(SUM(calls_without_session), 0) FROM tool_day_metrics
+          WHERE project_id = ?1 AND day_start_ms >= ${start} AND day_start_ms < ${end}${clientSql}) AS calls_without_session
+      FROM sessions WHERE project_id = ?1 AND first_seen_ms >= ${start} AND first_seen_ms < ${end}${clientSql}`;
   });
   const result = await db
     .prepare(selects.join(" UNION ALL "))
@@ -115,6 +119,7 @@ export async function sumSessions(
       calls: Number(row?.calls ?? 0),
       response_bytes_sum: Number(row?.response_bytes_sum ?? 0),
       schema_bytes_sum: Number(row?.schema_bytes_sum ?? 0),
+      calls_without_session: Number(row?.calls_without_session ?? 0),
     };
   });
 }

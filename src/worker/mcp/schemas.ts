@@ -22,6 +22,7 @@ export const CounterFigures = z.object({
   retries: z.number().int().describe("calls that retried the previous call of the same tool in the same session and client within 30 s"),
   first_call_attempts: z.number().int().describe("first attempts: calls that were not themselves retries"),
   first_call_ok: z.number().int().describe("first attempts that succeeded without needing a retry"),
+  calls_without_session: z.number().int().describe("calls sent without a session: each is a chain of its own, so retries could not be measured for them"),
   first_call_rate: rate.describe("first_call_ok / first_call_attempts, 4 decimals: how often the model gets the tool right the first time"),
   empty_rate: rate.describe("empty / calls"),
   error_rate: rate.describe("(bad_args + tool_error + crashed) / calls"),
@@ -84,6 +85,10 @@ export const Sessions = z.object({
   response_tokens_per_session: z.number().nullable(),
   schema_tokens_per_session: z.number().nullable(),
   cost_per_session_usd: z.number().nullable(),
+  calls_without_session: z
+    .number()
+    .int()
+    .describe("calls in the range sent without a session (the server could not tell conversations apart): each counts as a chain of its own, never a retry"),
 });
 
 /** What every ranged answer says about its range and freshness. */

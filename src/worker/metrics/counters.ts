@@ -31,6 +31,11 @@ export const COUNTERS = {
   retries: { sums: "SUM", shown: "count" },
   first_call_attempts: { sums: "SUM", shown: "count" },
   first_call_ok: { sums: "SUM", shown: "count" },
+  /**
+   * Calls sent without a session (SPEC §2.2, §4: nothing told their conversations apart): each is a
+   * chain of its own, so the share of calls with a known session says where retries could be measured.
+   */
+  calls_without_session: { sums: "SUM", shown: "count" },
   /** UTF-16 length of the responses (SPEC §1.3). */
   response_bytes_sum: { sums: "SUM", shown: { sumAndAverageAs: "response_bytes" } },
   duration_ms_sum: { sums: "SUM", shown: "hidden" },

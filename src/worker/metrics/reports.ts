@@ -192,6 +192,8 @@ export type SessionsReport = {
   response_tokens_per_session: number | null;
   schema_tokens_per_session: number | null;
   cost_per_session_usd: number | null;
+  /** Calls in the range sent without a session: in no session, each a chain of its own (SPEC §2.2, §2.4). */
+  calls_without_session: number;
 };
 
 /** The per-session figures of one period's sums (SPEC §2.4). */
@@ -207,6 +209,7 @@ export function sessionsFrom(sums: SessionSums, asOf: string | null, pricePerMil
     schema_tokens_per_session: average(schemaTokens, n),
     cost_per_session_usd:
       n === 0 ? null : roundTo((((responseTokens + schemaTokens) / n) * pricePerMillion) / 1_000_000, COST_DECIMALS),
+    calls_without_session: sums.calls_without_session,
   };
 }
 

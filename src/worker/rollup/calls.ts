@@ -38,8 +38,15 @@ import { CALLS_CHUNK, CALLS_WATERMARK, stateValueSql } from "../db/rollup-state.
 
 const COUNTERS = [
   "calls", "ok", "empty", "bad_args", "tool_error", "crashed", "response_bytes_sum", "duration_ms_sum",
-  "retries", "first_call_attempts", "first_call_ok",
+  "retries", "first_call_attempts", "first_call_ok", "calls_without_session",
 ] as const;
+
+/**
+ * A call with an empty session_id has no session (SPEC §2.2): it is a chain of its own, never a
+ * retry and never retried, in no session and no pair, and costs no per-session storage. Only calls
+ * with a session enter the spans, call_state, the pairs and the sessions.
+ */
+const IN_A_SESSION = "session_id <> ''";
 const COUNTER_COLUMNS = COUNTERS.join(", ");
 const SUM_COUNTERS = COUNTERS.map((c) => `SUM(${c})`).join(", ");
 const ADD_COUNTERS = COUNTERS.map((c) => `${c} = ${c} + excluded.${c}`).join(", ");
@@ -150,8 +157,8 @@ export const CHUNK_SELECTION_SQL =
     clusters AS MATERIALIZED (
       SELECT project_id, session_id, client_name, h, MIN(k) AS k, MIN(started_at_ms) AS lo, MAX(started_at_ms) AS hi,
         MAX(duration_ms) AS dur
-      FROM cand_calls GROUP BY project_id, session_id, client_name, h),
-    cluster_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, h, tool_name FROM cand_calls),
+      FROM cand_calls WHERE ${IN_A_SESSION} GROUP BY project_id, session_id, client_name, h),
+    cluster_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, h, tool_name FROM cand_calls WHERE ${IN_A_SESSION}),
     reach_of AS MATERIALIZED (
       SELECT cl.*, ${hourStartSql(`cl.lo - cl.reach - ${RETRY_WINDOW_MS}`)} AS wide_from,
         ${hourStartSql(`cl.hi + cl.reach + ${RETRY_WINDOW_MS}`)} AS wide_to,
@@ -248,7 +255,7 @@ const loadedCtes = (sequence: "tool" | "session") => `${newCallsCtes(sequence ==
       SELECT cs.project_id, cs.session_id, cs.client_name, cs.calls_json FROM loaded_keys k JOIN call_state cs
         ON ${sameGroup("cs", "k")} AND cs.hour_start_ms = k.hour_start_ms),
 ${sequence === "tool" ? `
-    new_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, tool_name FROM new_calls),
+    new_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, tool_name FROM new_calls WHERE ${IN_A_SESSION}),
     old_calls AS MATERIALIZED (
       SELECT project_id, session_id, client_name, tool_name, j.value ->> 2 AS started_at_ms, j.value ->> 3 AS duration_ms,
         (j.value ->> 4 = 'ok' AND j.value ->> 6 = 0) AS good, j.value ->> 7 AS args_hash, j.value ->> 0 AS call_seq
@@ -259,7 +266,7 @@ ${sequence === "tool" ? `
       SELECT ${CALL_COLUMNS} FROM old_calls
       UNION ALL
       SELECT project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, (outcome = 'ok' AND is_empty = 0),
-        args_hash, call_seq FROM new_calls)` : `
+        args_hash, call_seq FROM new_calls WHERE ${IN_A_SESSION})` : `
     old_calls AS MATERIALIZED (
       SELECT l.project_id, l.session_id, l.client_name, j.value ->> 1 AS tool_name, j.value ->> 2 AS started_at_ms,
         j.value ->> 0 AS call_seq
@@ -267,7 +274,7 @@ ${sequence === "tool" ? `
     all_calls AS (
       SELECT project_id, session_id, client_name, tool_name, started_at_ms, call_seq FROM old_calls
       UNION ALL
-      SELECT project_id, session_id, client_name, tool_name, started_at_ms, call_seq FROM new_calls)`}`;
+      SELECT project_id, session_id, client_name, tool_name, started_at_ms, call_seq FROM new_calls WHERE ${IN_A_SESSION})`}`;
 
 const TOOL_SEQUENCE = "PARTITION BY project_id, session_id, client_name, tool_name ORDER BY started_at_ms, call_seq";
 const SESSION_SEQUENCE = "PARTITION BY project_id, session_id, client_name ORDER BY started_at_ms, call_seq";
@@ -308,21 +315,25 @@ const DELTAS_CTES = `WITH ${loadedCtes("tool")},
       SELECT project_id, ${hourStartSql("started_at_ms")} AS hour_start_ms, tool_name, client_name, duration_bucket,
         COUNT(*) AS calls, SUM(outcome = 'ok') AS ok, SUM(outcome = 'ok' AND is_empty = 1) AS empty,
         SUM(outcome = 'bad_args') AS bad_args, SUM(outcome = 'tool_error') AS tool_error, SUM(outcome = 'crashed') AS crashed,
-        SUM(response_bytes) AS response_bytes_sum, SUM(duration_ms) AS duration_ms_sum
+        SUM(response_bytes) AS response_bytes_sum, SUM(duration_ms) AS duration_ms_sum,
+        SUM(session_id = '') AS calls_without_session,
+        SUM(session_id = '' AND outcome = 'ok' AND is_empty = 0) AS sessionless_good
       FROM new_calls GROUP BY project_id, hour_start_ms, tool_name, client_name, duration_bucket),
     histograms AS (
       SELECT project_id, hour_start_ms, tool_name, client_name,
         json_group_object(CAST(duration_bucket AS TEXT), calls ORDER BY duration_bucket) AS histogram
       FROM buckets GROUP BY project_id, hour_start_ms, tool_name, client_name),
     changes AS (
+      -- A call without a session is a chain of one: an attempt, ok when the call is ok and not empty.
       SELECT project_id, hour_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed,
-        response_bytes_sum, duration_ms_sum, 0 AS retries, 0 AS first_call_attempts, 0 AS first_call_ok
+        response_bytes_sum, duration_ms_sum, 0 AS retries, calls_without_session AS first_call_attempts,
+        sessionless_good AS first_call_ok, calls_without_session
       FROM buckets
       UNION ALL
-      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok
+      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok, 0
       FROM (${retryContributions("all_calls", 1)})
       UNION ALL
-      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok
+      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok, 0
       FROM (${retryContributions("old_calls", -1)})),
     deltas AS MATERIALIZED (
       SELECT d.*, COALESCE(h.histogram, '{}') AS duration_histogram_json FROM (
@@ -370,7 +381,7 @@ export const CALL_CHUNK_SQL = {
       COUNT(*), SUM(response_bytes)
     FROM (SELECT project_id, session_id, client_name, started_at_ms, response_bytes,
         ROW_NUMBER() OVER (PARTITION BY project_id, session_id ORDER BY started_at_ms DESC, call_seq DESC) AS latest
-      FROM new_calls)
+      FROM new_calls WHERE ${IN_A_SESSION})
     GROUP BY project_id, session_id
     ON CONFLICT (project_id, session_id) DO UPDATE SET
       client_name = CASE WHEN excluded.last_seen_ms >= sessions.last_seen_ms THEN excluded.client_name ELSE sessions.client_name END,
@@ -386,7 +397,7 @@ export const CALL_CHUNK_SQL = {
     SELECT project_id, session_id, client_name, ${hourStartSql("started_at_ms")} AS hour_start_ms, MAX(duration_ms),
       MIN(started_at_ms), MAX(started_at_ms), COUNT(*),
       json_group_array(json_array(call_seq, tool_name, started_at_ms, duration_ms, outcome, response_bytes, is_empty, args_hash) ORDER BY call_seq)
-    FROM new_calls GROUP BY project_id, session_id, client_name, hour_start_ms
+    FROM new_calls WHERE ${IN_A_SESSION} GROUP BY project_id, session_id, client_name, hour_start_ms
     ON CONFLICT (project_id, session_id, client_name, hour_start_ms) DO UPDATE SET
       max_duration_ms = MAX(max_duration_ms, excluded.max_duration_ms), call_count = call_count + excluded.call_count,
       min_started_at_ms = MIN(min_started_at_ms, excluded.min_started_at_ms),

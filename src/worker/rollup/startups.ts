@@ -10,40 +10,62 @@ import { STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
 
 const watermark = stateValueSql(STARTUPS_WATERMARK);
 
-/** The chunk's startups joined to their rows, with each tool entry of their list. */
-const chunkTools = `rollup_chunk_startups s CROSS JOIN raw_startups r ON r.startup_seq = s.startup_seq, json_each(r.tools_json) AS t`;
-
-export const STARTUP_CHUNK_SQL = {
-  // At most ?1 startups, and no more than ?2 rows of work (tool entries + declared tool names):
-  // a startup at every cap of SPEC §1.2 expands into 500 + 64 × 64 rows, so without the row bound
-  // one chunk of 200 would write ~900,000 rows in one transaction while every other project's
-  // reads wait. The first pending startup is always taken, so a chunk always advances.
-  takeNewStartups: `INSERT INTO rollup_chunk_startups (startup_seq)
+/**
+ * The chunk: at most ?1 startups above the watermark, and no more than ?2 rows of work (tool
+ * entries + declared tool names): a startup at every cap of SPEC §1.2 expands into 500 + 64 × 64
+ * rows, so without the row bound one chunk of 200 would write ~900,000 rows in one transaction
+ * while every other project's reads wait. The first pending startup is always taken, so a chunk
+ * always advances. Each statement of the batch derives the same set from the watermark (it moves
+ * in the batch's last statement but one), so no scratch table is written and emptied per startup.
+ */
+const CHUNK = `chunk AS MATERIALIZED (
     SELECT startup_seq FROM (
       SELECT startup_seq, ROW_NUMBER() OVER w AS n, SUM(cost) OVER w AS running FROM (
         SELECT startup_seq, json_array_length(tools_json)
           + (SELECT COALESCE(SUM(json_array_length(d.value, '$.tools')), 0) FROM json_each(agree_declared_json) AS d) AS cost
         FROM raw_startups WHERE startup_seq > ${watermark} ORDER BY startup_seq LIMIT ?1)
       WINDOW w AS (ORDER BY startup_seq ROWS UNBOUNDED PRECEDING))
-    WHERE n = 1 OR running <= ?2`,
+    WHERE n = 1 OR running <= ?2)`;
 
-  deleteReplacedTools: `DELETE FROM registered_tools WHERE project_id IN
-    (SELECT DISTINCT r.project_id FROM rollup_chunk_startups s CROSS JOIN raw_startups r ON r.startup_seq = s.startup_seq)`,
+/** The chunk's startups joined to their rows, with each tool entry of their list. */
+const chunkTools = `chunk s CROSS JOIN raw_startups r ON r.startup_seq = s.startup_seq, json_each(r.tools_json) AS t`;
 
-  // A list naming one tool twice keeps its last entry (rows are inserted in list order).
-  insertRegisteredTools: `INSERT OR REPLACE INTO registered_tools (project_id, tool_name, schema_bytes, schema_hash,
+/** Per project of the chunk, its latest startup (the highest startup_seq: the one that wins). */
+const LATEST = `latest AS MATERIALIZED (
+    SELECT r.project_id, r.startup_seq, r.tools_json FROM raw_startups r
+    WHERE r.startup_seq IN (
+      SELECT MAX(s.startup_seq) FROM chunk s CROSS JOIN raw_startups r2 ON r2.startup_seq = s.startup_seq GROUP BY r2.project_id))`;
+
+export const STARTUP_CHUNK_SQL = {
+  // The registered list becomes the latest startup's, writing only what changed: a server sends
+  // the same list with every new session (SPEC §4), and rewriting it each time cost a row per tool
+  // per chunk (bench:cost, shared HTTP server). A tool no longer listed is deleted.
+  deleteReplacedTools: `WITH ${CHUNK}, ${LATEST}
+    DELETE FROM registered_tools WHERE project_id IN (SELECT project_id FROM latest)
+      AND NOT EXISTS (SELECT 1 FROM latest l, json_each(l.tools_json) AS t
+        WHERE l.project_id = registered_tools.project_id AND json_extract(t.value, '$.name') = registered_tools.tool_name)`,
+
+  // A list naming one tool twice keeps its last entry (rows are inserted in list order). A row
+  // that would not change is not written; `startup_seq` is the startup that last changed it.
+  insertRegisteredTools: `INSERT INTO registered_tools (project_id, tool_name, schema_bytes, schema_hash,
       description_hash, description_norm, requires_authorization, requires_verified_identity, startup_seq)
-    SELECT r.project_id, json_extract(t.value, '$.name'), json_extract(t.value, '$.schema_bytes'),
+    WITH ${CHUNK}, ${LATEST}
+    SELECT l.project_id, json_extract(t.value, '$.name'), json_extract(t.value, '$.schema_bytes'),
       json_extract(t.value, '$.schema_hash'), json_extract(t.value, '$.description_hash'),
       json_extract(t.value, '$.description_norm'),
       COALESCE(json_extract(t.value, '$.policy.requires_authorization'), 0),
       COALESCE(json_extract(t.value, '$.policy.requires_verified_identity'), 0),
-      r.startup_seq
-    FROM raw_startups r, json_each(r.tools_json) AS t
-    WHERE r.startup_seq IN (
-      SELECT MAX(s.startup_seq) FROM rollup_chunk_startups s CROSS JOIN raw_startups r2 ON r2.startup_seq = s.startup_seq
-      GROUP BY r2.project_id)
-    ORDER BY r.startup_seq, t.key`,
+      l.startup_seq
+    FROM latest l, json_each(l.tools_json) AS t
+    WHERE true
+    ORDER BY l.startup_seq, t.key
+    ON CONFLICT (project_id, tool_name) DO UPDATE SET schema_bytes = excluded.schema_bytes, schema_hash = excluded.schema_hash,
+      description_hash = excluded.description_hash, description_norm = excluded.description_norm,
+      requires_authorization = excluded.requires_authorization, requires_verified_identity = excluded.requires_verified_identity,
+      startup_seq = excluded.startup_seq
+    WHERE (schema_bytes, schema_hash, description_hash, description_norm, requires_authorization, requires_verified_identity)
+      IS NOT (excluded.schema_bytes, excluded.schema_hash, excluded.description_hash, excluded.description_norm,
+        excluded.requires_authorization, excluded.requires_verified_identity)`,
 
   // Every distinct (schema_hash, description_hash) per tool ('' stands for an absent hash), with
   // first/last receive time and how many startups listed it: churn and convergence (SPEC §2.5)
@@ -51,6 +73,7 @@ export const STARTUP_CHUNK_SQL = {
   // description_norm is the latest startup's.
   upsertToolVersions: `INSERT INTO tool_versions (project_id, tool_name, schema_hash, description_hash, description_norm,
       first_seen_ms, last_seen_ms, startups)
+    WITH ${CHUNK}
     SELECT project_id, tool_name, schema_hash, description_hash, MAX(latest_norm), MIN(received_at_ms), MAX(received_at_ms),
       COUNT(DISTINCT startup_seq)
     FROM (
@@ -71,8 +94,9 @@ export const STARTUP_CHUNK_SQL = {
       startups = startups + excluded.startups`,
 
   upsertDeclarations: `INSERT INTO agreement_declarations (project_id, field, tool_name, last_declared_ms)
+    WITH ${CHUNK}
     SELECT r.project_id, json_extract(d.value, '$.field'), n.value, MAX(r.received_at_ms)
-    FROM rollup_chunk_startups s CROSS JOIN raw_startups r ON r.startup_seq = s.startup_seq,
+    FROM chunk s CROSS JOIN raw_startups r ON r.startup_seq = s.startup_seq,
       json_each(r.agree_declared_json) AS d, json_each(d.value, '$.tools') AS n
     WHERE true
     GROUP BY r.project_id, json_extract(d.value, '$.field'), n.value
@@ -84,33 +108,35 @@ export const STARTUP_CHUNK_SQL = {
   // chunk folds in the calls' starts the same way): the client of the latest wins, a tie going to
   // the one folded in later.
   setSessionSchemaBytes: `INSERT INTO sessions (project_id, session_id, first_seen_ms, last_seen_ms, client_name, schema_bytes_sum)
+    WITH ${CHUNK}
     SELECT r.project_id, r.session_id,
-      (SELECT MIN(r2.received_at_ms) FROM rollup_chunk_startups s CROSS JOIN raw_startups r2 ON r2.startup_seq = s.startup_seq
+      (SELECT MIN(r2.received_at_ms) FROM chunk s CROSS JOIN raw_startups r2 ON r2.startup_seq = s.startup_seq
         WHERE r2.project_id = r.project_id AND r2.session_id = r.session_id),
       r.received_at_ms, r.client_name,
       COALESCE((SELECT SUM(json_extract(t.value, '$.schema_bytes')) FROM json_each(r.tools_json) AS t), 0)
     FROM raw_startups r
     WHERE r.startup_seq IN (
-      SELECT MAX(s.startup_seq) FROM rollup_chunk_startups s CROSS JOIN raw_startups r2 ON r2.startup_seq = s.startup_seq
+      SELECT MAX(s.startup_seq) FROM chunk s CROSS JOIN raw_startups r2 ON r2.startup_seq = s.startup_seq
       GROUP BY r2.project_id, r2.session_id)
     ON CONFLICT (project_id, session_id) DO UPDATE SET schema_bytes_sum = excluded.schema_bytes_sum,
       client_name = CASE WHEN excluded.last_seen_ms >= sessions.last_seen_ms THEN excluded.client_name ELSE sessions.client_name END,
       first_seen_ms = MIN(sessions.first_seen_ms, excluded.first_seen_ms),
       last_seen_ms = MAX(sessions.last_seen_ms, excluded.last_seen_ms)`,
 
+  // Read before the watermark moves (the chunk is derived from it).
+  report: `WITH ${CHUNK}
+    SELECT (SELECT COUNT(*) FROM chunk) AS new_startups,
+      EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > (SELECT MAX(startup_seq) FROM chunk)) AS more`,
+
   advanceWatermark: `INSERT INTO rollup_state (name, value)
-    SELECT '${STARTUPS_WATERMARK}', top FROM (SELECT MAX(startup_seq) AS top FROM rollup_chunk_startups) WHERE top IS NOT NULL
+    WITH ${CHUNK}
+    SELECT '${STARTUPS_WATERMARK}', top FROM (SELECT MAX(startup_seq) AS top FROM chunk) WHERE top IS NOT NULL
     ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
-
-  report: `SELECT (SELECT COUNT(*) FROM rollup_chunk_startups) AS new_startups,
-      EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${watermark}) AS more`,
-
-  clearChunk: `DELETE FROM rollup_chunk_startups`,
 } as const;
 
 export type StartupChunkReport = { new_startups: number; more: number };
 
-export const STARTUP_CHUNK_STATEMENTS = 9;
+export const STARTUP_CHUNK_STATEMENTS = 7;
 
 /**
  * Rows of work one startup chunk may take on (tool entries + declared tool names; the writes are a
@@ -120,18 +146,17 @@ export const STARTUP_CHUNK_STATEMENTS = 9;
 export const MAX_STARTUP_CHUNK_ROWS = 5_000;
 
 export async function rollupStartupChunk(db: D1Database, chunkStartups: number, maxRows = MAX_STARTUP_CHUNK_ROWS): Promise<StartupChunkReport> {
+  const bound = (sql: string) => db.prepare(sql).bind(chunkStartups, maxRows);
   const results = await db.batch([
-    db.prepare(STARTUP_CHUNK_SQL.takeNewStartups).bind(chunkStartups, maxRows),
-    db.prepare(STARTUP_CHUNK_SQL.deleteReplacedTools),
-    db.prepare(STARTUP_CHUNK_SQL.insertRegisteredTools),
-    db.prepare(STARTUP_CHUNK_SQL.upsertToolVersions),
-    db.prepare(STARTUP_CHUNK_SQL.upsertDeclarations),
-    db.prepare(STARTUP_CHUNK_SQL.setSessionSchemaBytes),
-    db.prepare(STARTUP_CHUNK_SQL.advanceWatermark),
-    db.prepare(STARTUP_CHUNK_SQL.report),
-    db.prepare(STARTUP_CHUNK_SQL.clearChunk),
+    bound(STARTUP_CHUNK_SQL.deleteReplacedTools),
+    bound(STARTUP_CHUNK_SQL.insertRegisteredTools),
+    bound(STARTUP_CHUNK_SQL.upsertToolVersions),
+    bound(STARTUP_CHUNK_SQL.upsertDeclarations),
+    bound(STARTUP_CHUNK_SQL.setSessionSchemaBytes),
+    bound(STARTUP_CHUNK_SQL.report),
+    bound(STARTUP_CHUNK_SQL.advanceWatermark),
   ]);
-  const report = results[7]?.results?.[0] as StartupChunkReport | undefined;
+  const report = results[5]?.results?.[0] as StartupChunkReport | undefined;
   if (!report) throw new Error("rollup: startups chunk returned no report");
   return report;
 }

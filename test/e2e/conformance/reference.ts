@@ -8,7 +8,7 @@ export type Received<T> = T & { seq: number; receivedMs: number; landedMs: numbe
 
 export type Figures = {
   calls: number; ok: number; empty: number; bad_args: number; tool_error: number; crashed: number;
-  retries: number; first_call_attempts: number; first_call_ok: number;
+  retries: number; first_call_attempts: number; first_call_ok: number; calls_without_session: number;
   first_call_rate: number | null; empty_rate: number | null; error_rate: number | null;
   response_bytes: { sum: number; avg: number | null };
   /** Exact nearest-rank percentiles (SPEC §2.3); the API's must be within tolerance. */
@@ -39,6 +39,9 @@ const byStartThenReceive = (a: Received<Call>, b: Received<Call>) => a.startedUs
 /** The millisecond a call started in (its hour and day are those of this instant). */
 export const startedMs = (c: Call) => Math.floor(c.startedUs / 1000);
 
+/** SPEC §2.2: an empty session_id means no session is known. */
+const inASession = (c: { session_id: string }) => c.session_id !== "";
+
 export function dayOf(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
 }
@@ -56,7 +59,8 @@ export class Reference {
     // when the very next call starts 0–30,000 ms after c's end with a different args_hash.
     const flagged = calls.map((c) => ({ ...c, isRetry: false, wasRetried: false }));
     const sequences = new Map<string, FlaggedCall[]>();
-    for (const c of flagged) {
+    // A call without a session (session_id "") is a sequence of its own: never a retry, never retried.
+    for (const c of flagged.filter(inASession)) {
       const key = `${c.session_id}\u0000${c.client_name}\u0000${c.tool_name}`;
       sequences.set(key, [...(sequences.get(key) ?? []), c]);
     }
@@ -81,8 +85,19 @@ export class Reference {
    */
   coverage(): Set<string> {
     const seen = new Set<string>();
+    const sessionless = this.calls.filter((c) => !inASession(c));
+    if (sessionless.length > 0) seen.add("calls without a session");
+    // Two sessionless calls of one client and tool inside the retry window with other arguments:
+    // a retry if they had a session, never one without (SPEC §2.2).
+    for (const c of sessionless) {
+      if (sessionless.some((n) => n !== c && n.client_name === c.client_name && n.tool_name === c.tool_name && n.args_hash !== c.args_hash &&
+        n.startedUs - (c.startedUs + c.duration_ms * 1000) >= 0 && n.startedUs - (c.startedUs + c.duration_ms * 1000) <= 30_000_000)) {
+        seen.add("sessionless calls that would be a retry in a session");
+        break;
+      }
+    }
     const sequences = new Map<string, FlaggedCall[]>();
-    for (const c of this.calls) {
+    for (const c of this.calls.filter(inASession)) {
       const key = `${c.session_id}\u0000${c.client_name}\u0000${c.tool_name}`;
       sequences.set(key, [...(sequences.get(key) ?? []), c]);
     }
@@ -108,7 +123,7 @@ export class Reference {
     // Two clients in one session: a call of the other client inside the retry window is no retry,
     // and a call of the other client in between does not break a pair (SPEC §2.2, §2.4).
     const bySessionTool = new Map<string, FlaggedCall[]>();
-    for (const c of this.calls) {
+    for (const c of this.calls.filter(inASession)) {
       const key = `${c.session_id}\u0000${c.tool_name}`;
       bySessionTool.set(key, [...(bySessionTool.get(key) ?? []), c]);
     }
@@ -121,8 +136,19 @@ export class Reference {
         if (n.client_name !== c.client_name && gapUs >= 0 && gapUs <= 30_000_000 && n.args_hash !== c.args_hash) seen.add("other client's call in the retry window");
       }
     }
+    // Conversations of one client interleaved in time (one HTTP server, several people): each
+    // session's calls only ever retry their own.
+    const spans = new Map<string, { client: string; lo: number; hi: number }>();
+    for (const c of this.calls.filter(inASession)) {
+      const span = spans.get(c.session_id) ?? { client: c.client_name, lo: c.startedUs, hi: c.startedUs };
+      spans.set(c.session_id, { client: span.client, lo: Math.min(span.lo, c.startedUs), hi: Math.max(span.hi, c.startedUs) });
+    }
+    const spanList = [...spans.values()];
+    if (spanList.some((a, i) => spanList.some((b, j) => i < j && a.client === b.client && a.lo <= b.hi && b.lo <= a.hi))) {
+      seen.add("interleaved conversations of one client");
+    }
     const bySession = new Map<string, FlaggedCall[]>();
-    for (const c of this.calls) bySession.set(c.session_id, [...(bySession.get(c.session_id) ?? []), c]);
+    for (const c of this.calls.filter(inASession)) bySession.set(c.session_id, [...(bySession.get(c.session_id) ?? []), c]);
     for (const seq of bySession.values()) {
       seq.sort(byStartThenReceive);
       for (let i = 0; i + 2 < seq.length; i++) {
@@ -130,10 +156,10 @@ export class Reference {
       }
     }
     const sessionDays = new Map<string, Set<string>>();
-    for (const c of this.calls) sessionDays.set(c.session_id, (sessionDays.get(c.session_id) ?? new Set()).add(dayOf(startedMs(c))));
+    for (const c of this.calls.filter(inASession)) sessionDays.set(c.session_id, (sessionDays.get(c.session_id) ?? new Set()).add(dayOf(startedMs(c))));
     if ([...sessionDays.values()].some((d) => d.size > 1)) seen.add("session crossing a UTC midnight");
     const sessionClients = new Map<string, Set<string>>();
-    for (const c of this.calls) sessionClients.set(c.session_id, (sessionClients.get(c.session_id) ?? new Set()).add(c.client_name));
+    for (const c of this.calls.filter(inASession)) sessionClients.set(c.session_id, (sessionClients.get(c.session_id) ?? new Set()).add(c.client_name));
     if ([...sessionClients.values()].some((cl) => cl.size > 1)) seen.add("client switch in a session");
     if (this.calls.some((c) => c.duration_ms === 0)) seen.add("duration 0");
     if (this.calls.some((c) => c.duration_ms >= 1_000_000)) seen.add("duration over 1,000 s");
@@ -183,6 +209,7 @@ export class Reference {
     return {
       calls: n, ok, empty, bad_args: bad, tool_error: toolError, crashed,
       retries: count((c) => c.isRetry), first_call_attempts: attempts, first_call_ok: firstOk,
+      calls_without_session: count((c) => !inASession(c)),
       first_call_rate: rateOf(firstOk, attempts),
       empty_rate: rateOf(empty, n),
       error_rate: rateOf(bad + toolError + crashed, n),
@@ -245,7 +272,7 @@ export class Reference {
   /** §2.4 pairs: A and the very next call of its session and client (any tool); counted on A's day, A's client. */
   pairs(from: string, to: string, filters: { client?: string; tool?: string } = {}): Map<string, number> {
     const bySession = new Map<string, FlaggedCall[]>();
-    for (const c of this.calls) {
+    for (const c of this.calls.filter(inASession)) {
       const key = `${c.session_id}\u0000${c.client_name}`;
       bySession.set(key, [...(bySession.get(key) ?? []), c]);
     }
@@ -282,7 +309,7 @@ export class Reference {
       sessions.set(id, s);
       return s;
     };
-    for (const c of this.calls) {
+    for (const c of this.calls.filter(inASession)) {
       const s = touch(c.session_id, c.startedUs / 1000, c.seq, c.client_name);
       s.calls++;
       s.bytes += c.response_bytes;
@@ -311,6 +338,8 @@ export class Reference {
       schema_tokens_per_session: n === 0 ? null : roundRatio(BigInt(schema), 4n * N, 1),
       // cost = (response + schema tokens) × price ÷ 1e6, averaged per session; 6 decimals (docs/read-api.md).
       cost_per_session_usd: n === 0 ? null : roundRatio(BigInt(bytes + schema) * BigInt(pricePerMillion), 4n * N * 1_000_000n, 6),
+      // Calls of the range's days without a session, in no session (SPEC §2.4).
+      calls_without_session: this.callsIn(from, to, { client: filters.client }).filter((c) => !inASession(c)).length,
     };
   }
 

@@ -23,7 +23,7 @@ describe("GET /v1/metrics/clients", () => {
     expect(body.clients).toEqual([
       {
         client_name: "cursor", calls: 10, ok: 9, empty: 0, bad_args: 0, tool_error: 0, crashed: 1, retries: 0,
-        first_call_attempts: 10, first_call_ok: 9, first_call_rate: 0.9, empty_rate: 0, error_rate: 0.1,
+        first_call_attempts: 10, first_call_ok: 9, calls_without_session: 0, first_call_rate: 0.9, empty_rate: 0, error_rate: 0.1,
         duration_ms: { p50: 10, p95: 10, p99: 10 }, response_bytes: { sum: 50, avg: 5 },
       },
       expect.objectContaining({ client_name: "claude", calls: 2, empty_rate: 0.5, first_call_rate: 0.5 }),
@@ -72,6 +72,7 @@ describe("GET /v1/metrics/sessions", () => {
     const all = await getJson<Body>("/v1/metrics/sessions?from=2026-08-01&to=2026-08-02", p.read_key);
     expect(Object.keys(all.body)).toEqual([
       "as_of", "sessions", "calls_per_session", "response_tokens_per_session", "schema_tokens_per_session", "cost_per_session_usd",
+      "calls_without_session",
     ]);
     // Tokens are UTF-16 length ÷ 4, unrounded before summing: (1000 + 3) / 4 / 2 = 125.375 → 125.4.
     // Cost: (250.75 + 500) tokens / 2 sessions × $3 / 1e6 = 0.001126125 → 0.001126.

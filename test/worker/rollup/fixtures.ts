@@ -66,7 +66,6 @@ const TABLES_TO_RESET = [
   "agreement_days",
   "agreement_declarations",
   "rollup_state",
-  "rollup_chunk_startups",
 ];
 
 export async function resetDb(db: D1Database): Promise<void> {
@@ -167,6 +166,7 @@ export type CounterRow = {
   retries: number;
   first_call_attempts: number;
   first_call_ok: number;
+  calls_without_session: number;
   histogram: Record<string, number>;
 };
 
@@ -185,7 +185,7 @@ export interface RollupSnapshot {
 }
 
 const COUNTERS =
-  "calls, ok, empty, bad_args, tool_error, crashed, response_bytes_sum, duration_ms_sum, retries, first_call_attempts, first_call_ok";
+  "calls, ok, empty, bad_args, tool_error, crashed, response_bytes_sum, duration_ms_sum, retries, first_call_attempts, first_call_ok, calls_without_session";
 
 function sortedHistogram(json: string): Record<string, number> {
   const h = JSON.parse(json) as Record<string, number>;

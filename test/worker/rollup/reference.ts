@@ -20,7 +20,7 @@ const key = (...parts: (string | number)[]): Key => JSON.stringify(parts);
 function emptyCounters(): Omit<CounterRow, "project_id" | "start_ms" | "tool_name" | "client_name"> {
   return {
     calls: 0, ok: 0, empty: 0, bad_args: 0, tool_error: 0, crashed: 0, response_bytes_sum: 0, duration_ms_sum: 0,
-    retries: 0, first_call_attempts: 0, first_call_ok: 0, histogram: {},
+    retries: 0, first_call_attempts: 0, first_call_ok: 0, calls_without_session: 0, histogram: {},
   };
 }
 
@@ -70,8 +70,19 @@ export function referenceRollup(
     r.histogram[b] = (r.histogram[b] ?? 0) + 1;
   }
 
+  // §2.2: a call with an empty session_id (no session known) is a sequence of its own: a chain of
+  // one, never a retry and never retried, in no session and no pair.
+  const withoutSession = (r: Received<TestCall>) => r.item.session_id === "";
+  for (const { item: c } of calls.filter(withoutSession)) {
+    const r = row(c);
+    r.calls_without_session += 1;
+    r.first_call_attempts += 1;
+    if (c.outcome === "ok" && !c.is_empty) r.first_call_ok += 1;
+  }
+  const inSessions = calls.filter((r) => !withoutSession(r));
+
   // §2.2: per (session, client, tool) sequence; n is the next call; gap = n.start − (c.start + c.duration).
-  const sequences = groupBy(calls, (r) => key(r.item.project_id, r.item.session_id, r.item.client_name, r.item.tool_name));
+  const sequences = groupBy(inSessions, (r) => key(r.item.project_id, r.item.session_id, r.item.client_name, r.item.tool_name));
   for (const seq of sequences.values()) {
     seq.sort(byStartThenReceipt);
     const retried = (i: number): boolean => {
@@ -110,13 +121,13 @@ export function referenceRollup(
       days.set(k, d);
     }
     for (const f of ["calls", "ok", "empty", "bad_args", "tool_error", "crashed", "response_bytes_sum", "duration_ms_sum",
-      "retries", "first_call_attempts", "first_call_ok"] as const) d[f] += h[f];
+      "retries", "first_call_attempts", "first_call_ok", "calls_without_session"] as const) d[f] += h[f];
     for (const [b, n] of Object.entries(h.histogram)) d.histogram[b] = (d.histogram[b] ?? 0) + n;
   }
 
   // --- §2.4 pairs: B is the very next call of the session and client; counted on A's day and client
   const pairs = new Map<Key, RollupSnapshot["pairs"][number]>();
-  for (const seq of groupBy(calls, (r) => key(r.item.project_id, r.item.session_id, r.item.client_name)).values()) {
+  for (const seq of groupBy(inSessions, (r) => key(r.item.project_id, r.item.session_id, r.item.client_name)).values()) {
     seq.sort(byStartThenReceipt);
     for (let i = 0; i + 1 < seq.length; i++) {
       const a = seq[i]!.item;
@@ -155,7 +166,7 @@ export function referenceRollup(
       s.client_name = client;
     }
   };
-  for (const { item: c, seq, received_at_ms } of calls) {
+  for (const { item: c, seq, received_at_ms } of inSessions) {
     const s = session(c.project_id, c.session_id);
     s.calls += 1;
     s.response_bytes_sum += c.response_bytes;

@@ -159,6 +159,29 @@ describe("SPEC §2.2 retries", () => {
     expect(pick("cursor")).toMatchObject({ calls: 2, retries: 0, first_call_attempts: 2, first_call_ok: 2 });
   });
 
+  it("a call without a session is a chain of its own: never a retry, never retried, in no session or pair (SPEC §2.2)", async () => {
+    // With a session these five would be a chain of 3 (aaaa → bbbb → cccc, 1 s apart, other hashes)
+    // and a pair search → lookup; without one each call is a first call.
+    const sessionless = [
+      call({ session_id: "", started_at_ms: H10, args_hash: "aaaa" }),
+      call({ session_id: "", started_at_ms: H10 + 1_000, args_hash: "bbbb", outcome: "bad_args" }),
+      call({ session_id: "", started_at_ms: H10 + 2_000, args_hash: "cccc", is_empty: true }),
+      call({ session_id: "", started_at_ms: H10 + 3_000, args_hash: "cccc", tool_name: "lookup" }),
+    ];
+    const rows = await rollupOf([...sessionless, call({ session_id: "s9", started_at_ms: H10 + 500, args_hash: "dddd" })]);
+    const search = rows.find((r) => r.tool_name === "search")!;
+    // 4 calls of search (3 sessionless + 1 in s9), each its own chain; ok and not empty: aaaa and dddd.
+    expect(search).toMatchObject({ calls: 4, retries: 0, first_call_attempts: 4, first_call_ok: 2, calls_without_session: 3 });
+    expect(rows.find((r) => r.tool_name === "lookup")).toMatchObject({ calls: 1, first_call_attempts: 1, first_call_ok: 1, calls_without_session: 1 });
+    const snap = await snapshot(db);
+    expect(snap.pairs).toEqual([]);
+    expect(snap.sessions.map((s) => [s.session_id, s.calls])).toEqual([["s9", 1]]);
+    expect(snap.days.reduce((n, d) => n + d.calls_without_session, 0)).toBe(4);
+    // No per-session storage for them: the only call_state row is s9's.
+    const state = await db.prepare("SELECT session_id, call_count FROM call_state").all();
+    expect(state.results).toEqual([{ session_id: "s9", call_count: 1 }]);
+  });
+
   it("two clients interleaved in one session: pairs follow each client's own next call (SPEC §2.4)", async () => {
     await rollupOf([
       call({ started_at_ms: H10, tool_name: "search", client_name: "claude" }),
@@ -211,6 +234,7 @@ describe("SPEC §2.2 retries", () => {
         project_id: "p1", start_ms: H10, tool_name: "search", client_name: "claude",
         calls: 5, ok: 2, empty: 1, bad_args: 1, tool_error: 1, crashed: 1,
         response_bytes_sum: 103, duration_ms_sum: 512, retries: 0, first_call_attempts: 5, first_call_ok: 1,
+        calls_without_session: 0,
       },
     ]);
     const snap = await snapshot(db);

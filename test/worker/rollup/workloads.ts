@@ -31,7 +31,9 @@ const outcomeArb = fc.constantFrom<Outcome>("ok", "ok", "ok", "bad_args", "tool_
 
 const sessionCallsArb = fc.record({
   project_id: fc.constantFrom("p1", "p2"),
-  session_id: fc.constantFrom("s1", "s2", "s3"),
+  // "" is no session known (SPEC §2.2: each such call is a chain of its own); c4–c6 are more
+  // conversations, interleaved in time with the others when their start offsets coincide.
+  session_id: fc.constantFrom("s1", "s2", "s3", "", "c4", "c5", "c6"),
   // Where the session starts: around the base time, hours earlier, or up to 7 days back (late payloads).
   start_offset_ms: fc.constantFrom(0, -1_500_000, -3 * 3_600_000, -DAY + 1_000, -7 * DAY + 60_000, 1_800_000.5),
   tools: fc.subarray(TOOLS, { minLength: 1 }),
@@ -115,7 +117,7 @@ const agreementArb: fc.Arbitrary<TestAgreement> = fc.record({
 });
 
 export const workloadArb = fc.record({
-  sessions: fc.array(sessionCallsArb, { maxLength: 5 }),
+  sessions: fc.array(sessionCallsArb, { maxLength: 7 }),
   startups: fc.array(startupArb, { maxLength: 3 }),
   agreements: fc.array(agreementArb, { maxLength: 4 }),
 });

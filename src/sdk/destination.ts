@@ -1,0 +1,216 @@
+// One buffer and one session table per process per destination (endpoint + key), never per
+// watch() call: a streamable-HTTP server builds a fresh server object per request (SPEC §4).
+import { DEFAULT_BUFFER_TUNING, PayloadBuffer, type BufferTuning } from "./buffer.ts";
+import { EXIT_FLUSH_TIMEOUT_MS, INGEST_PATH, SEND_TIMEOUT_MS } from "./constants.ts";
+import { toStderr } from "./debug.ts";
+import { AgreementTracker } from "./agreement.ts";
+import { newSessionId, SessionTable } from "./session.ts";
+import { defaultPostJson, type PostJson } from "./transport.ts";
+
+/** Client names by transport session id, so a fresh server object per request finds its client. */
+const MAX_REMEMBERED_TRANSPORT_SESSIONS = 1_000;
+/** Clients whose tool list went out under the process's own id (no session known), remembered. */
+const MAX_SESSIONLESS_STARTUP_CLIENTS = 1_000;
+
+export class Destination {
+  private processSession: string | undefined;
+  /**
+   * The process's own id, for what must name a session when none is known (SPEC §1.2: only a call
+   * may have an empty `session_id`): the tool list of a server whose conversations cannot be told
+   * apart, and agreement verdicts, which compare values across the process. Drawn at first use,
+   * not at watch(): a Worker may call watch() at module scope, where workerd refuses to generate
+   * random values.
+   */
+  get processSessionId(): string {
+    this.processSession ??= newSessionId();
+    return this.processSession;
+  }
+  readonly ingestUrl: string;
+  readonly buffer: PayloadBuffer;
+  readonly agreement = new AgreementTracker();
+  /** The conversations of this destination (SPEC §4 "Sessions are conversations"). */
+  readonly sessions: SessionTable;
+  /** Any watch() of this destination asked for debug output. */
+  debug = false;
+  private readonly clientByTransportSession = new Map<string, string>();
+  private readonly sessionlessStartupClients = new Set<string>();
+
+  readonly endpoint: string;
+  readonly key: string;
+
+  constructor(endpoint: string, key: string, post: PostJson, tuning: BufferTuning, sendTimeoutMs: number) {
+    this.endpoint = endpoint;
+    this.key = key;
+    this.ingestUrl = endpoint + INGEST_PATH;
+    this.sessions = new SessionTable(key);
+    this.buffer = new PayloadBuffer(async (batch, final) => {
+      const body = JSON.stringify({ batch });
+      if (this.debug) {
+        toStderr(`sending ${batch.length} payload(s) to ${this.ingestUrl}`);
+        for (const payload of batch) toStderr(JSON.stringify(payload));
+      }
+      try {
+        const status = await post(this.ingestUrl, this.key, body, {
+          timeoutMs: final ? Math.min(sendTimeoutMs, EXIT_FLUSH_TIMEOUT_MS) : sendTimeoutMs,
+          keepProcessAlive: final,
+        });
+        if (this.debug) toStderr(`ingest answered ${status}${status === 202 ? "" : "; batch dropped"}`);
+      } catch (error) {
+        // A failed send drops its batch: no retry, no backoff (SPEC §4).
+        if (this.debug) toStderr(`send failed (${describe(error)}); ${batch.length} payload(s) dropped`);
+      }
+    }, tuning);
+  }
+
+  rememberClient(transportSessionId: string, clientName: string): void {
+    const names = this.clientByTransportSession;
+    names.delete(transportSessionId);
+    names.set(transportSessionId, clientName);
+    if (names.size > MAX_REMEMBERED_TRANSPORT_SESSIONS) {
+      const oldest = names.keys().next().value;
+      if (oldest !== undefined) names.delete(oldest);
+    }
+  }
+
+  /**
+   * Whether a client's tool list still has to go out under the process's id (no session known):
+   * once per client and process, so a stateless server does not resend it with every initialize.
+   */
+  claimSessionlessStartup(clientName: string): boolean {
+    const sent = this.sessionlessStartupClients;
+    if (sent.has(clientName)) return false;
+    if (sent.size >= MAX_SESSIONLESS_STARTUP_CLIENTS) sent.clear();
+    sent.add(clientName);
+    return true;
+  }
+
+  clientOf(transportSessionId: string): string | undefined {
+    return this.clientByTransportSession.get(transportSessionId);
+  }
+
+  enqueue(payload: object): void {
+    this.buffer.add(payload);
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+// Shared through globalThis so two copies of this package in one process still share sessions.
+const REGISTRY_KEY = Symbol.for("mcpulse-edge.sdk.destinations");
+type Registry = Map<string, Destination>;
+
+function registry(): Registry {
+  const holder = globalThis as unknown as Record<symbol, Registry | undefined>;
+  let found = holder[REGISTRY_KEY];
+  if (!found) {
+    found = new Map();
+    holder[REGISTRY_KEY] = found;
+  }
+  return found;
+}
+
+/** Internal test hooks: shorter intervals and a fake poster. Not part of the public surface. */
+export interface TransportOverrides {
+  tuning?: Partial<BufferTuning>;
+  sendTimeoutMs?: number;
+  post?: PostJson;
+}
+let overrides: TransportOverrides = {};
+
+export function setTransportOverridesForTests(next: TransportOverrides): void {
+  overrides = next;
+}
+
+/** Forgets every destination (tests only; a real process keeps its sessions for its lifetime). */
+export function resetDestinationsForTests(): void {
+  registry().clear();
+}
+
+export function destinationFor(rawEndpoint: string, key: string): Destination {
+  // A trailing slash is ignored, also in the destination's identity (SPEC §4).
+  const endpoint = rawEndpoint.replace(/\/+$/, "");
+  const all = registry();
+  const identity = `${endpoint}\n${key}`;
+  let destination = all.get(identity);
+  if (!destination) {
+    destination = new Destination(
+      endpoint,
+      key,
+      overrides.post ?? defaultPostJson(),
+      { ...DEFAULT_BUFFER_TUNING, ...overrides.tuning },
+      overrides.sendTimeoutMs ?? SEND_TIMEOUT_MS,
+    );
+    all.set(identity, destination);
+    installExitFlush();
+  }
+  return destination;
+}
+
+/** Every destination, for the exit flush. */
+export function allDestinations(): Destination[] {
+  return [...registry().values()];
+}
+
+// ---- exit flush (SPEC §4): beforeExit, SIGINT, SIGTERM; one final flush, ≤ 1 s ----
+
+type ProcessLike = {
+  on?: (event: string, listener: (...args: unknown[]) => void) => unknown;
+  removeListener?: (event: string, listener: (...args: unknown[]) => void) => unknown;
+  listenerCount?: (event: string) => number;
+  kill?: (pid: number, signal: string) => unknown;
+  pid?: number;
+  release?: { name?: string };
+};
+
+const EXIT_HOOKS_KEY = Symbol.for("mcpulse-edge.sdk.exit-hooks");
+
+async function flushEverything(): Promise<void> {
+  await Promise.all(allDestinations().map((destination) => destination.buffer.flushFinal(EXIT_FLUSH_TIMEOUT_MS)));
+}
+
+function installExitFlush(): void {
+  const holder = globalThis as unknown as Record<symbol, boolean | undefined>;
+  if (holder[EXIT_HOOKS_KEY]) return;
+  const proc = (globalThis as { process?: ProcessLike }).process;
+  // Node only: workerd's nodejs_compat `process` has no exit or signals to hook.
+  if ((globalThis as { navigator?: { userAgent?: string } }).navigator?.userAgent === "Cloudflare-Workers") return;
+  if (!proc || proc.release?.name !== "node" || typeof proc.on !== "function") return;
+  holder[EXIT_HOOKS_KEY] = true;
+  try {
+    proc.on("beforeExit", () => {
+      // beforeExit fires again once the flush's own work is done; by then nothing waits.
+      if (allDestinations().some((destination) => destination.buffer.size > 0)) {
+        void flushEverything().catch(() => undefined);
+      }
+    });
+    for (const signal of ["SIGINT", "SIGTERM"]) {
+      const onSignal = () => {
+        // Another listener means the host handles this signal itself; we only flush.
+        const hostHandles = (proc.listenerCount?.(signal) ?? 1) > 1;
+        const reRaise = () => {
+          if (hostHandles) return;
+          // Without swallowing the signal's normal effect: remove ourselves and let the default
+          // action (termination by that signal) happen.
+          proc.removeListener?.(signal, onSignal);
+          proc.kill?.(proc.pid ?? 0, signal);
+        };
+        if (!hostHandles && flushing.has(signal)) {
+          reRaise(); // a second signal while flushing: stop waiting
+          return;
+        }
+        flushing.add(signal);
+        flushEverything().catch(() => undefined).finally(() => {
+          flushing.delete(signal);
+          reRaise();
+        });
+      };
+      proc.on(signal, onSignal);
+    }
+  } catch {
+    // Rule 1: never throw into the host.
+  }
+}
+
+const flushing = new Set<string>();
