@@ -2,7 +2,7 @@
 // (SPEC §2.1–2.4), as ONE D1 batch (one transaction).
 //
 // Where the calls live (migration 0011, docs/scaling.md): ingest writes each request's calls as one
-// `call_batches` row; the chunk takes the oldest ones, numbers their calls in receive order
+// `call_batches` row; the chunk takes the oldest ones by turns across projects, numbers their calls in receive order
 // (`call_seq`, the SPEC §2.2 tie-break) and appends them to `call_state`: one row per (project,
 // session, client, UTC hour of started_at) holding that hour's calls as a JSON array. A call is
 // never its own row: D1 bills rows, not bytes, so a chunk writes one state row per (session, client,
@@ -18,15 +18,24 @@
 // whose neighbours outside it are missing from both sides alike. Flags are never stored: CTEs derive
 // them in each statement that needs them and write nothing.
 //
-// The span loaded for a (session, client) whose new calls start in [lo, hi] is every row from the
-// hour of lo − reach − 30 s to the hour of hi + reach + 30 s, where reach is the longest duration
-// among the new calls and the rows within a day of them (a call lasts at most a day, SPEC §1.2),
-// plus the nearest non-empty row on each side unless the span already holds a call before (after)
-// the new ones (each row knows its earliest and latest start). A call outside that span can neither retry nor be
-// retried by a new call, nor be the new calls' neighbour's neighbour in a way that changes a flag:
-// its gap to anything new is over 30 s. The nearest rows carry the pairs, which have no time window
-// (SPEC §2.4): the new calls' predecessor and successor in the (session, client) sequence can be any
-// distance away, and retention keeps each (session, client)'s latest row before its cutoff for that.
+// The span loaded for each cluster — a (session, client) and the UTC hour its new calls start in,
+// [lo, hi] — is every row from the hour of lo − reach − 30 s to the hour of hi + reach + 30 s,
+// where reach is the longest duration among the new calls and the rows within a day of them (a
+// call lasts at most a day, SPEC §1.2): a call outside it can neither retry nor be retried by a
+// new call, nor be the new calls' neighbour's neighbour in a way that changes a flag (its gap to
+// anything new is over 30 s). When day-long calls make that a day of a dense session, a side stops
+// instead at the nearest rows that already hold two old calls of every tool of the cluster: the
+// tool's predecessor and its predecessor are then loaded, with every call between them and the new
+// ones, which is all the flags that can change depend on. For the pairs, which have no time window
+// (SPEC §2.4), the nearest non-empty row on each side is loaded too unless the cluster's own row
+// already holds a call before (after) the new ones: the predecessor and successor in the (session,
+// client) sequence can be any distance away, and retention keeps each (session, client)'s latest
+// row before its cutoff for that. Spans of several clusters may leave gaps between them: the calls
+// at a gap's edges see the same false neighbours with and without the chunk, so they cancel too.
+//
+// Bounded work (no transaction holds the database long, whatever a tenant sends): the chunk's
+// first statement chooses its requests and their spans from the rows' call counts before any JSON
+// is read, and writes the choice for the statements after it (CHUNK_SELECTION_SQL).
 //
 // Every counter then changes by the exact difference, in the same transaction that appends the
 // calls and deletes their batches: running a chunk again finds no batch and changes nothing
