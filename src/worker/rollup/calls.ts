@@ -19,11 +19,12 @@
 // them in each statement that needs them and write nothing.
 //
 // The span loaded for each cluster — a (session, client) and the UTC hour its new calls start in,
-// [lo, hi] — is every row from the hour of lo − reach − 30 s to the hour of hi + reach + 30 s,
-// where reach is the longest duration among the new calls and the rows within a day of them (a
-// call lasts at most a day, SPEC §1.2): a call outside it can neither retry nor be retried by a
-// new call, nor be the new calls' neighbour's neighbour in a way that changes a flag (its gap to
-// anything new is over 30 s). When day-long calls make that a day of a dense session, a side stops
+// [lo, hi] — is every row from the hour of lo − 2 × reach − 60 s to the hour of hi + 2 × reach + 60 s,
+// where reach is the longest duration among the new calls and the rows that can hold those
+// neighbours (two days before, a day after: a call lasts at most a day, SPEC §1.2). A new call can change the retry flag of its successor n
+// only if n starts within reach + 30 s of hi, and n's first-call success then depends on whether
+// n's own successor retries it, which starts within another reach + 30 s; the same before lo for
+// the predecessor p and its predecessor. Nothing further out can change a figure. When day-long calls make that a day of a dense session, a side stops
 // instead at the nearest rows that already hold two old calls of every tool of the cluster: the
 // tool's predecessor and its predecessor are then loaded, with every call between them and the new
 // ones, which is all the flags that can change depend on. For the pairs, which have no time window
@@ -138,7 +139,7 @@ export const CHUNK_SELECTION_SQL =
    * rollup always advances.
    *
    * Spans: per cluster (project, session, client, UTC hour of the new calls) the state rows the
-   * flags need (see the file header): the time reach (lo − reach − 30 s to hi + reach + 30 s), or,
+   * flags need (see the file header): the time reach (lo − 2 reach − 60 s to hi + 2 reach + 60 s), or,
    * when that holds more rows than the nearest ones within ?4 calls on a side and each tool of the
    * cluster has at least 2 old calls in those near rows, only those (the tool's predecessor and its
    * predecessor are then loaded, and every call between them and the new ones: the flags that can
@@ -169,15 +170,15 @@ export const CHUNK_SELECTION_SQL =
       FROM cand_calls WHERE ${IN_A_SESSION} GROUP BY project_id, session_id, client_name, h),
     cluster_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, h, tool_name FROM cand_calls WHERE ${IN_A_SESSION}),
     reach_of AS MATERIALIZED (
-      SELECT cl.*, ${hourStartSql(`cl.lo - cl.reach - ${RETRY_WINDOW_MS}`)} AS wide_from,
-        ${hourStartSql(`cl.hi + cl.reach + ${RETRY_WINDOW_MS}`)} AS wide_to,
+      SELECT cl.*, ${hourStartSql(`cl.lo - 2 * cl.reach - ${2 * RETRY_WINDOW_MS}`)} AS wide_from,
+        ${hourStartSql(`cl.hi + 2 * cl.reach + ${2 * RETRY_WINDOW_MS}`)} AS wide_to,
         ${nearestRowSql("before")} AS before1, ${nearestRowSql("after")} AS after1,
         (SELECT x.min_started_at_ms <= cl.lo FROM call_state x WHERE ${sameGroup("x", "cl")} AND x.hour_start_ms = cl.h) AS own_before,
         (SELECT x.max_started_at_ms > cl.hi FROM call_state x WHERE ${sameGroup("x", "cl")} AND x.hour_start_ms = cl.h) AS own_after
       FROM (
         SELECT c.*, MAX(c.dur, COALESCE((SELECT MAX(cs.max_duration_ms) FROM call_state cs WHERE ${sameGroup("cs", "c")}
-          AND cs.hour_start_ms >= ${hourStartSql(`c.lo - ${DAY_MS + RETRY_WINDOW_MS}`)}
-          AND cs.hour_start_ms <= c.hi + ${DAY_MS + RETRY_WINDOW_MS}), 0)) AS reach
+          AND cs.hour_start_ms >= ${hourStartSql(`c.lo - ${2 * DAY_MS + 2 * RETRY_WINDOW_MS}`)}
+          AND cs.hour_start_ms <= c.hi + ${DAY_MS + 2 * RETRY_WINDOW_MS}), 0)) AS reach
         FROM clusters c) AS cl),
     nears AS MATERIALIZED (
       SELECT cl.*, ${nearWindowSql("before", "MIN(hour_start_ms)")} AS before_near, ${nearWindowSql("before", "MAX(running)")} AS before_near_calls,

@@ -5,15 +5,17 @@
 //
 // What it never deletes (docs/metrics.md, "Retention"):
 // - a row that a future call could need for its retry flags. Ingest accepts calls up to 7 days old
-//   and a call lasts at most 1 day (SPEC §1.2), so a call that a newly arriving call could retry or
-//   be retried by starts at most 8 days + 30 s before now; the cutoff is at least 8 days + 1 hour
-//   back (an hour of margin for clocks), and a row goes only when its whole hour is before it;
+//   and a call lasts at most 1 day (SPEC §1.2); a newly arriving call can change the flags of its
+//   predecessor, whose first-call success depends on the predecessor's own predecessor, so the
+//   rollup may need calls up to 9 days + 60 s before now (NEEDED_BY_LATE_CALLS_MS); the cutoff is
+//   at least that and 1 hour back (an hour of margin for clocks), and a row goes only when its
+//   whole hour is before it;
 // - the latest row of each (session, client) before the cutoff: a new call's predecessor in its
 //   (session, client) sequence can be any distance back (tool pairs have no time window, SPEC
 //   §2.4), so that row stays to carry the pair (one row per session and client at most).
 // Calls still waiting in `call_batches` are not in call_state yet, so nothing here can touch them.
 import { AGREEMENTS_WATERMARK, AS_OF, RAW_KEPT_FROM, STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
-import { DAY_MS, HOUR_MS, hourStartMs } from "../time.ts";
+import { DAY_MS, HOUR_MS, RETRY_WINDOW_MS, hourStartMs } from "../time.ts";
 
 export const DEFAULT_RAW_RETENTION_DAYS = 30;
 /** SPEC §2.6: late payloads up to 7 days old are accepted, so raw rows stay at least 8 days. */
@@ -55,10 +57,20 @@ export function parseRetentionDays(raw: string | undefined): number {
   return Math.max(MIN_RAW_RETENTION_DAYS, Math.floor(n));
 }
 
-/** Raw calls starting before this may be deleted: `days` back, one more hour, floored to the hour. */
+/**
+ * How far back a call that can still arrive may need raw calls: it may be 7 days old (SPEC §2.6),
+ * and the rollup loads up to two durations (a day each, SPEC §1.2) and two retry windows before it
+ * (the predecessor's predecessor, src/worker/rollup/calls.ts).
+ */
+export const NEEDED_BY_LATE_CALLS_MS = 7 * DAY_MS + 2 * DAY_MS + 2 * RETRY_WINDOW_MS;
+
+/**
+ * Raw calls starting before this may be deleted: `days` back (never under 8), and never closer than
+ * what a late call may still need, one more hour, floored to the hour.
+ */
 export function retentionCutoffMs(scheduledTimeMs: number, retentionDays: number): number {
   const days = Math.max(MIN_RAW_RETENTION_DAYS, retentionDays);
-  return hourStartMs(scheduledTimeMs - days * DAY_MS - HOUR_MS);
+  return hourStartMs(scheduledTimeMs - Math.max(days * DAY_MS, NEEDED_BY_LATE_CALLS_MS) - HOUR_MS);
 }
 
 /**

@@ -37,11 +37,14 @@ describe("RAW_RETENTION_DAYS", () => {
 
   it("cuts at least 8 days and an hour back, on the hour", () => {
     expect(retentionCutoffMs(NOW, 30)).toBe(CUTOFF_30);
+    // 8 and 9 days keep 9 days, a minute and an hour: a 7-day-old call may need the two days of
+    // neighbours before it (src/worker/rollup/calls.ts).
     const eight = retentionCutoffMs(NOW, 8);
-    expect(eight).toBe(Date.UTC(2026, 10, 13, 2));
+    expect(eight).toBe(Date.UTC(2026, 10, 12, 2));
     expect(retentionCutoffMs(NOW, 7)).toBe(eight);
     expect(retentionCutoffMs(NOW, 1)).toBe(eight);
-    expect(retentionCutoffMs(NOW, 9)).toBe(eight - DAY);
+    expect(retentionCutoffMs(NOW, 9)).toBe(eight);
+    expect(retentionCutoffMs(NOW, 10)).toBe(eight - DAY);
     expect(NOW - eight).toBeGreaterThanOrEqual(8 * DAY + HOUR);
   });
 });
