@@ -31,7 +31,7 @@ export interface RetentionOptions {
   /**
    * Calls per call_state statement (the calls of the rows it deletes or cuts, from `call_count`):
    * a row holds an hour of a session's calls, so rows alone do not bound the work. The first row
-   * is always taken. Default 20,000 (the rollup's own bound per calls chunk).
+   * is always taken. Default 30,000 (the rollup's own bound per calls chunk).
    */
   chunkCalls?: number;
 }
@@ -138,7 +138,7 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
   const retentionDays = options.retentionDays ?? DEFAULT_RAW_RETENTION_DAYS;
   const maxQueries = options.maxQueries ?? 45;
   const chunkRows = options.chunkRows ?? 20_000;
-  const chunkCalls = options.chunkCalls ?? 20_000;
+  const chunkCalls = options.chunkCalls ?? 30_000;
   const cutoffMs = retentionCutoffMs(scheduledTimeMs, retentionDays);
   const report: RetentionReport = { cutoffMs, deletedCallRows: 0, trimmedCallRows: 0, deletedStartups: 0, deletedAgreements: 0, skippedBecauseRollupBehind: false, queries: 0, caughtUp: false };
 

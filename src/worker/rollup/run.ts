@@ -23,8 +23,8 @@ export interface RollupOptions {
   /**
    * Rows of work per calls chunk: its new calls plus the calls of the state rows it loads around
    * them, estimated from `call_count` before any JSON is read (the chunk's first request is taken
-   * whatever its estimate). Default 20,000: a chunk of new calls in sessions of ordinary density is
-   * about as long as before (bench:rollup); a session with a day of dense long calls is folded in
+   * whatever its estimate). Default 30,000: a chunk of 17,000 new calls in sessions of ordinary density
+   * fits, so it is about as long as before (bench:rollup); a session with a day of dense long calls is folded in
    * smaller chunks instead of one that holds the database for seconds (bench:fairness).
    */
   chunkTouchedCalls?: number;
@@ -44,7 +44,7 @@ export interface RollupOptions {
 export const DEFAULT_ROLLUP_OPTIONS: Required<RollupOptions> = {
   maxQueries: 48,
   chunkCalls: 17_000,
-  chunkTouchedCalls: 20_000,
+  chunkTouchedCalls: 30_000,
   chunkSpans: 2_000,
   nearCalls: 5_000,
   chunkStartups: 200,

@@ -9,6 +9,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_ROLLUP_OPTIONS, type RollupOptions } from "../../../src/worker/rollup/index.ts";
 import { rollupCallChunk, type CallChunkBounds } from "../../../src/worker/rollup/calls.ts";
+import { rollupStartupChunk } from "../../../src/worker/rollup/startups.ts";
 import { call, deliver, faultyDb, resetDb, snapshot, type TestCall, type TestPayload } from "./fixtures.ts";
 import { referenceRollup, type Received } from "./reference.ts";
 import { runRollup } from "../../../src/worker/rollup/index.ts";
@@ -124,7 +125,7 @@ describe("every calls chunk is bounded in rows touched, whatever the shape", () 
 
 it("the default bounds are the documented ones", () => {
   const o: Required<RollupOptions> = DEFAULT_ROLLUP_OPTIONS;
-  expect(o).toMatchObject({ chunkCalls: 17_000, chunkTouchedCalls: 20_000, chunkSpans: 2_000, nearCalls: 5_000 });
+  expect(o).toMatchObject({ chunkCalls: 17_000, chunkTouchedCalls: 30_000, chunkSpans: 2_000, nearCalls: 5_000 });
 });
 
 describe("the chunk's limits, at, under and over", () => {
@@ -158,5 +159,35 @@ describe("the chunk's limits, at, under and over", () => {
       await seedThree();
       expect((await rollupCallChunk(db, { ...loose, chunkCalls: bound })).requests, `calls ${bound}`).toBe(requests);
     }
+  });
+});
+
+describe("many startups at the caps", () => {
+  it("each startups chunk writes within a multiple of its rows of work; every declaration is counted", async () => {
+    await resetDb(db);
+    const STARTUPS = 12;
+    const FIELDS = 16;
+    const startups = Array.from({ length: STARTUPS }, (_, s): TestPayload => ({
+      type: "startup",
+      startup: {
+        project_id: "noisy", session_id: `s${s}`, client_name: "flood",
+        tools: Array.from({ length: 100 }, (_, t) => ({ name: `t${s}_${t}`, schema_bytes: 10, schema_hash: "5c01", description_hash: null, description_norm: null, policy: null })),
+        agree_declared: Array.from({ length: FIELDS }, (_, f) => ({ field: `f${s}_${f}`, tools: Array.from({ length: 16 }, (_, t) => `x${s}_${t}`) })),
+      },
+    }));
+    await deliver(db, startups, T0);
+    // A startup is 100 + 16 × 16 = 356 rows of work: a bound of 800 takes two a chunk.
+    const MAX_ROWS = 800;
+    const metered = faultyDb(db);
+    let chunks = 0;
+    for (let more = 1; more; chunks++) {
+      const before = metered.calls.length;
+      more = (await rollupStartupChunk(metered.db, 200, MAX_ROWS)).more;
+      const written = metered.calls[before]!.statements.reduce((n, s) => n + s.rows_written, 0);
+      expect(written, `chunk ${chunks}`).toBeLessThanOrEqual(3 * MAX_ROWS);
+    }
+    expect(chunks).toBe(STARTUPS / 2);
+    const declared = await db.prepare("SELECT COUNT(*) AS n FROM agreement_declarations WHERE project_id = 'noisy'").first<{ n: number }>();
+    expect(declared!.n).toBe(STARTUPS * FIELDS * 16);
   });
 });
