@@ -114,7 +114,7 @@ const nearWindowSql = (side: "before" | "after", what: string) =>
 /** A cluster's side is short when one of its tools has fewer than 2 old calls in its near rows on that side. */
 const shortSideSql = (before: 0 | 1) => `EXISTS (SELECT 1 FROM cluster_tools t
         LEFT JOIN near_counts c ON ${sameGroup("c", "t")} AND c.h = t.h AND c.before = ${before} AND c.tool_name = t.tool_name
-        WHERE ${sameGroup("t", "r")} AND t.h = r.h AND COALESCE(c.n, 0) < 2)`;
+        WHERE ${sameGroup("t", "rc")} AND t.h = rc.h AND COALESCE(c.n, 0) < 2)`;
 
 /**
  * How many of the oldest waiting requests take turns (their small columns only are read): a
@@ -185,7 +185,7 @@ export const CHUNK_SELECTION_SQL =
         ${nearWindowSql("after", "MAX(hour_start_ms)")} AS after_near, ${nearWindowSql("after", "MAX(running)")} AS after_near_calls
       FROM reach_of cl),
     reaches AS MATERIALIZED (
-      SELECT r.*, SUM(before_far * COALESCE(before_near_calls, 0) + after_far * COALESCE(after_near_calls, 0)) OVER (
+      SELECT rc.*, SUM(before_far * COALESCE(before_near_calls, 0) + after_far * COALESCE(after_near_calls, 0)) OVER (
           ORDER BY k, project_id, session_id, client_name, h ROWS UNBOUNDED PRECEDING) <= ?2 AS checked
       FROM (
         SELECT n.*,
@@ -193,15 +193,15 @@ export const CHUNK_SELECTION_SQL =
             AND x.hour_start_ms < COALESCE(n.before_near, n.h)) AS before_far,
           EXISTS (SELECT 1 FROM call_state x WHERE ${sameGroup("x", "n")} AND x.hour_start_ms <= n.wide_to
             AND x.hour_start_ms > COALESCE(n.after_near, n.h)) AS after_far
-        FROM nears n) AS r),
+        FROM nears n) AS rc),
     near_rows AS MATERIALIZED (
-      SELECT r.project_id, r.session_id, r.client_name, r.h, 1 AS before, x.calls_json FROM reaches r JOIN call_state x
-        ON ${sameGroup("x", "r")} AND x.hour_start_ms >= r.before_near AND x.hour_start_ms < r.h
-      WHERE r.checked AND r.before_far
+      SELECT rc.project_id, rc.session_id, rc.client_name, rc.h, 1 AS before, x.calls_json FROM reaches rc JOIN call_state x
+        ON ${sameGroup("x", "rc")} AND x.hour_start_ms >= rc.before_near AND x.hour_start_ms < rc.h
+      WHERE rc.checked AND rc.before_far
       UNION ALL
-      SELECT r.project_id, r.session_id, r.client_name, r.h, 0, x.calls_json FROM reaches r JOIN call_state x
-        ON ${sameGroup("x", "r")} AND x.hour_start_ms > r.h AND x.hour_start_ms <= r.after_near
-      WHERE r.checked AND r.after_far),
+      SELECT rc.project_id, rc.session_id, rc.client_name, rc.h, 0, x.calls_json FROM reaches rc JOIN call_state x
+        ON ${sameGroup("x", "rc")} AND x.hour_start_ms > rc.h AND x.hour_start_ms <= rc.after_near
+      WHERE rc.checked AND rc.after_far),
     near_counts AS MATERIALIZED (
       SELECT n.project_id, n.session_id, n.client_name, n.h, n.before, j.value ->> 1 AS tool_name, COUNT(*) AS n
       FROM near_rows n, json_each(n.calls_json) AS j
@@ -216,7 +216,7 @@ export const CHUNK_SELECTION_SQL =
           WHEN NOT after_far THEN wide_to
           WHEN checked AND after_near IS NOT NULL AND NOT ${shortSideSql(0)} THEN after_near
           ELSE wide_to END) AS to_ms
-      FROM reaches r),
+      FROM reaches rc),
     covered AS MATERIALIZED (
       SELECT MIN(s.k) AS k, x.call_count FROM spans s JOIN call_state x
         ON ${sameGroup("x", "s")} AND x.hour_start_ms >= s.from_ms AND x.hour_start_ms <= s.to_ms
@@ -230,8 +230,8 @@ export const CHUNK_SELECTION_SQL =
     running AS MATERIALIZED (
       SELECT k, SUM(touched) OVER w AS touched, SUM(spans) OVER w AS spans FROM costs WINDOW w AS (ORDER BY k ROWS UNBOUNDED PRECEDING)),
     chosen AS MATERIALIZED (
-      SELECT c.k, c.batch_seq, c.project_id, c.call_count, r.touched FROM candidates c JOIN running r ON r.k = c.k
-      WHERE c.k = 1 OR (r.touched <= ?2 AND r.spans <= ?3))
+      SELECT c.k, c.batch_seq, c.project_id, c.call_count, rn.touched FROM candidates c JOIN running rn ON rn.k = c.k
+      WHERE c.k = 1 OR (rn.touched <= ?2 AND rn.spans <= ?3))
     SELECT '${CALLS_CHUNK}', json_object(
       'batches', json(COALESCE((SELECT json_group_array(batch_seq) FROM chosen), '[]')),
       'spans', json(COALESCE((SELECT json_group_array(json_array(project_id, session_id, client_name, from_ms, to_ms))
