@@ -6,8 +6,8 @@
 // that the noisy project is fully counted; replaces the bench:fairness section of docs/benchmarks.md.
 //
 // The real worker (bundled) runs in Miniflare/workerd with a local D1. ROLLUP_MAX_QUERIES=11 makes
-// every cron invocation run one chunk (the probe, as_of and a 7-statement startups chunk with perhaps
-// a 3-statement verdicts chunk, or an 8-statement calls chunk), so the longest invocation is the longest transaction; the quiet project's
+// every cron invocation run one chunk (the probe, as_of and an 8-statement startups chunk, or
+// an 8-statement calls chunk), so the longest invocation is the longest transaction; the quiet project's
 // requests go to the same worker and the same database meanwhile.
 //
 // Env: BENCH_NOISY_CALLS (default 200000), BENCH_STARTUPS (default 240), BENCH_BASELINE_S (default 5).

@@ -7,6 +7,8 @@ export const CALLS_WATERMARK = "calls_seq";
  * estimate), written by the chunk's first statement and read by the others of its transaction.
  */
 export const CALLS_CHUNK = "calls_chunk";
+/** The last startup_seq of the startups chunk being folded in, written by its first statement. */
+export const STARTUPS_CHUNK_END = "startups_chunk_end";
 /** Highest raw_startups.startup_seq folded in. */
 export const STARTUPS_WATERMARK = "startups_seq";
 /** Highest raw_agreements.agreement_seq folded in. */
