@@ -2,7 +2,7 @@
 // checked_at, field, tool_a, tool_b), SPEC §2.5, as ONE D1 batch. The counts are added in the same
 // transaction that moves the `agreements_seq` watermark past the chunk, so each verdict counts
 // exactly once and the sums survive raw retention.
-import { AGREEMENTS_WATERMARK, stateValueSql } from "./state.ts";
+import { AGREEMENTS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
 import { dayStartSql } from "../time.ts";
 
 const watermark = stateValueSql(AGREEMENTS_WATERMARK);

@@ -2,7 +2,7 @@
 // (SPEC §2.1–2.4), as ONE D1 batch (one transaction).
 //
 // Where the calls live (migration 0011, docs/scaling.md): ingest writes each request's calls as one
-// `call_batches` row; the chunk takes the oldest ones, numbers their calls in receive order
+// `call_batches` row; the chunk takes the oldest ones by turns across projects, numbers their calls in receive order
 // (`call_seq`, the SPEC §2.2 tie-break) and appends them to `call_state`: one row per (project,
 // session, client, UTC hour of started_at) holding that hour's calls as a JSON array. A call is
 // never its own row: D1 bills rows, not bytes, so a chunk writes one state row per (session, client,
@@ -18,15 +18,25 @@
 // whose neighbours outside it are missing from both sides alike. Flags are never stored: CTEs derive
 // them in each statement that needs them and write nothing.
 //
-// The span loaded for a (session, client) whose new calls start in [lo, hi] is every row from the
-// hour of lo − reach − 30 s to the hour of hi + reach + 30 s, where reach is the longest duration
-// among the new calls and the rows within a day of them (a call lasts at most a day, SPEC §1.2),
-// plus the nearest non-empty row on each side unless the span already holds a call before (after)
-// the new ones (each row knows its earliest and latest start). A call outside that span can neither retry nor be
-// retried by a new call, nor be the new calls' neighbour's neighbour in a way that changes a flag:
-// its gap to anything new is over 30 s. The nearest rows carry the pairs, which have no time window
-// (SPEC §2.4): the new calls' predecessor and successor in the (session, client) sequence can be any
-// distance away, and retention keeps each (session, client)'s latest row before its cutoff for that.
+// The span loaded for each cluster — a (session, client) and the UTC hour its new calls start in,
+// [lo, hi] — is every row from the hour of lo − 2 × reach − 60 s to the hour of hi + 2 × reach + 60 s,
+// where reach is the longest duration among the new calls and the rows that can hold those
+// neighbours (two days before, a day after: a call lasts at most a day, SPEC §1.2). A new call can change the retry flag of its successor n
+// only if n starts within reach + 30 s of hi, and n's first-call success then depends on whether
+// n's own successor retries it, which starts within another reach + 30 s; the same before lo for
+// the predecessor p and its predecessor. Nothing further out can change a figure. When day-long calls make that a day of a dense session, a side stops
+// instead at the nearest rows that already hold two old calls of every tool of the cluster: the
+// tool's predecessor and its predecessor are then loaded, with every call between them and the new
+// ones, which is all the flags that can change depend on. For the pairs, which have no time window
+// (SPEC §2.4), the nearest non-empty row on each side is loaded too unless the cluster's own row
+// already holds a call before (after) the new ones: the predecessor and successor in the (session,
+// client) sequence can be any distance away, and retention keeps each (session, client)'s latest
+// row before its cutoff for that. Spans of several clusters may leave gaps between them: the calls
+// at a gap's edges see the same false neighbours with and without the chunk, so they cancel too.
+//
+// Bounded work (no transaction holds the database long, whatever a tenant sends): the chunk's
+// first statement chooses its requests and their spans from the rows' call counts before any JSON
+// is read, and writes the choice for the statements after it (CHUNK_SELECTION_SQL).
 //
 // Every counter then changes by the exact difference, in the same transaction that appends the
 // calls and deletes their batches: running a chunk again finds no batch and changes nothing
@@ -34,7 +44,7 @@
 // hours, the cost follows the new calls and their neighbourhood, not the history, and counters
 // never need rows that retention deleted.
 import { DAY_MS, RETRY_WINDOW_MS, dayStartSql, hourStartSql, retryGapSql } from "../time.ts";
-import { CALLS_WATERMARK, stateValueSql } from "./state.ts";
+import { CALLS_CHUNK, CALLS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
 
 const COUNTERS = [
   "calls", "ok", "empty", "bad_args", "tool_error", "crashed", "response_bytes_sum", "duration_ms_sum",
@@ -51,15 +61,12 @@ const COUNTER_COLUMNS = COUNTERS.join(", ");
 const SUM_COUNTERS = COUNTERS.map((c) => `SUM(${c})`).join(", ");
 const ADD_COUNTERS = COUNTERS.map((c) => `${c} = ${c} + excluded.${c}`).join(", ");
 
-/**
- * The oldest waiting requests, as long as the calls before each are fewer than ?1 (at least one).
- * The running count reads only the small columns; the JSON is read for the requests taken.
- */
-const TAKEN_BATCHES = `SELECT b.batch_seq, b.project_id, b.received_at_ms, b.calls_json FROM (
-      SELECT batch_seq, SUM(call_count) OVER (ORDER BY batch_seq) - call_count AS calls_before
-      FROM (SELECT batch_seq, call_count FROM call_batches ORDER BY batch_seq LIMIT ?1)) AS t
-    JOIN call_batches b ON b.batch_seq = t.batch_seq
-    WHERE t.calls_before < ?1`;
+/** The chunk `takeChunk` chose (a JSON object in rollup_state), read by every later statement of the batch. */
+const chunkSql = `(SELECT value FROM rollup_state WHERE name = '${CALLS_CHUNK}')`;
+
+/** The requests of the chunk, with their calls. */
+const TAKEN_BATCHES = `SELECT b.batch_seq, b.project_id, b.received_at_ms, b.call_count, b.calls_json
+      FROM json_each(${chunkSql}, '$.batches') AS t JOIN call_batches b ON b.batch_seq = t.value`;
 
 /** The fields of a call in a `call_batches` row (src/worker/db/raw-writes.ts), by position. */
 const BATCH_FIELDS = [
@@ -80,54 +87,183 @@ const newCallsCtes = (fields: readonly BatchField[]) => `taken AS MATERIALIZED (
         ${stateValueSql(CALLS_WATERMARK)} + ROW_NUMBER() OVER (ORDER BY t.batch_seq, j.key) AS call_seq
       FROM taken t, json_each(t.calls_json) AS j)`;
 const ALL_FIELDS = BATCH_FIELDS;
-/** What the spans need of a call. */
-const SPAN_FIELDS = ["session_id", "client_name", "tool_name", "started_at_ms", "duration_ms"] as const satisfies readonly BatchField[];
+/** What the pairs need of a call. */
+const SPAN_FIELDS = ["session_id", "client_name", "tool_name", "started_at_ms"] as const satisfies readonly BatchField[];
 
 const sameGroup = (a: string, b: string) =>
   `${a}.project_id = ${b}.project_id AND ${a}.session_id = ${b}.session_id AND ${a}.client_name = ${b}.client_name`;
 
+/** The nearest state row of a cluster's (session, client) before (after) its hour, at any distance (pairs). */
+const nearestRowSql = (side: "before" | "after") =>
+  `(SELECT ${side === "before" ? "MAX" : "MIN"}(x.hour_start_ms) FROM call_state x WHERE ${sameGroup("x", "cl")}
+        AND x.hour_start_ms ${side === "before" ? "<" : ">"} cl.h)`;
+
 /**
- * `spans`: per (project, session, client) of the chunk, the hours of state rows to load (see the
- * header): from the hour of lo − reach − 30 s to the hour of hi + reach + 30 s.
+ * Over the state rows between a cluster's hour and its time reach on one side, nearest first, with
+ * the running count of their calls: `what` of the rows within ?4 calls (the nearest row always).
  */
-const spansCtes = (fields: readonly BatchField[]) => `${newCallsCtes(fields)},
-    groups AS MATERIALIZED (
-      SELECT project_id, session_id, client_name, MIN(started_at_ms) AS lo, MAX(started_at_ms) AS hi, MAX(duration_ms) AS dur
-      FROM new_calls WHERE ${IN_A_SESSION} GROUP BY project_id, session_id, client_name),
-    spans AS MATERIALIZED (
-      SELECT project_id, session_id, client_name, lo, hi, reach,
-        ${hourStartSql(`lo - reach - ${RETRY_WINDOW_MS}`)} AS from_ms, ${hourStartSql(`hi + reach + ${RETRY_WINDOW_MS}`)} AS to_ms
+const nearWindowSql = (side: "before" | "after", what: string) =>
+  `(SELECT ${what} FROM (
+        SELECT x.hour_start_ms, SUM(x.call_count) OVER (ORDER BY x.hour_start_ms ${side === "before" ? "DESC" : "ASC"} ROWS UNBOUNDED PRECEDING) AS running,
+          ROW_NUMBER() OVER (ORDER BY x.hour_start_ms ${side === "before" ? "DESC" : "ASC"}) AS n
+        FROM call_state x WHERE ${sameGroup("x", "cl")} AND ${side === "before"
+          ? "x.hour_start_ms < cl.h AND x.hour_start_ms >= cl.wide_from"
+          : "x.hour_start_ms > cl.h AND x.hour_start_ms <= cl.wide_to"})
+      WHERE running <= ?4 OR n = 1)`;
+
+/** A cluster's side is short when one of its tools has fewer than 2 old calls in its near rows on that side. */
+const shortSideSql = (before: 0 | 1) => `EXISTS (SELECT 1 FROM cluster_tools t
+        LEFT JOIN near_counts c ON ${sameGroup("c", "t")} AND c.h = t.h AND c.before = ${before} AND c.tool_name = t.tool_name
+        WHERE ${sameGroup("t", "rc")} AND t.h = rc.h AND COALESCE(c.n, 0) < 2)`;
+
+/**
+ * How many of the oldest waiting requests take turns (their small columns only are read): a
+ * project's backlog longer than this hides newer requests of the others until it shrinks.
+ */
+export const TURN_WINDOW_REQUESTS = 20_000;
+
+export const CHUNK_SELECTION_SQL =
+  /**
+   * Chooses the chunk and writes it to rollup_state (`calls_chunk`: the requests, the state rows to
+   * load around them, the estimate) for the statements after it; returns it as the chunk's report.
+   *
+   * Order (one project never holds up the others): the oldest TURN_WINDOW_REQUESTS waiting requests, taken by turns —
+   * every project's oldest request first, then every project's second, and so on — the project
+   * that led the previous chunk (its `leader`, kept in the same row across runs) last within a turn. A project's own requests keep their
+   * receive order, which is all the SPEC §2.2 tie-break compares (calls of one session).
+   *
+   * Bound (no transaction holds the database long, whatever a tenant sends): requests are taken in
+   * that order while the calls before each are fewer than ?1, the rows of work so far — new calls
+   * plus the calls of every state row the chunk will load, from `call_count`, before any state JSON
+   * is read — are at most ?2, and the spans at most ?3; the first request is always taken so the
+   * rollup always advances.
+   *
+   * Spans: per cluster (project, session, client, UTC hour of the new calls) the state rows the
+   * flags need (see the file header): the time reach (lo − 2 reach − 60 s to hi + 2 reach + 60 s), or,
+   * when that holds more rows than the nearest ones within ?4 calls on a side and each tool of the
+   * cluster has at least 2 old calls in those near rows, only those (the tool's predecessor and its
+   * predecessor are then loaded, and every call between them and the new ones: the flags that can
+   * change are exact whatever the durations); and for the pairs the nearest row on each side unless
+   * the cluster's own row already holds a call before (after) the new ones. Reading
+   * the near rows' JSON for that check is itself bounded: clusters are checked in chunk order while
+   * the near rows' calls add up to at most ?2, the others take the time reach. Spans computed from
+   * the candidates hold every span the taken requests alone need (a later request only widens a
+   * cluster, adds tools, lengthens durations), and loading more rows never changes a difference.
+   */
+  `INSERT INTO rollup_state (name, value)
+    WITH pending AS MATERIALIZED (
+      SELECT batch_seq, project_id, call_count, ROW_NUMBER() OVER (PARTITION BY project_id ORDER BY batch_seq) AS turn
+      FROM (SELECT batch_seq, project_id, call_count FROM call_batches ORDER BY batch_seq LIMIT ${TURN_WINDOW_REQUESTS})),
+    ordered AS MATERIALIZED (
+      SELECT batch_seq, project_id, call_count, ROW_NUMBER() OVER w AS k, SUM(call_count) OVER w - call_count AS calls_before
+      FROM pending WINDOW w AS (ORDER BY turn, project_id IS (${chunkSql} ->> '$.leader'), batch_seq ROWS UNBOUNDED PRECEDING)),
+    candidates AS MATERIALIZED (
+      SELECT o.k, o.batch_seq, o.project_id, o.call_count, b.calls_json FROM ordered o JOIN call_batches b ON b.batch_seq = o.batch_seq
+      WHERE o.calls_before < ?1),
+    cand_calls AS MATERIALIZED (
+      SELECT c.k, c.project_id, j.value ->> 0 AS session_id, j.value ->> 1 AS client_name, j.value ->> 2 AS tool_name,
+        ${hourStartSql("j.value ->> 3")} AS h, j.value ->> 3 AS started_at_ms, j.value ->> 4 AS duration_ms
+      FROM candidates c, json_each(c.calls_json) AS j),
+    clusters AS MATERIALIZED (
+      SELECT project_id, session_id, client_name, h, MIN(k) AS k, MIN(started_at_ms) AS lo, MAX(started_at_ms) AS hi,
+        MAX(duration_ms) AS dur
+      FROM cand_calls WHERE ${IN_A_SESSION} GROUP BY project_id, session_id, client_name, h),
+    cluster_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, h, tool_name FROM cand_calls WHERE ${IN_A_SESSION}),
+    reach_of AS MATERIALIZED (
+      SELECT cl.*, ${hourStartSql(`cl.lo - 2 * cl.reach - ${2 * RETRY_WINDOW_MS}`)} AS wide_from,
+        ${hourStartSql(`cl.hi + 2 * cl.reach + ${2 * RETRY_WINDOW_MS}`)} AS wide_to,
+        ${nearestRowSql("before")} AS before1, ${nearestRowSql("after")} AS after1,
+        (SELECT x.min_started_at_ms <= cl.lo FROM call_state x WHERE ${sameGroup("x", "cl")} AND x.hour_start_ms = cl.h) AS own_before,
+        (SELECT x.max_started_at_ms > cl.hi FROM call_state x WHERE ${sameGroup("x", "cl")} AND x.hour_start_ms = cl.h) AS own_after
       FROM (
-        SELECT g.*, MAX(g.dur, COALESCE((SELECT MAX(cs.max_duration_ms) FROM call_state cs WHERE ${sameGroup("cs", "g")}
-          AND cs.hour_start_ms >= ${hourStartSql(`g.lo - ${DAY_MS + RETRY_WINDOW_MS}`)}
-          AND cs.hour_start_ms <= g.hi + ${DAY_MS + RETRY_WINDOW_MS}), 0)) AS reach
-        FROM groups g))`;
+        SELECT c.*, MAX(c.dur, COALESCE((SELECT MAX(cs.max_duration_ms) FROM call_state cs WHERE ${sameGroup("cs", "c")}
+          AND cs.hour_start_ms >= ${hourStartSql(`c.lo - ${2 * DAY_MS + 2 * RETRY_WINDOW_MS}`)}
+          AND cs.hour_start_ms <= c.hi + ${DAY_MS + 2 * RETRY_WINDOW_MS}), 0)) AS reach
+        FROM clusters c) AS cl),
+    nears AS MATERIALIZED (
+      SELECT cl.*, ${nearWindowSql("before", "MIN(hour_start_ms)")} AS before_near, ${nearWindowSql("before", "MAX(running)")} AS before_near_calls,
+        ${nearWindowSql("after", "MAX(hour_start_ms)")} AS after_near, ${nearWindowSql("after", "MAX(running)")} AS after_near_calls
+      FROM reach_of cl),
+    reaches AS MATERIALIZED (
+      SELECT rc.*, SUM(before_far * COALESCE(before_near_calls, 0) + after_far * COALESCE(after_near_calls, 0)) OVER (
+          ORDER BY k, project_id, session_id, client_name, h ROWS UNBOUNDED PRECEDING) <= ?2 AS checked
+      FROM (
+        SELECT n.*,
+          EXISTS (SELECT 1 FROM call_state x WHERE ${sameGroup("x", "n")} AND x.hour_start_ms >= n.wide_from
+            AND x.hour_start_ms < COALESCE(n.before_near, n.h)) AS before_far,
+          EXISTS (SELECT 1 FROM call_state x WHERE ${sameGroup("x", "n")} AND x.hour_start_ms <= n.wide_to
+            AND x.hour_start_ms > COALESCE(n.after_near, n.h)) AS after_far
+        FROM nears n) AS rc),
+    near_rows AS MATERIALIZED (
+      SELECT rc.project_id, rc.session_id, rc.client_name, rc.h, 1 AS before, x.calls_json FROM reaches rc JOIN call_state x
+        ON ${sameGroup("x", "rc")} AND x.hour_start_ms >= rc.before_near AND x.hour_start_ms < rc.h
+      WHERE rc.checked AND rc.before_far
+      UNION ALL
+      SELECT rc.project_id, rc.session_id, rc.client_name, rc.h, 0, x.calls_json FROM reaches rc JOIN call_state x
+        ON ${sameGroup("x", "rc")} AND x.hour_start_ms > rc.h AND x.hour_start_ms <= rc.after_near
+      WHERE rc.checked AND rc.after_far),
+    near_counts AS MATERIALIZED (
+      SELECT n.project_id, n.session_id, n.client_name, n.h, n.before, j.value ->> 1 AS tool_name, COUNT(*) AS n
+      FROM near_rows n, json_each(n.calls_json) AS j
+      GROUP BY n.project_id, n.session_id, n.client_name, n.h, n.before, tool_name),
+    spans AS MATERIALIZED (
+      SELECT project_id, session_id, client_name, k,
+        MIN(CASE WHEN own_before THEN h ELSE COALESCE(before1, h) END, CASE
+          WHEN NOT before_far THEN wide_from
+          WHEN checked AND before_near IS NOT NULL AND NOT ${shortSideSql(1)} THEN before_near
+          ELSE wide_from END) AS from_ms,
+        MAX(CASE WHEN own_after THEN h ELSE COALESCE(after1, h) END, CASE
+          WHEN NOT after_far THEN wide_to
+          WHEN checked AND after_near IS NOT NULL AND NOT ${shortSideSql(0)} THEN after_near
+          ELSE wide_to END) AS to_ms
+      FROM reaches rc),
+    covered AS MATERIALIZED (
+      SELECT MIN(s.k) AS k, x.call_count FROM spans s JOIN call_state x
+        ON ${sameGroup("x", "s")} AND x.hour_start_ms >= s.from_ms AND x.hour_start_ms <= s.to_ms
+      GROUP BY x.project_id, x.session_id, x.client_name, x.hour_start_ms),
+    costs AS (
+      SELECT k, SUM(touched) AS touched, SUM(spans) AS spans FROM (
+        SELECT k, call_count AS touched, 0 AS spans FROM candidates
+        UNION ALL SELECT k, call_count, 0 FROM covered
+        UNION ALL SELECT k, 0, 1 FROM spans)
+      GROUP BY k),
+    running AS MATERIALIZED (
+      SELECT k, SUM(touched) OVER w AS touched, SUM(spans) OVER w AS spans FROM costs WINDOW w AS (ORDER BY k ROWS UNBOUNDED PRECEDING)),
+    chosen AS MATERIALIZED (
+      SELECT c.k, c.batch_seq, c.project_id, c.call_count, rn.touched FROM candidates c JOIN running rn ON rn.k = c.k
+      WHERE c.k = 1 OR (rn.touched <= ?2 AND rn.spans <= ?3))
+    SELECT '${CALLS_CHUNK}', json_object(
+      'batches', json(COALESCE((SELECT json_group_array(batch_seq) FROM chosen), '[]')),
+      'spans', json(COALESCE((SELECT json_group_array(json_array(project_id, session_id, client_name, from_ms, to_ms))
+        FROM spans WHERE k <= (SELECT MAX(k) FROM chosen)), '[]')),
+      'calls', (SELECT COALESCE(SUM(call_count), 0) FROM chosen),
+      'touched', (SELECT COALESCE(MAX(touched), 0) FROM chosen),
+      'more', (SELECT COUNT(*) FROM call_batches) > (SELECT COUNT(*) FROM chosen),
+      'leader', (SELECT project_id FROM chosen WHERE k = 1))
+    WHERE true
+    ON CONFLICT (name) DO UPDATE SET value = excluded.value
+    RETURNING value`;
 
 /** Columns of a call as the flag CTEs use it; `good` = ok and not empty (SPEC §2.2 first-call success). */
 const CALL_COLUMNS = "project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, good, args_hash, call_seq";
 
 /**
- * `old_calls`: the calls of the loaded state rows (the span, and the nearest row on each side),
- * for the retry flags only those of the (session, client, tool) sequences of the chunk's calls
- * (`new_tools`: no other call's flags can change); `all_calls`: the same with the chunk's calls. State elements are
+ * `loaded`: the state rows of the chunk's spans (a row in several spans once), for the retry flags
+ * only the calls of the (session, client, tool) sequences of the chunk's calls (`new_tools`: no
+ * other call's flags can change); `all_calls`: the same with the chunk's calls. State elements are
  * [call_seq, tool_name, started_at_ms, duration_ms, outcome, response_bytes, is_empty, args_hash].
  */
-const loadedCtes = (sequence: "tool" | "session") => `${spansCtes(sequence === "tool" ? ALL_FIELDS : SPAN_FIELDS)},
+const loadedCtes = (sequence: "tool" | "session") => `${newCallsCtes(sequence === "tool" ? ALL_FIELDS : SPAN_FIELDS)},
+    spans AS MATERIALIZED (
+      SELECT s.value ->> 0 AS project_id, s.value ->> 1 AS session_id, s.value ->> 2 AS client_name,
+        s.value ->> 3 AS from_ms, s.value ->> 4 AS to_ms
+      FROM json_each(${chunkSql}, '$.spans') AS s),
+    loaded_keys AS MATERIALIZED (
+      SELECT DISTINCT cs.project_id, cs.session_id, cs.client_name, cs.hour_start_ms FROM spans p JOIN call_state cs
+        ON ${sameGroup("cs", "p")} AND cs.hour_start_ms >= p.from_ms AND cs.hour_start_ms <= p.to_ms),
     loaded AS MATERIALIZED (
-      SELECT cs.project_id, cs.session_id, cs.client_name, cs.calls_json FROM spans p JOIN call_state cs
-        ON ${sameGroup("cs", "p")} AND cs.hour_start_ms >= p.from_ms AND cs.hour_start_ms <= p.to_ms
-      UNION ALL
-      SELECT cs.project_id, cs.session_id, cs.client_name, cs.calls_json FROM spans p JOIN call_state cs
-        ON ${sameGroup("cs", "p")} AND cs.hour_start_ms = (
-          SELECT MAX(x.hour_start_ms) FROM call_state x WHERE ${sameGroup("x", "p")} AND x.hour_start_ms < p.from_ms)
-      WHERE NOT EXISTS (SELECT 1 FROM call_state y WHERE ${sameGroup("y", "p")}
-        AND y.hour_start_ms >= p.from_ms AND y.hour_start_ms <= p.to_ms AND y.min_started_at_ms <= p.lo)
-      UNION ALL
-      SELECT cs.project_id, cs.session_id, cs.client_name, cs.calls_json FROM spans p JOIN call_state cs
-        ON ${sameGroup("cs", "p")} AND cs.hour_start_ms = (
-          SELECT MIN(x.hour_start_ms) FROM call_state x WHERE ${sameGroup("x", "p")} AND x.hour_start_ms > p.to_ms)
-      WHERE NOT EXISTS (SELECT 1 FROM call_state y WHERE ${sameGroup("y", "p")}
-        AND y.hour_start_ms >= p.from_ms AND y.hour_start_ms <= p.to_ms AND y.max_started_at_ms > p.hi)),
+      SELECT cs.project_id, cs.session_id, cs.client_name, cs.calls_json FROM loaded_keys k JOIN call_state cs
+        ON ${sameGroup("cs", "k")} AND cs.hour_start_ms = k.hour_start_ms),
 ${sequence === "tool" ? `
     new_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, tool_name FROM new_calls WHERE ${IN_A_SESSION}),
     old_calls AS MATERIALIZED (
@@ -271,12 +407,6 @@ export const CALL_CHUNK_SQL = {
       last_seen_ms = MAX(sessions.last_seen_ms, excluded.last_seen_ms),
       calls = calls + excluded.calls, response_bytes_sum = response_bytes_sum + excluded.response_bytes_sum`,
 
-  // Also reports the chunk (read before its requests are deleted): its new calls, and whether
-  // requests are left waiting.
-  report: `WITH taken AS MATERIALIZED (${TAKEN_BATCHES})
-    SELECT (SELECT COALESCE(SUM(c.call_count), 0) FROM taken t JOIN call_batches c ON c.batch_seq = t.batch_seq) AS new_calls,
-      (SELECT COUNT(*) FROM call_batches) > (SELECT COUNT(*) FROM taken) AS more`,
-
   // The calls join their (session, client, hour) rows: appended to the JSON array (its order does
   // not matter; the flag CTEs sort), with the row's longest duration for the spans.
   appendCalls: `INSERT INTO call_state (project_id, session_id, client_name, hour_start_ms, max_duration_ms, min_started_at_ms,
@@ -293,37 +423,58 @@ export const CALL_CHUNK_SQL = {
       calls_json = substr(calls_json, 1, length(calls_json) - 1) || ',' || substr(excluded.calls_json, 2)`,
 
   advanceCallSeq: `INSERT INTO rollup_state (name, value)
-    WITH taken AS (${TAKEN_BATCHES})
-    SELECT '${CALLS_WATERMARK}', ${stateValueSql(CALLS_WATERMARK)} + SUM(c.call_count)
-    FROM taken t JOIN call_batches c ON c.batch_seq = t.batch_seq HAVING COUNT(*) > 0
+    SELECT '${CALLS_WATERMARK}', ${stateValueSql(CALLS_WATERMARK)} + (${chunkSql} ->> '$.calls') WHERE (${chunkSql} ->> '$.calls') > 0
     ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
 
-  deleteTakenBatches: `DELETE FROM call_batches WHERE batch_seq IN (SELECT batch_seq FROM (${TAKEN_BATCHES}))`,
+  deleteTakenBatches: `DELETE FROM call_batches WHERE batch_seq IN (SELECT value FROM json_each(${chunkSql}, '$.batches'))`,
 } as const;
 
-export type CallChunkReport = { new_calls: number; more: number };
+/** What `takeChunk` chose: the requests and state rows of the chunk and what it is estimated to touch. */
+export type CallChunkReport = {
+  /** New calls in the chunk, and the requests they came in. */
+  calls: number;
+  requests: number;
+  /** New calls plus the calls of the state rows the chunk loads (estimated before loading them). */
+  touched: number;
+  /** 1 when requests are left waiting. */
+  more: number;
+  /** The project whose request came first in the chunk (null when nothing was waiting). */
+  leader: string | null;
+};
+
+export interface CallChunkBounds {
+  /** New calls per chunk (the calls before the last request taken are fewer than this). */
+  chunkCalls: number;
+  /** Rows of work per chunk: new calls plus the calls of the state rows loaded around them. */
+  chunkTouchedCalls: number;
+  /** Spans per chunk (what the chunk's JSON row holds; each a (session, client, hour) of new calls). */
+  chunkSpans: number;
+  /** Calls of the rows on each side of a span read to find each tool's two predecessors (successors). */
+  nearCalls: number;
+}
 
 /** The statements of one calls chunk, in order; run them as one `db.batch()`. */
-export function callChunkStatements(db: D1Database, chunkCalls: number): D1PreparedStatement[] {
+export function callChunkStatements(db: D1Database, bounds: CallChunkBounds): D1PreparedStatement[] {
   const order = [
-    "applyHourDeltas", "applyPairDeltas", "dropEmptyPairs", "addSessionCounters",
-    "report", "appendCalls", "advanceCallSeq", "deleteTakenBatches",
+    "applyHourDeltas", "applyPairDeltas", "dropEmptyPairs", "addSessionCounters", "appendCalls", "advanceCallSeq", "deleteTakenBatches",
   ] as const satisfies readonly (keyof typeof CALL_CHUNK_SQL)[];
-  return order.map((name) => {
-    const sql = CALL_CHUNK_SQL[name];
-    return sql.includes("?1") ? db.prepare(sql).bind(chunkCalls) : db.prepare(sql);
-  });
+  return [
+    db.prepare(CHUNK_SELECTION_SQL).bind(bounds.chunkCalls, bounds.chunkTouchedCalls, bounds.chunkSpans, bounds.nearCalls),
+    ...order.map((name) => db.prepare(CALL_CHUNK_SQL[name])),
+  ];
 }
 
 /** Statements one calls chunk costs against the per-invocation query budget. */
 export const CALL_CHUNK_STATEMENTS = 8;
-/** Position of the report statement in the chunk's batch. */
-const REPORT_INDEX = 4;
 
-/** Runs one calls chunk; returns what it did (new_calls 0 when there was nothing to fold in). */
-export async function rollupCallChunk(db: D1Database, chunkCalls: number): Promise<CallChunkReport> {
-  const results = await db.batch(callChunkStatements(db, chunkCalls));
-  const report = results[REPORT_INDEX]?.results?.[0] as CallChunkReport | undefined;
-  if (!report) throw new Error("rollup: calls chunk returned no report");
-  return report;
+/**
+ * Runs one calls chunk (one transaction: a failure anywhere rolls all of it back, and the next run
+ * takes the same requests again); returns what it chose (calls 0 when nothing was waiting).
+ */
+export async function rollupCallChunk(db: D1Database, bounds: CallChunkBounds): Promise<CallChunkReport> {
+  const results = await db.batch(callChunkStatements(db, bounds));
+  const value = (results[0]?.results?.[0] as { value?: string } | undefined)?.value;
+  if (typeof value !== "string") throw new Error("rollup: calls chunk returned no report");
+  const chunk = JSON.parse(value) as Omit<CallChunkReport, "requests"> & { batches: number[] };
+  return { calls: chunk.calls, requests: chunk.batches.length, touched: chunk.touched, more: chunk.more, leader: chunk.leader };
 }

@@ -9,7 +9,7 @@ export const RETENTION_CRON = "30 3 * * *";
 
 export { runRollup, DEFAULT_ROLLUP_OPTIONS, type RollupOptions, type RollupRunReport } from "./run.ts";
 export { runRetention, parseRetentionDays, retentionCutoffMs, type RetentionOptions, type RetentionReport } from "./retention.ts";
-export { AS_OF, CALLS_WATERMARK } from "./state.ts";
+export { AS_OF, CALLS_WATERMARK } from "../db/rollup-state.ts";
 
 /**
  * D1 statements a rollup run may spend: `ROLLUP_MAX_QUERIES` when it is a whole number from 2 to

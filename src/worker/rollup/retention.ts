@@ -5,15 +5,17 @@
 //
 // What it never deletes (docs/metrics.md, "Retention"):
 // - a row that a future call could need for its retry flags. Ingest accepts calls up to 7 days old
-//   and a call lasts at most 1 day (SPEC §1.2), so a call that a newly arriving call could retry or
-//   be retried by starts at most 8 days + 30 s before now; the cutoff is at least 8 days + 1 hour
-//   back (an hour of margin for clocks), and a row goes only when its whole hour is before it;
+//   and a call lasts at most 1 day (SPEC §1.2); a newly arriving call can change the flags of its
+//   predecessor, whose first-call success depends on the predecessor's own predecessor, so the
+//   rollup may need calls up to 9 days + 60 s before now (NEEDED_BY_LATE_CALLS_MS); the cutoff is
+//   at least that and 1 hour back (an hour of margin for clocks), and a row goes only when its
+//   whole hour is before it;
 // - the latest row of each (session, client) before the cutoff: a new call's predecessor in its
 //   (session, client) sequence can be any distance back (tool pairs have no time window, SPEC
 //   §2.4), so that row stays to carry the pair (one row per session and client at most).
 // Calls still waiting in `call_batches` are not in call_state yet, so nothing here can touch them.
-import { AGREEMENTS_WATERMARK, AS_OF, RAW_KEPT_FROM, STARTUPS_WATERMARK, stateValueSql } from "./state.ts";
-import { DAY_MS, HOUR_MS, hourStartMs } from "../time.ts";
+import { AGREEMENTS_WATERMARK, AS_OF, RAW_KEPT_FROM, STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
+import { DAY_MS, HOUR_MS, RETRY_WINDOW_MS, hourStartMs } from "../time.ts";
 
 export const DEFAULT_RAW_RETENTION_DAYS = 30;
 /** SPEC §2.6: late payloads up to 7 days old are accepted, so raw rows stay at least 8 days. */
@@ -26,6 +28,12 @@ export interface RetentionOptions {
   maxQueries?: number;
   /** Rows per DELETE statement. Default 20,000. */
   chunkRows?: number;
+  /**
+   * Calls per call_state statement (the calls of the rows it deletes or cuts, from `call_count`):
+   * a row holds an hour of a session's calls, so rows alone do not bound the work. The first row
+   * is always taken. Default 30,000 (the rollup's own bound per calls chunk).
+   */
+  chunkCalls?: number;
 }
 
 export interface RetentionReport {
@@ -49,10 +57,20 @@ export function parseRetentionDays(raw: string | undefined): number {
   return Math.max(MIN_RAW_RETENTION_DAYS, Math.floor(n));
 }
 
-/** Raw calls starting before this may be deleted: `days` back, one more hour, floored to the hour. */
+/**
+ * How far back a call that can still arrive may need raw calls: it may be 7 days old (SPEC §2.6),
+ * and the rollup loads up to two durations (a day each, SPEC §1.2) and two retry windows before it
+ * (the predecessor's predecessor, src/worker/rollup/calls.ts).
+ */
+export const NEEDED_BY_LATE_CALLS_MS = 7 * DAY_MS + 2 * DAY_MS + 2 * RETRY_WINDOW_MS;
+
+/**
+ * Raw calls starting before this may be deleted: `days` back (never under 8), and never closer than
+ * what a late call may still need, one more hour, floored to the hour.
+ */
 export function retentionCutoffMs(scheduledTimeMs: number, retentionDays: number): number {
   const days = Math.max(MIN_RAW_RETENTION_DAYS, retentionDays);
-  return hourStartMs(scheduledTimeMs - days * DAY_MS - HOUR_MS);
+  return hourStartMs(scheduledTimeMs - Math.max(days * DAY_MS, NEEDED_BY_LATE_CALLS_MS) - HOUR_MS);
 }
 
 /**
@@ -73,12 +91,15 @@ export const RETENTION_SQL = {
 
   // Rows whose hour ends by the cutoff, except each (session, client)'s latest such row.
   deleteCalls: `DELETE FROM call_state WHERE (project_id, session_id, client_name, hour_start_ms) IN (
-    SELECT x.project_id, x.session_id, x.client_name, x.hour_start_ms FROM call_state x
-    WHERE x.hour_start_ms + ${HOUR_MS} <= ?1
-      AND EXISTS (SELECT 1 FROM call_state y
-        WHERE y.project_id = x.project_id AND y.session_id = x.session_id AND y.client_name = x.client_name
-          AND y.hour_start_ms > x.hour_start_ms AND y.hour_start_ms + ${HOUR_MS} <= ?1)
-    LIMIT ?2)`,
+    SELECT project_id, session_id, client_name, hour_start_ms FROM (
+      SELECT *, SUM(call_count) OVER (ROWS UNBOUNDED PRECEDING) - call_count AS calls_before FROM (
+        SELECT x.project_id, x.session_id, x.client_name, x.hour_start_ms, x.call_count FROM call_state x
+        WHERE x.hour_start_ms + ${HOUR_MS} <= ?1
+          AND EXISTS (SELECT 1 FROM call_state y
+            WHERE y.project_id = x.project_id AND y.session_id = x.session_id AND y.client_name = x.client_name
+              AND y.hour_start_ms > x.hour_start_ms AND y.hour_start_ms + ${HOUR_MS} <= ?1)
+        LIMIT ?2))
+    WHERE calls_before < ?3)`,
 
   // The row kept for the pairs needs only its latest call: the others go, so what is kept for
   // ever is one call per (session, client), not an hour of them.
@@ -88,12 +109,15 @@ export const RETENTION_SQL = {
       max_duration_ms = (SELECT j.value ->> 3 FROM json_each(call_state.calls_json) AS j
         ORDER BY j.value ->> 2 DESC, j.value ->> 0 DESC LIMIT 1)
     WHERE (project_id, session_id, client_name, hour_start_ms) IN (
-      SELECT x.project_id, x.session_id, x.client_name, x.hour_start_ms FROM call_state x
-      WHERE x.hour_start_ms + ${HOUR_MS} <= ?1 AND x.call_count > 1
-        AND NOT EXISTS (SELECT 1 FROM call_state y
-          WHERE y.project_id = x.project_id AND y.session_id = x.session_id AND y.client_name = x.client_name
-            AND y.hour_start_ms > x.hour_start_ms AND y.hour_start_ms + ${HOUR_MS} <= ?1)
-      LIMIT ?2)`,
+      SELECT project_id, session_id, client_name, hour_start_ms FROM (
+        SELECT *, SUM(call_count) OVER (ROWS UNBOUNDED PRECEDING) - call_count AS calls_before FROM (
+          SELECT x.project_id, x.session_id, x.client_name, x.hour_start_ms, x.call_count FROM call_state x
+          WHERE x.hour_start_ms + ${HOUR_MS} <= ?1 AND x.call_count > 1
+            AND NOT EXISTS (SELECT 1 FROM call_state y
+              WHERE y.project_id = x.project_id AND y.session_id = x.session_id AND y.client_name = x.client_name
+                AND y.hour_start_ms > x.hour_start_ms AND y.hour_start_ms + ${HOUR_MS} <= ?1)
+          LIMIT ?2))
+      WHERE calls_before < ?3)`,
 
   // Startups and verdicts are folded in by increments (never re-read), so only the watermark
   // matters. Receive order follows *_seq: delete the run of seqs before the first young row.
@@ -114,6 +138,7 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
   const retentionDays = options.retentionDays ?? DEFAULT_RAW_RETENTION_DAYS;
   const maxQueries = options.maxQueries ?? 45;
   const chunkRows = options.chunkRows ?? 20_000;
+  const chunkCalls = options.chunkCalls ?? 30_000;
   const cutoffMs = retentionCutoffMs(scheduledTimeMs, retentionDays);
   const report: RetentionReport = { cutoffMs, deletedCallRows: 0, trimmedCallRows: 0, deletedStartups: 0, deletedAgreements: 0, skippedBecauseRollupBehind: false, queries: 0, caughtUp: false };
 
@@ -124,11 +149,13 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
     return report;
   }
 
+  // A call_state statement stops at ?3 calls as well as ?2 rows: it may change fewer rows than
+  // ?2 with more left, so that stream is done only when a statement changes nothing.
   const streams = [
-    { sql: RETENTION_SQL.deleteCalls, key: "deletedCallRows" },
-    { sql: RETENTION_SQL.trimKeptCalls, key: "trimmedCallRows" },
-    { sql: RETENTION_SQL.deleteStartups, key: "deletedStartups" },
-    { sql: RETENTION_SQL.deleteAgreements, key: "deletedAgreements" },
+    { sql: RETENTION_SQL.deleteCalls, key: "deletedCallRows", boundedByCalls: true },
+    { sql: RETENTION_SQL.trimKeptCalls, key: "trimmedCallRows", boundedByCalls: true },
+    { sql: RETENTION_SQL.deleteStartups, key: "deletedStartups", boundedByCalls: false },
+    { sql: RETENTION_SQL.deleteAgreements, key: "deletedAgreements", boundedByCalls: false },
   ] as const;
   let unfinished = false;
   for (const stream of streams) {
@@ -137,11 +164,12 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
         unfinished = true;
         break;
       }
-      const result = await db.prepare(stream.sql).bind(cutoffMs, chunkRows).run();
+      const statement = db.prepare(stream.sql);
+      const result = await (stream.boundedByCalls ? statement.bind(cutoffMs, chunkRows, chunkCalls) : statement.bind(cutoffMs, chunkRows)).run();
       report.queries += 1;
       const deleted = result.meta.changes ?? 0;
       report[stream.key] += deleted;
-      if (deleted < chunkRows) break;
+      if (stream.boundedByCalls ? deleted === 0 : deleted < chunkRows) break;
     }
   }
   report.caughtUp = !unfinished;

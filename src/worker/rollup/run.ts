@@ -4,7 +4,7 @@
 // watermark, so nothing is lost or counted twice when an invocation stops (or dies) half-way.
 import { AGREEMENT_CHUNK_STATEMENTS, rollupAgreementChunk } from "./agreements.ts";
 import { CALL_CHUNK_STATEMENTS, rollupCallChunk } from "./calls.ts";
-import { AGREEMENTS_WATERMARK, AS_OF, STARTUPS_WATERMARK, stateValueSql } from "./state.ts";
+import { AGREEMENTS_WATERMARK, AS_OF, STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
 import { STARTUP_CHUNK_STATEMENTS, rollupStartupChunk } from "./startups.ts";
 
 export interface RollupOptions {
@@ -20,6 +20,21 @@ export interface RollupOptions {
    * chunk holds the database for about half a second at most (bench:rollup).
    */
   chunkCalls?: number;
+  /**
+   * Rows of work per calls chunk: its new calls plus the calls of the state rows it loads around
+   * them, estimated from `call_count` before any JSON is read (the chunk's first request is taken
+   * whatever its estimate). Default 30,000: a chunk of 17,000 new calls in sessions of ordinary density
+   * fits, so it is about as long as before (bench:rollup); a session with a day of dense long calls is folded in
+   * smaller chunks instead of one that holds the database for seconds (bench:fairness).
+   */
+  chunkTouchedCalls?: number;
+  /** (session, client, hour) spans per calls chunk, which its JSON state row lists. Default 2,000. */
+  chunkSpans?: number;
+  /**
+   * Calls of the state rows read on each side of a span to find each tool's two nearest calls, so
+   * that a day-long call nearby does not make the chunk load the whole day. Default 5,000.
+   */
+  nearCalls?: number;
   /** New startups per chunk; each lists up to 500 tools (SPEC §1.2). Default 200. */
   chunkStartups?: number;
   /** New agreement verdicts per chunk. Default 10,000. */
@@ -29,6 +44,9 @@ export interface RollupOptions {
 export const DEFAULT_ROLLUP_OPTIONS: Required<RollupOptions> = {
   maxQueries: 48,
   chunkCalls: 17_000,
+  chunkTouchedCalls: 30_000,
+  chunkSpans: 2_000,
+  nearCalls: 5_000,
   chunkStartups: 200,
   chunkAgreements: 10_000,
 };
@@ -38,6 +56,9 @@ export interface RollupRunReport {
   queries: number;
   newCalls: number;
   newStartups: number;
+  /** Calls chunks run, and the largest one's estimated rows of work (new calls + calls loaded). */
+  callChunks: number;
+  maxChunkTouched: number;
   /** False when work was left for the next run. */
   caughtUp: boolean;
 }
@@ -64,7 +85,7 @@ const AS_OF_SQL = `INSERT INTO rollup_state (name, value)
 
 export async function runRollup(db: D1Database, scheduledTimeMs: number, options: RollupOptions = {}): Promise<RollupRunReport> {
   const o = { ...DEFAULT_ROLLUP_OPTIONS, ...options };
-  const report: RollupRunReport = { queries: 0, newCalls: 0, newStartups: 0, caughtUp: false };
+  const report: RollupRunReport = { queries: 0, newCalls: 0, newStartups: 0, callChunks: 0, maxChunkTouched: 0, caughtUp: false };
   // The probe and the as_of write are always made.
   if (o.maxQueries < 2) throw new Error("rollup: maxQueries must be at least 2");
   const pendingRow = await db.prepare(PENDING_SQL).first<{ calls: number; startups: number; agreements: number }>();
@@ -91,10 +112,12 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
       ran = true;
     }
     if (pending.calls && budget >= CALL_CHUNK_STATEMENTS) {
-      const r = await rollupCallChunk(db, o.chunkCalls);
+      const r = await rollupCallChunk(db, o);
       budget -= CALL_CHUNK_STATEMENTS;
       report.queries += CALL_CHUNK_STATEMENTS;
-      report.newCalls += r.new_calls;
+      report.newCalls += r.calls;
+      report.callChunks += 1;
+      report.maxChunkTouched = Math.max(report.maxChunkTouched, r.touched);
       pending.calls = !!r.more;
       ran = true;
     }

@@ -6,7 +6,7 @@
 // `startups_seq` watermark, so the highest one per project (or session) in the chunk is the
 // highest overall: replacing with it is exact and idempotent.
 
-import { STARTUPS_WATERMARK, stateValueSql } from "./state.ts";
+import { STARTUPS_CHUNK_END, STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
 
 const watermark = stateValueSql(STARTUPS_WATERMARK);
 
@@ -15,10 +15,12 @@ const watermark = stateValueSql(STARTUPS_WATERMARK);
  * entries + declared tool names): a startup at every cap of SPEC §1.2 expands into 500 + 64 × 64
  * rows, so without the row bound one chunk of 200 would write ~900,000 rows in one transaction
  * while every other project's reads wait. The first pending startup is always taken, so a chunk
- * always advances. Each statement of the batch derives the same set from the watermark (it moves
- * in the batch's last statement but one), so no scratch table is written and emptied per startup.
+ * always advances. Counting the rows of work parses every candidate's lists, so it is done once,
+ * by the chunk's first statement, which writes the chunk's last startup_seq for the others
+ * (`startups_chunk_end`, one row): deriving it again in each statement cost 7 parses of 200
+ * capped startups' lists per chunk (bench:fairness: 6.9 s transactions).
  */
-const CHUNK = `chunk AS MATERIALIZED (
+const CHOSEN = `chosen AS MATERIALIZED (
     SELECT startup_seq FROM (
       SELECT startup_seq, ROW_NUMBER() OVER w AS n, SUM(cost) OVER w AS running FROM (
         SELECT startup_seq, json_array_length(tools_json)
@@ -26,6 +28,11 @@ const CHUNK = `chunk AS MATERIALIZED (
         FROM raw_startups WHERE startup_seq > ${watermark} ORDER BY startup_seq LIMIT ?1)
       WINDOW w AS (ORDER BY startup_seq ROWS UNBOUNDED PRECEDING))
     WHERE n = 1 OR running <= ?2)`;
+
+/** The chunk `chooseStartups` wrote, as every later statement of the batch reads it. */
+const CHUNK = `chunk AS MATERIALIZED (
+    SELECT startup_seq FROM raw_startups
+    WHERE startup_seq > ${watermark} AND startup_seq <= ${stateValueSql(STARTUPS_CHUNK_END)})`;
 
 /** The chunk's startups joined to their rows, with each tool entry of their list. */
 const chunkTools = `chunk s CROSS JOIN raw_startups r ON r.startup_seq = s.startup_seq, json_each(r.tools_json) AS t`;
@@ -37,6 +44,11 @@ const LATEST = `latest AS MATERIALIZED (
       SELECT MAX(s.startup_seq) FROM chunk s CROSS JOIN raw_startups r2 ON r2.startup_seq = s.startup_seq GROUP BY r2.project_id))`;
 
 export const STARTUP_CHUNK_SQL = {
+  chooseStartups: `INSERT INTO rollup_state (name, value)
+    WITH ${CHOSEN}
+    SELECT '${STARTUPS_CHUNK_END}', COALESCE((SELECT MAX(startup_seq) FROM chosen), ${watermark}) WHERE true
+    ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+
   // The registered list becomes the latest startup's, writing only what changed: a server sends
   // the same list with every new session (SPEC §4), and rewriting it each time cost a row per tool
   // per chunk (bench:cost, shared HTTP server). A tool no longer listed is deleted.
@@ -136,26 +148,27 @@ export const STARTUP_CHUNK_SQL = {
 
 export type StartupChunkReport = { new_startups: number; more: number };
 
-export const STARTUP_CHUNK_STATEMENTS = 7;
+export const STARTUP_CHUNK_STATEMENTS = 8;
 
 /**
  * Rows of work one startup chunk may take on (tool entries + declared tool names; the writes are a
  * small multiple of it). Measured in test/e2e/tenant-isolation.test.ts: with 20,000 the worst read of another project waited ~0.5 s behind a chunk, with no bound ~2.9 s.
+ * 5,000 holds one startup at every cap (500 + 64 × 64 = 4,596 rows) per chunk (bench:fairness).
  */
-export const MAX_STARTUP_CHUNK_ROWS = 10_000;
+export const MAX_STARTUP_CHUNK_ROWS = 5_000;
 
 export async function rollupStartupChunk(db: D1Database, chunkStartups: number, maxRows = MAX_STARTUP_CHUNK_ROWS): Promise<StartupChunkReport> {
-  const bound = (sql: string) => db.prepare(sql).bind(chunkStartups, maxRows);
   const results = await db.batch([
-    bound(STARTUP_CHUNK_SQL.deleteReplacedTools),
-    bound(STARTUP_CHUNK_SQL.insertRegisteredTools),
-    bound(STARTUP_CHUNK_SQL.upsertToolVersions),
-    bound(STARTUP_CHUNK_SQL.upsertDeclarations),
-    bound(STARTUP_CHUNK_SQL.setSessionSchemaBytes),
-    bound(STARTUP_CHUNK_SQL.report),
-    bound(STARTUP_CHUNK_SQL.advanceWatermark),
+    db.prepare(STARTUP_CHUNK_SQL.chooseStartups).bind(chunkStartups, maxRows),
+    db.prepare(STARTUP_CHUNK_SQL.deleteReplacedTools),
+    db.prepare(STARTUP_CHUNK_SQL.insertRegisteredTools),
+    db.prepare(STARTUP_CHUNK_SQL.upsertToolVersions),
+    db.prepare(STARTUP_CHUNK_SQL.upsertDeclarations),
+    db.prepare(STARTUP_CHUNK_SQL.setSessionSchemaBytes),
+    db.prepare(STARTUP_CHUNK_SQL.report),
+    db.prepare(STARTUP_CHUNK_SQL.advanceWatermark),
   ]);
-  const report = results[5]?.results?.[0] as StartupChunkReport | undefined;
+  const report = results[6]?.results?.[0] as StartupChunkReport | undefined;
   if (!report) throw new Error("rollup: startups chunk returned no report");
   return report;
 }

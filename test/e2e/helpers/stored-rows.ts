@@ -6,6 +6,8 @@
 export async function storedPayloadRows(db: D1Database, projectId: string): Promise<number> {
   const row = await db
     .prepare(
+      // A call without a session is stored in no call_state row once rolled up (migration 0014):
+      // its hour row counts it.
       `SELECT (SELECT COALESCE(SUM(call_count), 0) FROM call_state WHERE project_id = ?1)
         + (SELECT COALESCE(SUM(calls_without_session), 0) FROM tool_hour_metrics WHERE project_id = ?1)
         + (SELECT COALESCE(SUM(call_count), 0) FROM call_batches WHERE project_id = ?1)

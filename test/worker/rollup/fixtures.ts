@@ -277,3 +277,117 @@ export function countingDb(db: D1Database): { db: D1Database; count: () => numbe
   });
   return { db: proxy, count: () => n };
 }
+
+// ---------------------------------------------------------------------------------------------
+// Faults and costs injected at the binding: wrappers passed in place of env.DB, so the code under
+// test runs its production path unchanged.
+// ---------------------------------------------------------------------------------------------
+
+/** What one D1 call (a batch is one transaction) did: each statement's SQL and meta. */
+export interface MeteredCall {
+  statements: { sql: string; rows_read: number; rows_written: number }[];
+}
+
+/**
+ * A D1 binding that fails its k-th statement (1-based, a batch's statements counted one by one)
+ * with the error D1 gives when a connection drops. `when: "before"` fails the call holding it
+ * before D1 runs it (a batch is rolled back whole); `"after"` lets D1 run and commit it and fails
+ * the answer (the caller cannot tell it committed). Every call is also metered.
+ */
+export function faultyDb(
+  db: D1Database,
+  options: { failAt?: number; when?: "before" | "after" } = {},
+): { db: D1Database; statements: () => number; calls: MeteredCall[]; failed: () => boolean } {
+  let n = 0;
+  let failed = false;
+  const calls: MeteredCall[] = [];
+  const sqlOf = new WeakMap<object, string>();
+  const real = new WeakMap<object, D1PreparedStatement>();
+  const guard = async <T>(count: number, sqls: string[], run: () => Promise<T>, metas: (r: T) => D1Result[]): Promise<T> => {
+    const first = n + 1;
+    n += count;
+    const hit = options.failAt !== undefined && options.failAt >= first && options.failAt <= n;
+    if (hit && (options.when ?? "before") === "before") {
+      failed = true;
+      throw new Error("D1_ERROR: Network connection lost.");
+    }
+    const result = await run();
+    calls.push({
+      statements: metas(result).map((r, i) => ({ sql: sqls[i] ?? "", rows_read: r.meta.rows_read ?? 0, rows_written: r.meta.rows_written ?? 0 })),
+    });
+    if (hit) {
+      failed = true;
+      throw new Error("D1_ERROR: Network connection lost.");
+    }
+    return result;
+  };
+  const wrapStatement = (stmt: D1PreparedStatement, sql: string): D1PreparedStatement => {
+    const proxy = new Proxy(stmt, {
+      get(target, prop) {
+        if (prop === "bind") return (...args: unknown[]) => wrapStatement(target.bind(...args), sql);
+        if (prop === "run" || prop === "all") {
+          return () => guard(1, [sql], () => (target[prop] as () => Promise<D1Result>).call(target), (r) => [r]);
+        }
+        if (prop === "first") {
+          // first() answers no meta: run it as all() and take the first row, as D1 does.
+          return (column?: string) =>
+            guard(1, [sql], () => target.all<Record<string, unknown>>(), (r) => [r]).then((r) => {
+              const row = r.results[0] ?? null;
+              return column === undefined || row === null ? row : row[column];
+            });
+        }
+        const v = Reflect.get(target, prop, target);
+        return typeof v === "function" ? v.bind(target) : v;
+      },
+    });
+    real.set(proxy, stmt);
+    sqlOf.set(proxy, sql);
+    return proxy;
+  };
+  const proxy = new Proxy(db, {
+    get(target, prop) {
+      if (prop === "prepare") return (sql: string) => wrapStatement(target.prepare(sql), sql);
+      if (prop === "batch") {
+        return (stmts: D1PreparedStatement[]) =>
+          guard(
+            stmts.length,
+            stmts.map((s) => sqlOf.get(s) ?? ""),
+            () => target.batch(stmts.map((s) => real.get(s) ?? s)),
+            (r) => r,
+          );
+      }
+      if (prop === "exec") throw new Error("faultyDb: exec is not metered");
+      const v = Reflect.get(target, prop, target);
+      return typeof v === "function" ? v.bind(target) : v;
+    },
+  });
+  return { db: proxy, statements: () => n, calls, failed: () => failed };
+}
+
+/**
+ * The raw side after a rollup, canonically: waiting requests, the stored calls of each (session,
+ * client, hour) sorted and without their call_seq (which numbers calls in the order chunks took
+ * them), the raw startups and verdicts kept and pending, and the calls numbered.
+ */
+export async function rawState(db: D1Database): Promise<Record<string, unknown>> {
+  const [batches, state, startups, agreements, watermarks] = await db.batch([
+    db.prepare("SELECT COUNT(*) AS n FROM call_batches"),
+    db.prepare("SELECT project_id, session_id, client_name, hour_start_ms, call_count, calls_json FROM call_state ORDER BY 1, 2, 3, 4"),
+    // Sequence numbers keep counting across resetDb (AUTOINCREMENT): compare counts, not values.
+    db.prepare(`SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE startup_seq >
+      COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AS pending FROM raw_startups`),
+    db.prepare(`SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE agreement_seq >
+      COALESCE((SELECT value FROM rollup_state WHERE name = 'agreements_seq'), 0)) AS pending FROM raw_agreements`),
+    db.prepare("SELECT name, value FROM rollup_state WHERE name = 'calls_seq'"),
+  ]);
+  return {
+    batches: batches!.results,
+    state: (state!.results as { calls_json: string }[]).map(({ calls_json, ...row }) => ({
+      ...row,
+      calls: (JSON.parse(calls_json) as unknown[][]).map((c) => JSON.stringify(c.slice(1))).sort(),
+    })),
+    startups: startups!.results,
+    agreements: agreements!.results,
+    watermarks: watermarks!.results,
+  };
+}

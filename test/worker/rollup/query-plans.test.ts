@@ -4,7 +4,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { AGREEMENT_CHUNK_SQL } from "../../../src/worker/rollup/agreements.ts";
-import { CALL_CHUNK_SQL } from "../../../src/worker/rollup/calls.ts";
+import { CALL_CHUNK_SQL, CHUNK_SELECTION_SQL } from "../../../src/worker/rollup/calls.ts";
 import { RETENTION_SQL } from "../../../src/worker/rollup/retention.ts";
 import { STARTUP_CHUNK_SQL } from "../../../src/worker/rollup/startups.ts";
 
@@ -34,7 +34,7 @@ async function rawScans(sql: string): Promise<string[]> {
 }
 
 async function plan(sql: string): Promise<string[]> {
-  const params = [10, 10, 10].slice(0, Math.max(0, ...[...sql.matchAll(/\?(\d)/g)].map((m) => Number(m[1]))));
+  const params = [10, 10, 10, 10].slice(0, Math.max(0, ...[...sql.matchAll(/\?(\d)/g)].map((m) => Number(m[1]))));
   const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
   return results.map((r) => r.detail);
 }
@@ -52,7 +52,7 @@ const EARLY_STOPPING_SCANS: Record<string, string[]> = {
 };
 
 describe("rollup query plans", () => {
-  const all = { ...CALL_CHUNK_SQL, ...STARTUP_CHUNK_SQL, ...AGREEMENT_CHUNK_SQL, ...RETENTION_SQL };
+  const all = { chooseCallChunk: CHUNK_SELECTION_SQL, ...CALL_CHUNK_SQL, ...STARTUP_CHUNK_SQL, ...AGREEMENT_CHUNK_SQL, ...RETENTION_SQL };
   for (const [name, sql] of Object.entries(all)) {
     it(`${name} never scans a raw table`, async () => {
       expect(await rawScans(sql)).toEqual(EARLY_STOPPING_SCANS[name] ?? []);

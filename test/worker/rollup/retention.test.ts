@@ -37,11 +37,14 @@ describe("RAW_RETENTION_DAYS", () => {
 
   it("cuts at least 8 days and an hour back, on the hour", () => {
     expect(retentionCutoffMs(NOW, 30)).toBe(CUTOFF_30);
+    // 8 and 9 days keep 9 days, a minute and an hour: a 7-day-old call may need the two days of
+    // neighbours before it (src/worker/rollup/calls.ts).
     const eight = retentionCutoffMs(NOW, 8);
-    expect(eight).toBe(Date.UTC(2026, 10, 13, 2));
+    expect(eight).toBe(Date.UTC(2026, 10, 12, 2));
     expect(retentionCutoffMs(NOW, 7)).toBe(eight);
     expect(retentionCutoffMs(NOW, 1)).toBe(eight);
-    expect(retentionCutoffMs(NOW, 9)).toBe(eight - DAY);
+    expect(retentionCutoffMs(NOW, 9)).toBe(eight);
+    expect(retentionCutoffMs(NOW, 10)).toBe(eight - DAY);
     expect(NOW - eight).toBeGreaterThanOrEqual(8 * DAY + HOUR);
   });
 });
@@ -220,5 +223,24 @@ describe("retention", () => {
     expect(await snapshot(db)).toEqual(before);
     expect(before.registered).toHaveLength(1);
     expect(before.agreementDays).toHaveLength(1);
+  });
+});
+
+describe("retention's call_state statements are bounded by calls as well as rows", () => {
+  it("takes rows while the calls before each are fewer than chunkCalls (the first always), at, under and over", async () => {
+    // Five old hours of 2 calls each, then the kept latest row before the cutoff.
+    const old = Array.from({ length: 6 }, (_, i) => [
+      call({ started_at_ms: CUTOFF_30 - 7 * HOUR + i * HOUR }),
+      call({ started_at_ms: CUTOFF_30 - 7 * HOUR + i * HOUR + 1_000, tool_name: "fetch" }),
+    ]).flat();
+    const expected: [number, number][] = [[1, 1], [2, 1], [3, 2], [4, 2], [5, 3], [100, 5]];
+    for (const [chunkCalls, rows] of expected) {
+      await resetDb(db);
+      await deliver(db, calls(old), NOW - 40 * DAY);
+      await runRollup(db, NOW);
+      // The probe that writes the cutoff, then one delete statement.
+      const r = await runRetention(db, NOW, { chunkCalls, maxQueries: 2 });
+      expect(r.deletedCallRows, `chunkCalls ${chunkCalls}`).toBe(rows);
+    }
   });
 });

@@ -124,6 +124,10 @@ export const workloadArb = fc.record({
 
 export const rollupOptionsArb: fc.Arbitrary<RollupOptions> = fc.record({
   chunkCalls: fc.constantFrom(1, 2, 3, 7, 10_000),
+  // Rows of work and spans per calls chunk: 1 takes one request a chunk, whatever it loads.
+  chunkTouchedCalls: fc.constantFrom(1, 12, 60_000),
+  chunkSpans: fc.constantFrom(1, 4, 2_000),
+  nearCalls: fc.constantFrom(1, 3, 5_000),
   chunkStartups: fc.constantFrom(1, 2, 200),
   chunkAgreements: fc.constantFrom(1, 3, 10_000),
   // The probe, as_of and the largest chunk (a calls or a startups chunk): the least budget that

@@ -1,7 +1,14 @@
-// Names of the rollup's bookkeeping rows in `rollup_state` (integer values).
+// The rows of `rollup_state` (the rollup's bookkeeping: watermarks, as_of, the calls chunk), by name, and the SQL reading one.
 
 /** The last call_seq handed out: the rollup numbers calls in receive order above it (SPEC §2.2 ties). */
 export const CALLS_WATERMARK = "calls_seq";
+/**
+ * The calls chunk being folded in (a JSON object: its requests, the state rows it loads, its
+ * estimate), written by the chunk's first statement and read by the others of its transaction.
+ */
+export const CALLS_CHUNK = "calls_chunk";
+/** The last startup_seq of the startups chunk being folded in, written by its first statement. */
+export const STARTUPS_CHUNK_END = "startups_chunk_end";
 /** Highest raw_startups.startup_seq folded in. */
 export const STARTUPS_WATERMARK = "startups_seq";
 /** Highest raw_agreements.agreement_seq folded in. */
