@@ -400,8 +400,19 @@ describe("GET /v1/admin/health", () => {
     expect(res.status).toBe(200);
     const body = await res.json<Record<string, any>>();
     expect(body.database).toBe("unavailable");
-    expect(body.rollup).toEqual({ as_of: null });
+    expect(body.rollup).toEqual({ as_of: null, projects_behind: [] });
     expect(Object.keys(body.last_24h).sort()).toEqual(["batches_dead_lettered", "batches_lost", "batches_queued", "batches_written_from_queue", "requests_refused", "write_retries"]);
+  });
+
+  it("lists the projects the rollup has not caught up with, most behind first, and none once it has", async () => {
+    const p = await createProject();
+    expect((await postIngest({ batch: [callPayload(), callPayload(), startupPayload()] }, { key: p.ingest_key })).status).toBe(202);
+    const behind = (await adminHealth()).rollup.projects_behind as Record<string, unknown>[];
+    expect(behind.find((r) => r.project_id === p.project_id)).toMatchObject({ pending_requests: 1, pending_calls: 2, pending_startups: 1 });
+    await worker.scheduled!({ cron: "*/5 * * * *", scheduledTime: Date.now(), noRetry() {} } as never, env, createExecutionContext());
+    const after = await adminHealth();
+    expect(after.rollup.projects_behind.find((r: Record<string, unknown>) => r.project_id === p.project_id)).toBeUndefined();
+    expect(after.rollup.as_of).not.toBeNull();
   });
 
   it("uses one health object", () => {
