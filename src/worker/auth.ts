@@ -151,33 +151,46 @@ export function bearerToken(header: string | undefined): string | null {
 }
 
 /**
- * Middleware: requires a live key of `kind` in `Authorization: Bearer`, else 401
+ * A bearer key checked with the sign-in throttle around it (throttle/credentials.ts): a network
+ * over its limit is answered 429 with Retry-After from this isolate's memory before the check; a
+ * wrong key or a malformed header counts as a failed sign-in and ends in 401 (or 429 once the
+ * network or the key's prefix is over its limit); a correct key costs nothing more. A request
+ * without any Authorization header is not a guess and is not counted. `check` answers the key, or
+ * null for a wrong one; what it throws (ingest's 503 when nobody can tell) passes uncounted.
+ */
+export async function checkBearerKey<T>(
+  env: Env,
+  request: Request,
+  what: string,
+  check: (token: string) => Promise<T | null>,
+): Promise<T> {
+  const header = request.headers.get("authorization") ?? undefined;
+  const token = bearerToken(header);
+  const attempt = attemptOf(request, token === null ? null : keyPrefix(token));
+  const nowMs = Date.now();
+  const throttle = header !== undefined;
+  if (throttle) {
+    const wait = await guardBeforeCheck(env, attempt, nowMs, { authoritative: false });
+    if (wait !== null) throw tooManyAttempts(wait);
+  }
+  const key = token === null ? null : await check(token);
+  if (key === null) {
+    const wait = throttle ? await recordFailedCredential(env, attempt, nowMs) : null;
+    if (wait !== null) throw tooManyAttempts(wait);
+    throw apiError("UNAUTHORIZED", token === null ? "missing bearer key" : `not a valid ${what}`, {
+      "WWW-Authenticate": 'Bearer realm="mcpulse"',
+    });
+  }
+  return key;
+}
+
+/**
+ * Middleware: requires a live key of `kind` in `Authorization: Bearer` (checkBearerKey), else 401
  * `{"error": …, "code": "UNAUTHORIZED"}`; sets `c.var.projectId` / `c.var.keyId` for the handlers after it.
- *
- * A wrong key or a malformed header counts as a failed sign-in (throttle/credentials.ts), and a
- * client over its limit is answered 429 with Retry-After; a correct key costs nothing more. A
- * request without any Authorization header is not a guess and is not counted. (Ingest checks its
- * key with authenticateIngestKey; it can call the same throttle functions around that check.)
  */
 export function requireKey(kind: KeyKind): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const header = c.req.header("authorization");
-    const token = bearerToken(header);
-    const attempt = attemptOf(c.req.raw, token === null ? null : keyPrefix(token));
-    const nowMs = Date.now();
-    const throttle = header !== undefined;
-    if (throttle) {
-      const wait = await guardBeforeCheck(c.env, attempt, nowMs, { authoritative: false });
-      if (wait !== null) throw tooManyAttempts(wait);
-    }
-    const auth = token === null ? null : await authenticateKey(c.env.DB, token, kind);
-    if (!auth) {
-      const wait = throttle ? await recordFailedCredential(c.env, attempt, nowMs) : null;
-      if (wait !== null) throw tooManyAttempts(wait);
-      throw apiError("UNAUTHORIZED", token === null ? "missing bearer key" : `not a valid ${kind} key`, {
-        "WWW-Authenticate": 'Bearer realm="mcpulse"',
-      });
-    }
+    const auth = await checkBearerKey(c.env, c.req.raw, `${kind} key`, (token) => authenticateKey(c.env.DB, token, kind));
     c.set("projectId", auth.project_id);
     c.set("keyId", auth.key_id);
     c.set("payloadBudgetPerMinute", auth.payload_budget_per_minute);

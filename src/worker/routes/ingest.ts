@@ -5,13 +5,12 @@
 // then the ingest queue takes the batch. When the batch cannot be accepted durably at all (the key
 // cannot be checked, or the queue refuses while D1 is failing) the answer is 503 with Retry-After.
 import { apiError } from "../errors.ts";
-import { attemptOf, guardBeforeCheck, keyPrefix, recordFailedCredential, tooManyAttempts } from "../throttle/credentials.ts";
 import { Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { MAX_BATCH_ITEMS, MAX_BODY_BYTES, parseBatch, type Payload } from "../../shared/index.ts";
 import type { AppEnv } from "../env.ts";
 import { writeCallDataPoints, callDataPoints } from "../analytics/calls-dataset.ts";
-import { authenticateIngestKey, bearerToken } from "../auth.ts";
+import { authenticateIngestKey, checkBearerKey } from "../auth.ts";
 import type { BudgetDecision } from "../budget/key-budget.ts";
 import { batchTuples, type StoredBatch } from "../db/raw-writes.ts";
 import type { Env } from "../env.ts";
@@ -36,29 +35,14 @@ const unavailable = (): never => {
  * unknown, revoked or read key; 503 when nobody can tell (D1 down and the object knows nothing).
  */
 const requireIngestKey: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const header = c.req.header("authorization");
-  const token = bearerToken(header);
-  // A wrong key is a guess like a wrong read key (throttle/credentials.ts): a network over its limit
-  // is answered 429 from this isolate's memory before the check; a right key costs nothing more.
-  const attempt = attemptOf(c.req.raw, token === null ? null : keyPrefix(token));
-  const nowMs = Date.now();
-  const throttle = header !== undefined;
-  if (throttle) {
-    const wait = await guardBeforeCheck(c.env, attempt, nowMs, { authoritative: false });
-    if (wait !== null) throw tooManyAttempts(wait);
-  }
-  const check = token === null ? ({ ok: false, status: 401 } as const) : await authenticateIngestKey(c.env, c.env.DB, token);
-  if (!check.ok) {
-    if (check.status === 503) unavailable();
-    const wait = throttle ? await recordFailedCredential(c.env, attempt, nowMs) : null;
-    if (wait !== null) throw tooManyAttempts(wait);
-    throw apiError("UNAUTHORIZED", token === null ? "missing bearer key" : "not a valid ingest key", {
-      "WWW-Authenticate": 'Bearer realm="mcpulse"',
-    });
-  }
-  c.set("projectId", check.key.project_id);
-  c.set("keyId", check.key.key_id);
-  c.set("payloadBudgetPerMinute", check.key.payload_budget_per_minute);
+  const key = await checkBearerKey(c.env, c.req.raw, "ingest key", async (token) => {
+    const check = await authenticateIngestKey(c.env, c.env.DB, token);
+    if (check.ok) return check.key;
+    return check.status === 503 ? unavailable() : null;
+  });
+  c.set("projectId", key.project_id);
+  c.set("keyId", key.key_id);
+  c.set("payloadBudgetPerMinute", key.payload_budget_per_minute);
   await next();
 };
 
