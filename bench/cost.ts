@@ -200,7 +200,7 @@ async function startMetered(script: string, name: string) {
       host: "127.0.0.1", port: 0, compatibilityDate: COMPATIBILITY_DATE, modules: true, scriptPath: script,
       compatibilityFlags: ["nodejs_compat"],
       d1Databases: { DB: `cost-${name}` },
-      durableObjects: { KEY_BUDGET: { className: "KeyBudget", useSQLite: true }, INGEST_HEALTH: { className: "IngestHealth", useSQLite: true } },
+      durableObjects: { KEY_BUDGET: { className: "KeyBudget", useSQLite: true }, INGEST_HEALTH: { className: "IngestHealth", useSQLite: true }, SIGN_IN_THROTTLE: { className: "SignInThrottle", useSQLite: true } },
       queueProducers: { INGEST_QUEUE: { queueName: "mcpulse-ingest" } },
       analyticsEngineDatasets: { CALLS_AE: { dataset: "bench_calls" } },
       bindings: { ADMIN_TOKEN, RAW_RETENTION_DAYS: String(RETENTION_DAYS), PRICE_PER_MILLION_TOKENS_USD: "3" },
@@ -390,7 +390,7 @@ async function main() {
   mkdirSync(tmp, { recursive: true });
   const script = join(tmp, "worker.js");
   await bundleWorker(script, join(root, "bench/cost/metered-worker.ts"));
-  writeFileSync(join(tmp, "plain.js"), `export default { fetch() { return new Response(null) } }; export class KeyBudget {}; export class IngestHealth {}`);
+  writeFileSync(join(tmp, "plain.js"), `export default { fetch() { return new Response(null) } }; export class KeyBudget {}; export class IngestHealth {}; export class SignInThrottle {}`);
   const results: Result[] = [];
   const scenarios: [string, string, (t0: number) => Request[]][] = [
     ["low", "low: 6k calls/day, SDK batching", lowTraffic],

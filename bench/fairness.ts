@@ -82,7 +82,7 @@ async function main() {
     scriptPath: workerScript,
     d1Databases: { DB: "fairness" },
     d1Persist: join(tmp, "d1"),
-    durableObjects: { KEY_BUDGET: { className: "KeyBudget", useSQLite: true } },
+    durableObjects: { KEY_BUDGET: { className: "KeyBudget", useSQLite: true }, INGEST_HEALTH: { className: "IngestHealth", useSQLite: true }, SIGN_IN_THROTTLE: { className: "SignInThrottle", useSQLite: true } },
     bindings: { ADMIN_TOKEN, RAW_RETENTION_DAYS: "30", PRICE_PER_MILLION_TOKENS_USD: "3", ROLLUP_MAX_QUERIES: String(MAX_QUERIES) },
   }));
   try {

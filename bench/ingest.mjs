@@ -202,7 +202,7 @@ function ingestTarget(name, workerScript) {
       scriptPath: workerScript,
       compatibilityFlags: ["nodejs_compat"],
       d1Databases: { DB: `bench-${name}` },
-      durableObjects: { KEY_BUDGET: { className: "KeyBudget", useSQLite: true }, INGEST_HEALTH: { className: "IngestHealth", useSQLite: true } },
+      durableObjects: { KEY_BUDGET: { className: "KeyBudget", useSQLite: true }, INGEST_HEALTH: { className: "IngestHealth", useSQLite: true }, SIGN_IN_THROTTLE: { className: "SignInThrottle", useSQLite: true } },
       queueProducers: { INGEST_QUEUE: { queueName: "mcpulse-ingest" } },
       analyticsEngineDatasets: { CALLS_AE: { dataset: "bench_calls" } },
       bindings: { ADMIN_TOKEN, RAW_RETENTION_DAYS: "30", PRICE_PER_MILLION_TOKENS_USD: "3" },

@@ -122,7 +122,7 @@ function snapshot() {
   };
 }
 
-export { IngestHealth } from "../../src/worker/index.ts";
+export { IngestHealth, SignInThrottle } from "../../src/worker/index.ts";
 
 export default {
   async fetch(request, env, ctx) {
