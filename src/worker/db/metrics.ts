@@ -1,6 +1,7 @@
 // Read queries over the rollup tables other than the counter sums (those are built from the counter
 // definition in metrics/counter-sums.ts): registered tools, as_of, pairs, sessions, tool versions
 // and agreement. Each is one statement returning typed rows; nothing here divides or rounds.
+import { PAIR_KEY, tupleField } from "./tuples.ts";
 
 /**
  * Which rows to read: the project, `startMs`/`endMs` bounding the row's day (or first-seen) time
@@ -53,7 +54,7 @@ export async function sumPairs(db: D1Database, filter: RowFilter): Promise<PairR
   const params: unknown[] = [filter.projectId, filter.startMs, filter.endMs];
   // One row per (day, client), its pairs a JSON object keyed by `["from_tool","to_tool"]` (0019).
   let sql = `SELECT from_tool, to_tool, SUM(pair_count) AS count FROM (
-      SELECT p.key ->> 0 AS from_tool, p.key ->> 1 AS to_tool, p.value AS pair_count
+      SELECT ${tupleField(PAIR_KEY, "from_tool", "p.key")} AS from_tool, ${tupleField(PAIR_KEY, "to_tool", "p.key")} AS to_tool, p.value AS pair_count
       FROM pair_days d, json_each(d.pairs_json) AS p
       WHERE d.project_id = ?1 AND d.day_start_ms >= ?2 AND d.day_start_ms < ?3`;
   if (filter.client !== undefined) {

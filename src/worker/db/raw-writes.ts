@@ -6,6 +6,7 @@
 // JSON array of row tuples. `json_each` walks the array in order and `ORDER BY key` keeps it, so the
 // `*_seq` columns follow receive order (ties in started_at resolve by it, SPEC §2.2).
 // Only named fields are copied into the tuples: nothing outside the schema can reach a row.
+import { CALL_BATCH_CALL, RAW_AGREEMENT, RAW_STARTUP, tupleField, tupleOf } from "./tuples.ts";
 import { compareByCodePoint, type Payload } from "../../shared/index.ts";
 import { durationBucket } from "../histogram.ts";
 import { wellFormed } from "../text.ts";
@@ -106,10 +107,13 @@ SELECT ?1, ?2, ?3, ?4
 WHERE NOT ${storedGuardSql("?1", "?5", "?2", "0")} AND EXISTS (SELECT 1 FROM projects WHERE project_id = ?1)
 ON CONFLICT (project_id, batch_id) DO NOTHING`;
 
+const startupField = (name: (typeof RAW_STARTUP)[number]) => tupleField(RAW_STARTUP, name, "value");
+
 const INSERT_STARTUPS_SQL = `INSERT INTO raw_startups (project_id, session_id, client_name, received_at_ms, sdk,
   mcp_sdk_version, transport, protocol_version, tools_json, agree_declared_json)
-SELECT ?2, value ->> 0, value ->> 1, ?3, value ->> 2, value ->> 3, value ->> 4, value ->> 5,
-  value -> 6, value -> 7
+SELECT ?2, ${startupField("session_id")}, ${startupField("client_name")}, ?3, ${startupField("sdk")}, ${startupField("mcp_sdk_version")},
+  ${startupField("transport")}, ${startupField("protocol_version")}, ${tupleField(RAW_STARTUP, "tools", "value", "json")},
+  ${tupleField(RAW_STARTUP, "agree_declared", "value", "json")}
 FROM json_each(?1) WHERE ${receiptHeldSql("?2", "?4", "?5")} ORDER BY key`;
 
 /**
@@ -125,7 +129,7 @@ export function agreementPairOrder(toolA: string, toolB: string): [string, strin
 
 const INSERT_AGREEMENTS_SQL = `INSERT INTO raw_agreements (project_id, session_id, field, tool_a, tool_b, agreed,
   checked_at_ms, window_ms, received_at_ms)
-SELECT ?2, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, ?3
+SELECT ?2, ${RAW_AGREEMENT.map((name) => tupleField(RAW_AGREEMENT, name, "value")).join(", ")}, ?3
 FROM json_each(?1) WHERE ${receiptHeldSql("?2", "?4", "?5")} ORDER BY key`;
 
 /** A batch's rows as stored (only named fields: nothing outside the schema can reach a row), per table. */
@@ -134,48 +138,56 @@ export type BatchTuples = { calls: unknown[][]; startups: unknown[][]; agreement
 export function batchTuples(payloads: readonly Payload[]): BatchTuples {
   const rows = splitByType(payloads);
   return {
-    calls: rows.calls.map((c) => [
-      wellFormed(c.session_id),
-      wellFormed(c.client_name),
-      wellFormed(c.tool_name),
-      c.started_at_ms,
-      c.duration_ms,
-      c.outcome,
-      c.response_bytes,
-      c.is_empty ? 1 : 0,
-      c.args_hash,
-      durationBucket(c.duration_ms),
-    ]),
-    startups: rows.startups.map((s) => [
-      wellFormed(s.session_id),
-      wellFormed(s.client_name),
-      wellFormedOrNull(s.sdk),
-      wellFormedOrNull(s.mcp_sdk_version),
-      s.transport,
-      wellFormedOrNull(s.protocol_version),
-      s.tools.map((t) => ({
-        name: wellFormed(t.name),
-        schema_bytes: t.schema_bytes,
-        schema_hash: t.schema_hash,
-        description_hash: t.description_hash,
-        description_norm: t.description_norm,
-        policy: t.policy
-          ? {
-              requires_authorization: t.policy.requires_authorization,
-              requires_verified_identity: t.policy.requires_verified_identity,
-            }
-          : null,
-      })),
-      s.agree_declared.map((d) => ({ field: wellFormed(d.field), tools: d.tools.map(wellFormed) })),
-    ]),
-    agreements: rows.agreements.map((a) => [
-      wellFormed(a.session_id),
-      wellFormed(a.field),
-      ...agreementPairOrder(wellFormed(a.tool_a), wellFormed(a.tool_b)),
-      a.agreed ? 1 : 0,
-      a.checked_at_ms,
-      a.window_ms,
-    ]),
+    calls: rows.calls.map((c) =>
+      tupleOf(CALL_BATCH_CALL, {
+        session_id: wellFormed(c.session_id),
+        client_name: wellFormed(c.client_name),
+        tool_name: wellFormed(c.tool_name),
+        started_at_ms: c.started_at_ms,
+        duration_ms: c.duration_ms,
+        outcome: c.outcome,
+        response_bytes: c.response_bytes,
+        is_empty: c.is_empty ? 1 : 0,
+        args_hash: c.args_hash,
+        duration_bucket: durationBucket(c.duration_ms),
+      }),
+    ),
+    startups: rows.startups.map((s) =>
+      tupleOf(RAW_STARTUP, {
+        session_id: wellFormed(s.session_id),
+        client_name: wellFormed(s.client_name),
+        sdk: wellFormedOrNull(s.sdk),
+        mcp_sdk_version: wellFormedOrNull(s.mcp_sdk_version),
+        transport: s.transport,
+        protocol_version: wellFormedOrNull(s.protocol_version),
+        tools: s.tools.map((t) => ({
+          name: wellFormed(t.name),
+          schema_bytes: t.schema_bytes,
+          schema_hash: t.schema_hash,
+          description_hash: t.description_hash,
+          description_norm: t.description_norm,
+          policy: t.policy
+            ? {
+                requires_authorization: t.policy.requires_authorization,
+                requires_verified_identity: t.policy.requires_verified_identity,
+              }
+            : null,
+        })),
+        agree_declared: s.agree_declared.map((d) => ({ field: wellFormed(d.field), tools: d.tools.map(wellFormed) })),
+      }),
+    ),
+    agreements: rows.agreements.map((a) => {
+      const [toolA, toolB] = agreementPairOrder(wellFormed(a.tool_a), wellFormed(a.tool_b));
+      return tupleOf(RAW_AGREEMENT, {
+        session_id: wellFormed(a.session_id),
+        field: wellFormed(a.field),
+        tool_a: toolA,
+        tool_b: toolB,
+        agreed: a.agreed ? 1 : 0,
+        checked_at_ms: a.checked_at_ms,
+        window_ms: a.window_ms,
+      });
+    }),
   };
 }
 

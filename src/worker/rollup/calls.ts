@@ -45,6 +45,7 @@
 // never need rows that retention deleted.
 import { DAY_MS, RETRY_WINDOW_MS, dayStartSql, hourStartSql, retryGapSql } from "../time.ts";
 import { CALLS_CHUNK, CALLS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
+import { CALL_BATCH_CALL, CALL_STATE_CALL, CHUNK_SPAN, PAIR_KEY, tupleArraySql, tupleField } from "../db/tuples.ts";
 
 const COUNTERS = [
   "calls", "ok", "empty", "bad_args", "tool_error", "crashed", "response_bytes_sum", "duration_ms_sum",
@@ -68,12 +69,15 @@ const chunkSql = `(SELECT value FROM rollup_state WHERE name = '${CALLS_CHUNK}')
 const TAKEN_BATCHES = `SELECT b.batch_seq, b.project_id, b.received_at_ms, b.call_count, b.calls_json
       FROM json_each(${chunkSql}, '$.batches') AS t JOIN call_batches b ON b.batch_seq = t.value`;
 
-/** The fields of a call in a `call_batches` row (src/worker/db/raw-writes.ts), by position. */
-const BATCH_FIELDS = [
-  "session_id", "client_name", "tool_name", "started_at_ms", "duration_ms", "outcome", "response_bytes", "is_empty",
-  "args_hash", "duration_bucket",
-] as const;
+/** The fields of a call in a `call_batches` row (db/tuples.ts, written by db/raw-writes.ts). */
+const BATCH_FIELDS = CALL_BATCH_CALL;
 type BatchField = (typeof BATCH_FIELDS)[number];
+/** SQL reading a field of a `call_batches` call (`j.value` by default). */
+const batchField = (name: BatchField, json = "j.value") => tupleField(CALL_BATCH_CALL, name, json);
+/** SQL reading a field of a `call_state` call (db/tuples.ts). */
+const stateField = (name: (typeof CALL_STATE_CALL)[number], json = "j.value") => tupleField(CALL_STATE_CALL, name, json);
+/** SQL reading a field of a chunk span. */
+const spanField = (name: (typeof CHUNK_SPAN)[number]) => tupleField(CHUNK_SPAN, name, "s.value");
 
 /**
  * `new_calls`: the chunk's calls, numbered in receive order above every number handed out before
@@ -83,7 +87,7 @@ type BatchField = (typeof BATCH_FIELDS)[number];
  */
 const newCallsCtes = (fields: readonly BatchField[]) => `taken AS MATERIALIZED (${TAKEN_BATCHES}),
     new_calls AS MATERIALIZED (
-      SELECT t.project_id, ${fields.map((f) => `j.value ->> ${BATCH_FIELDS.indexOf(f)} AS ${f}`).join(", ")},
+      SELECT t.project_id, ${fields.map((f) => `${batchField(f)} AS ${f}`).join(", ")},
         ${stateValueSql(CALLS_WATERMARK)} + ROW_NUMBER() OVER (ORDER BY t.batch_seq, j.key) AS call_seq
       FROM taken t, json_each(t.calls_json) AS j)`;
 const ALL_FIELDS = BATCH_FIELDS;
@@ -161,8 +165,9 @@ export const CHUNK_SELECTION_SQL =
       SELECT o.k, o.batch_seq, o.project_id, o.call_count, b.calls_json FROM ordered o JOIN call_batches b ON b.batch_seq = o.batch_seq
       WHERE o.calls_before < ?1),
     cand_calls AS MATERIALIZED (
-      SELECT c.k, c.project_id, j.value ->> 0 AS session_id, j.value ->> 1 AS client_name, j.value ->> 2 AS tool_name,
-        ${hourStartSql("j.value ->> 3")} AS h, j.value ->> 3 AS started_at_ms, j.value ->> 4 AS duration_ms
+      SELECT c.k, c.project_id, ${batchField("session_id")} AS session_id, ${batchField("client_name")} AS client_name,
+        ${batchField("tool_name")} AS tool_name, ${hourStartSql(batchField("started_at_ms"))} AS h,
+        ${batchField("started_at_ms")} AS started_at_ms, ${batchField("duration_ms")} AS duration_ms
       FROM candidates c, json_each(c.calls_json) AS j),
     clusters AS MATERIALIZED (
       SELECT project_id, session_id, client_name, h, MIN(k) AS k, MIN(started_at_ms) AS lo, MAX(started_at_ms) AS hi,
@@ -203,7 +208,7 @@ export const CHUNK_SELECTION_SQL =
         ON ${sameGroup("x", "rc")} AND x.hour_start_ms > rc.h AND x.hour_start_ms <= rc.after_near
       WHERE rc.checked AND rc.after_far),
     near_counts AS MATERIALIZED (
-      SELECT n.project_id, n.session_id, n.client_name, n.h, n.before, j.value ->> 1 AS tool_name, COUNT(*) AS n
+      SELECT n.project_id, n.session_id, n.client_name, n.h, n.before, ${stateField("tool_name")} AS tool_name, COUNT(*) AS n
       FROM near_rows n, json_each(n.calls_json) AS j
       GROUP BY n.project_id, n.session_id, n.client_name, n.h, n.before, tool_name),
     spans AS MATERIALIZED (
@@ -234,7 +239,7 @@ export const CHUNK_SELECTION_SQL =
       WHERE c.k = 1 OR (rn.touched <= ?2 AND rn.spans <= ?3))
     SELECT '${CALLS_CHUNK}', json_object(
       'batches', json(COALESCE((SELECT json_group_array(batch_seq) FROM chosen), '[]')),
-      'spans', json(COALESCE((SELECT json_group_array(json_array(project_id, session_id, client_name, from_ms, to_ms))
+      'spans', json(COALESCE((SELECT json_group_array(${tupleArraySql(CHUNK_SPAN)})
         FROM spans WHERE k <= (SELECT MAX(k) FROM chosen)), '[]')),
       'calls', (SELECT COALESCE(SUM(call_count), 0) FROM chosen),
       'touched', (SELECT COALESCE(MAX(touched), 0) FROM chosen),
@@ -255,8 +260,7 @@ const CALL_COLUMNS = "project_id, session_id, client_name, tool_name, started_at
  */
 const loadedCtes = (sequence: "tool" | "session") => `${newCallsCtes(sequence === "tool" ? ALL_FIELDS : SPAN_FIELDS)},
     spans AS MATERIALIZED (
-      SELECT s.value ->> 0 AS project_id, s.value ->> 1 AS session_id, s.value ->> 2 AS client_name,
-        s.value ->> 3 AS from_ms, s.value ->> 4 AS to_ms
+      SELECT ${CHUNK_SPAN.map((name) => `${spanField(name)} AS ${name}`).join(", ")}
       FROM json_each(${chunkSql}, '$.spans') AS s),
     loaded_keys AS MATERIALIZED (
       SELECT DISTINCT cs.project_id, cs.session_id, cs.client_name, cs.hour_start_ms FROM spans p JOIN call_state cs
@@ -267,9 +271,10 @@ const loadedCtes = (sequence: "tool" | "session") => `${newCallsCtes(sequence ==
 ${sequence === "tool" ? `
     new_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, tool_name FROM new_calls WHERE ${IN_A_SESSION}),
     old_calls AS MATERIALIZED (
-      SELECT project_id, session_id, client_name, tool_name, j.value ->> 2 AS started_at_ms, j.value ->> 3 AS duration_ms,
-        (j.value ->> 4 = 'ok' AND j.value ->> 6 = 0) AS good, j.value ->> 7 AS args_hash, j.value ->> 0 AS call_seq
-      FROM (SELECT l.project_id, l.session_id, l.client_name, j.value ->> 1 AS tool_name, j.value
+      SELECT project_id, session_id, client_name, tool_name, ${stateField("started_at_ms")} AS started_at_ms,
+        ${stateField("duration_ms")} AS duration_ms, (${stateField("outcome")} = 'ok' AND ${stateField("is_empty")} = 0) AS good,
+        ${stateField("args_hash")} AS args_hash, ${stateField("call_seq")} AS call_seq
+      FROM (SELECT l.project_id, l.session_id, l.client_name, ${stateField("tool_name")} AS tool_name, j.value
         FROM loaded l, json_each(l.calls_json) AS j) AS j
       WHERE (project_id, session_id, client_name, tool_name) IN (SELECT * FROM new_tools)),
     all_calls AS (
@@ -278,8 +283,8 @@ ${sequence === "tool" ? `
       SELECT project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, (outcome = 'ok' AND is_empty = 0),
         args_hash, call_seq FROM new_calls WHERE ${IN_A_SESSION})` : `
     old_calls AS MATERIALIZED (
-      SELECT l.project_id, l.session_id, l.client_name, j.value ->> 1 AS tool_name, j.value ->> 2 AS started_at_ms,
-        j.value ->> 0 AS call_seq
+      SELECT l.project_id, l.session_id, l.client_name, ${stateField("tool_name")} AS tool_name,
+        ${stateField("started_at_ms")} AS started_at_ms, ${stateField("call_seq")} AS call_seq
       FROM loaded l, json_each(l.calls_json) AS j),
     all_calls AS (
       SELECT project_id, session_id, client_name, tool_name, started_at_ms, call_seq FROM old_calls
@@ -376,7 +381,7 @@ export const CALL_CHUNK_SQL = {
       UNION ALL
       SELECT project_id, started_at_ms, client_name, tool_name, LEAD(tool_name) OVER (${SESSION_SEQUENCE}), -1 FROM old_calls),
     pair_deltas AS (
-      SELECT project_id, ${dayStartSql("started_at_ms")} AS day_start_ms, client_name, json_array(tool_name, next_tool) AS pair, SUM(delta) AS delta
+      SELECT project_id, ${dayStartSql("started_at_ms")} AS day_start_ms, client_name, ${tupleArraySql(PAIR_KEY, { from_tool: "tool_name", to_tool: "next_tool" })} AS pair, SUM(delta) AS delta
       FROM nexts WHERE next_tool IS NOT NULL AND next_tool <> tool_name
       GROUP BY project_id, day_start_ms, client_name, tool_name, next_tool HAVING SUM(delta) <> 0)
     SELECT project_id, day_start_ms, client_name, json_group_object(pair, delta ORDER BY pair) FROM pair_deltas
@@ -414,7 +419,7 @@ export const CALL_CHUNK_SQL = {
     WITH ${newCallsCtes(BATCH_FIELDS.filter((f) => f !== "duration_bucket"))}
     SELECT project_id, session_id, client_name, ${hourStartSql("started_at_ms")} AS hour_start_ms, MAX(duration_ms),
       MIN(started_at_ms), MAX(started_at_ms), COUNT(*),
-      json_group_array(json_array(call_seq, tool_name, started_at_ms, duration_ms, outcome, response_bytes, is_empty, args_hash) ORDER BY call_seq)
+      json_group_array(${tupleArraySql(CALL_STATE_CALL)} ORDER BY call_seq)
     FROM new_calls WHERE ${IN_A_SESSION} GROUP BY project_id, session_id, client_name, hour_start_ms
     ON CONFLICT (project_id, session_id, client_name, hour_start_ms) DO UPDATE SET
       max_duration_ms = MAX(max_duration_ms, excluded.max_duration_ms), call_count = call_count + excluded.call_count,

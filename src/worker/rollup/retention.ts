@@ -16,6 +16,12 @@
 // Calls still waiting in `call_batches` are not in call_state yet, so nothing here can touch them.
 import { AGREEMENTS_WATERMARK, AS_OF, RAW_KEPT_FROM, STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
 import { DAY_MS, HOUR_MS, RETRY_WINDOW_MS, hourStartMs } from "../time.ts";
+import { CALL_STATE_CALL, tupleField } from "../db/tuples.ts";
+
+/** SQL reading a field of a `call_state` call (db/tuples.ts). */
+const stateField = (name: (typeof CALL_STATE_CALL)[number]) => tupleField(CALL_STATE_CALL, name, "j.value");
+/** A row's calls, latest first: by start, then receive order. */
+const LATEST_FIRST = `${stateField("started_at_ms")} DESC, ${stateField("call_seq")} DESC`;
 
 export const DEFAULT_RAW_RETENTION_DAYS = 30;
 /** SPEC §2.6: late payloads up to 7 days old are accepted, so raw rows stay at least 8 days. */
@@ -105,9 +111,9 @@ export const RETENTION_SQL = {
   // ever is one call per (session, client), not an hour of them.
   trimKeptCalls: `UPDATE call_state SET call_count = 1, min_started_at_ms = max_started_at_ms,
       calls_json = (SELECT json_array(json(j.value)) FROM json_each(call_state.calls_json) AS j
-        ORDER BY j.value ->> 2 DESC, j.value ->> 0 DESC LIMIT 1),
-      max_duration_ms = (SELECT j.value ->> 3 FROM json_each(call_state.calls_json) AS j
-        ORDER BY j.value ->> 2 DESC, j.value ->> 0 DESC LIMIT 1)
+        ORDER BY ${LATEST_FIRST} LIMIT 1),
+      max_duration_ms = (SELECT ${stateField("duration_ms")} FROM json_each(call_state.calls_json) AS j
+        ORDER BY ${LATEST_FIRST} LIMIT 1)
     WHERE (project_id, session_id, client_name, hour_start_ms) IN (
       SELECT project_id, session_id, client_name, hour_start_ms FROM (
         SELECT *, SUM(call_count) OVER (ROWS UNBOUNDED PRECEDING) - call_count AS calls_before FROM (

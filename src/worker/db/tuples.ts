@@ -1,0 +1,55 @@
+// The positional JSON tuples stored in D1 rows, each named once (the way the Analytics Engine layout
+// is): a stored call is an array, not an object, because D1 bills bytes stored and an array of a
+// million calls is a third of the objects' size. The writers (tupleOf, tupleArraySql) and every SQL
+// reader (tupleField) take their positions from these layouts, never from a typed number; a test
+// (test/worker/tuples.test.ts) checks that writers and readers agree and that no reader in the
+// rollup or db/ reads a stored tuple by a literal position.
+
+/** A call in a `call_batches` row's `calls_json` (ingest, db/raw-writes.ts; read by rollup/calls.ts). */
+export const CALL_BATCH_CALL = [
+  "session_id", "client_name", "tool_name", "started_at_ms", "duration_ms", "outcome", "response_bytes", "is_empty",
+  "args_hash", "duration_bucket",
+] as const;
+
+/** A call in a `call_state` row's `calls_json` (rollup/calls.ts; read by the rollup and retention). */
+export const CALL_STATE_CALL = [
+  "call_seq", "tool_name", "started_at_ms", "duration_ms", "outcome", "response_bytes", "is_empty", "args_hash",
+] as const;
+
+/** A startup as ingest hands it to the `raw_startups` insert (db/raw-writes.ts). */
+export const RAW_STARTUP = [
+  "session_id", "client_name", "sdk", "mcp_sdk_version", "transport", "protocol_version", "tools", "agree_declared",
+] as const;
+
+/** A verdict as ingest hands it to the `raw_agreements` insert (db/raw-writes.ts). */
+export const RAW_AGREEMENT = ["session_id", "field", "tool_a", "tool_b", "agreed", "checked_at_ms", "window_ms"] as const;
+
+/** A pair's key in a `pair_days` row's JSON object (migration 0019): a JSON array as text. */
+export const PAIR_KEY = ["from_tool", "to_tool"] as const;
+
+/** A span of the calls chunk, kept in its `rollup_state` row (rollup/calls.ts). */
+export const CHUNK_SPAN = ["project_id", "session_id", "client_name", "from_ms", "to_ms"] as const;
+
+export type TupleLayout = readonly string[];
+
+/** The position of `name` in `layout`. */
+export function tuplePosition<L extends TupleLayout>(layout: L, name: L[number]): number {
+  const position = layout.indexOf(name);
+  if (position < 0) throw new Error(`no field ${name} in this tuple layout`);
+  return position;
+}
+
+/** SQL reading `name` of the tuple `json` as an SQL value (`->>`), or as JSON (`->`, for nested values). */
+export function tupleField<L extends TupleLayout>(layout: L, name: L[number], json: string, as: "value" | "json" = "value"): string {
+  return `${json} ${as === "json" ? "->" : "->>"} ${tuplePosition(layout, name)}`;
+}
+
+/** SQL building the tuple from the columns (or expressions) named like its fields. */
+export function tupleArraySql<L extends TupleLayout>(layout: L, expressions: Partial<Record<L[number], string>> = {}): string {
+  return `json_array(${layout.map((name: L[number]) => expressions[name] ?? name).join(", ")})`;
+}
+
+/** The tuple of a record, in the layout's order (the JavaScript writer). */
+export function tupleOf<L extends TupleLayout>(layout: L, record: Record<L[number], unknown>): unknown[] {
+  return layout.map((name: L[number]) => record[name]);
+}
