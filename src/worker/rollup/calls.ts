@@ -46,11 +46,14 @@
 import { DAY_MS, RETRY_WINDOW_MS, dayStartSql, hourStartSql, retryGapSql } from "../time.ts";
 import { CALLS_CHUNK, CALLS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
 import { CALL_BATCH_CALL, CALL_STATE_CALL, CHUNK_SPAN, PAIR_KEY, tupleArraySql, tupleField } from "../db/tuples.ts";
+import { COUNTER_NAMES } from "../metrics/counters.ts";
 
-const COUNTERS = [
-  "calls", "ok", "empty", "bad_args", "tool_error", "crashed", "response_bytes_sum", "duration_ms_sum",
-  "retries", "first_call_attempts", "first_call_ok", "calls_without_session",
-] as const;
+/**
+ * The counter columns an hour row's change carries: the one counter list (metrics/counters.ts). The
+ * `buckets` and `changes` CTEs below compute each by name; a counter added to the list and not
+ * computed there makes every calls chunk fail at once (the rollup tests), never count silently 0.
+ */
+const COUNTERS = COUNTER_NAMES;
 
 /**
  * A call with an empty session_id has no session (SPEC §2.2): it is a chain of its own, never a
@@ -59,7 +62,6 @@ const COUNTERS = [
  */
 const IN_A_SESSION = "session_id <> ''";
 const COUNTER_COLUMNS = COUNTERS.join(", ");
-const SUM_COUNTERS = COUNTERS.map((c) => `SUM(${c})`).join(", ");
 const ADD_COUNTERS = COUNTERS.map((c) => `${c} = ${c} + excluded.${c}`).join(", ");
 
 /** The chunk `takeChunk` chose (a JSON object in rollup_state), read by every later statement of the batch. */
