@@ -312,20 +312,6 @@ CREATE TRIGGER tool_hour_metrics_change_day AFTER UPDATE ON tool_hour_metrics BE
         GROUP BY key HAVING SUM(value) <> 0));
 END;
 
-CREATE TABLE "call_batches" (
-  -- Receive order of the requests (rowid: above every batch still waiting, which is all the rollup needs).
-  batch_seq INTEGER PRIMARY KEY,
-  project_id TEXT NOT NULL,
-  received_at_ms INTEGER NOT NULL,
-  call_count INTEGER NOT NULL,
-  -- The request's Idempotency-Key or a drawn id (NULL for rows stored before 0015). No index: an
-  -- index entry is one more row written per request; the guard scans only the newest batches.
-  batch_id TEXT,
-  -- JSON array of [session_id, client_name, tool_name, started_at_ms, duration_ms, outcome,
-  -- response_bytes, is_empty, args_hash, duration_bucket] in the request's order.
-  calls_json TEXT NOT NULL
-);
-
 CREATE TABLE ingest_receipts (
   project_id TEXT NOT NULL,
   batch_id TEXT NOT NULL,
@@ -357,3 +343,26 @@ CREATE TABLE pair_days (
   pairs_json TEXT NOT NULL,
   PRIMARY KEY (project_id, day_start_ms, client_name)
 ) WITHOUT ROWID;
+
+CREATE TABLE "call_batches" (
+  -- Creation order of the rows (rowid: above every row still waiting, which is all the rollup needs).
+  batch_seq INTEGER PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  -- Receive time of the row's first and latest request.
+  received_at_ms INTEGER NOT NULL,
+  last_received_at_ms INTEGER NOT NULL DEFAULT 0,
+  -- The rollup_state `ingest_epoch` the row was opened in; NULL = closed (rows from before 0025).
+  epoch INTEGER,
+  -- Calls waiting in calls_json; 0 once the rollup has folded them in.
+  call_count INTEGER NOT NULL,
+  -- length(calls_json), kept so an append never reads the JSON to learn it.
+  chars INTEGER NOT NULL DEFAULT 0,
+  -- The batch ids (Idempotency-Key, a drawn id, or `id#n` for a queued part) of the row's requests,
+  -- each followed by a space, after a leading space: ' id1 id2 '.
+  batch_ids TEXT NOT NULL DEFAULT ' ',
+  -- JSON array of [session_id, client_name, tool_name, started_at_ms, duration_ms, outcome,
+  -- response_bytes, is_empty, args_hash, duration_bucket] in receive order.
+  calls_json TEXT NOT NULL
+);
+
+CREATE INDEX call_batches_by_project ON call_batches (project_id);
