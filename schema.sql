@@ -19,36 +19,6 @@ CREATE TABLE api_keys (
   revoked_at_ms INTEGER
 );
 
-CREATE TABLE raw_startups (
-  startup_seq INTEGER PRIMARY KEY AUTOINCREMENT,
-  project_id TEXT NOT NULL,
-  session_id TEXT NOT NULL,
-  client_name TEXT NOT NULL,
-  received_at_ms INTEGER NOT NULL,
-  sdk TEXT,
-  mcp_sdk_version TEXT,
-  transport TEXT,
-  protocol_version TEXT,
-  -- The validated tool list: JSON array of {name, schema_bytes, schema_hash, description_hash,
-  -- description_norm, policy} (absent optional fields as null).
-  tools_json TEXT NOT NULL,
-  -- JSON array of {field, tools: [names]} (empty array when not sent).
-  agree_declared_json TEXT NOT NULL
-);
-
-CREATE TABLE raw_agreements (
-  agreement_seq INTEGER PRIMARY KEY AUTOINCREMENT,
-  project_id TEXT NOT NULL,
-  session_id TEXT NOT NULL,
-  field TEXT NOT NULL,
-  tool_a TEXT NOT NULL,
-  tool_b TEXT NOT NULL,
-  agreed INTEGER NOT NULL CHECK (agreed IN (0, 1)),
-  checked_at_ms REAL NOT NULL,
-  window_ms INTEGER NOT NULL,
-  received_at_ms INTEGER NOT NULL
-);
-
 CREATE TABLE registered_tools (
   project_id TEXT NOT NULL,
   tool_name TEXT NOT NULL,
@@ -366,3 +336,33 @@ CREATE TABLE "call_batches" (
 );
 
 CREATE INDEX call_batches_by_project ON call_batches (project_id);
+
+CREATE TABLE "raw_startups" (
+  startup_seq INTEGER PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  client_name TEXT NOT NULL,
+  received_at_ms INTEGER NOT NULL,
+  sdk TEXT,
+  mcp_sdk_version TEXT,
+  transport TEXT,
+  protocol_version TEXT,
+  -- The validated tool list: JSON array of {name, schema_bytes, schema_hash, description_hash,
+  -- description_norm, policy} (absent optional fields as null).
+  tools_json TEXT NOT NULL,
+  -- JSON array of {field, tools: [names]} (empty array when not sent).
+  agree_declared_json TEXT NOT NULL
+);
+
+CREATE TABLE "raw_agreements" (
+  agreement_seq INTEGER PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  field TEXT NOT NULL,
+  tool_a TEXT NOT NULL,
+  tool_b TEXT NOT NULL,
+  agreed INTEGER NOT NULL CHECK (agreed IN (0, 1)),
+  checked_at_ms REAL NOT NULL,
+  window_ms INTEGER NOT NULL,
+  received_at_ms INTEGER NOT NULL
+);

@@ -1,12 +1,16 @@
 // A project's requests between two rollup runs share one call_batches row (migration 0025): appended
 // in receive order up to APPEND_LIMIT_CHARS, closed by the run before it takes rows, emptied when
 // folded in. Driven through the ingest write (persistBatch) and the rollup, on the real schema.
-import { env } from "cloudflare:test";
+import { createScheduledController, env } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { APPEND_LIMIT_CHARS, persistBatch, type BatchTuples } from "../../src/worker/db/raw-writes.ts";
 import { rollupCallChunk } from "../../src/worker/rollup/calls.ts";
 import { DEFAULT_ROLLUP_OPTIONS, runRollup } from "../../src/worker/rollup/index.ts";
+import worker from "../../src/worker/index.ts";
 import { resetDb, snapshot } from "./rollup/fixtures.ts";
+import { postIngest, startupPayload } from "./helpers/ingest.ts";
+import { adminHeaders, createProject } from "./helpers/projects.ts";
 
 const db = env.DB;
 const T0 = Date.UTC(2026, 10, 20, 12, 0);
@@ -75,5 +79,36 @@ describe("call_batches appends", () => {
     await runRollup(db, T0 + 600_000);
     const tools = ((await snapshot(db)).hours as { tool_name: string; calls: number }[]).map((h) => h.tool_name).sort();
     expect(tools).toEqual(["a", "b", "c"]);
+  });
+});
+
+describe("startup and verdict numbers (migration 0026)", () => {
+  const deleteProject = (id: string) => exports.default.fetch(`http://worker/v1/admin/projects/${id}`, { method: "DELETE", headers: adminHeaders() });
+  const rollup = (ms: number) => worker.scheduled!(createScheduledController({ scheduledTime: ms, cron: "*/5 * * * *" }), env);
+  const registered = async (projectId: string) =>
+    (await env.DB.prepare("SELECT tool_name FROM registered_tools WHERE project_id = ?1").bind(projectId).all<{ tool_name: string }>()).results.map((r) => r.tool_name);
+
+  it("a startup after the rows above the watermark were deleted is numbered above it and folded in", async () => {
+    const a = await createProject();
+    const b = await createProject();
+    const c = await createProject();
+    const startup = (tool: string) => ({ batch: [{ ...startupPayload(), tools: [{ name: tool, schema_bytes: 10 }] }] });
+    expect((await postIngest(startup("first"), { key: a.ingest_key })).status).toBe(202);
+    await rollup(Date.now());
+    // B's startup is numbered next and never folded in: its project is deleted with it.
+    expect((await postIngest(startup("doomed"), { key: b.ingest_key })).status).toBe(202);
+    expect((await deleteProject(b.project_id)).status).toBe(204);
+    const top = await env.DB.prepare("SELECT MAX(startup_seq) AS n FROM raw_startups").first<{ n: number }>();
+    const watermark = await env.DB.prepare("SELECT value FROM rollup_state WHERE name = 'startups_seq'").first<{ value: number }>();
+    expect(top!.n).toBe(watermark!.value);
+    await rollup(Date.now());
+    // …then every row is gone (retention, a deleted project): the next number is still above the watermark.
+    await env.DB.prepare("DELETE FROM raw_startups").run();
+    expect((await postIngest(startup("later"), { key: c.ingest_key })).status).toBe(202);
+    const seq = await env.DB.prepare("SELECT startup_seq FROM raw_startups WHERE project_id = ?1").bind(c.project_id).first<{ startup_seq: number }>();
+    expect(seq!.startup_seq).toBe(watermark!.value + 1);
+    await rollup(Date.now());
+    expect(await registered(a.project_id)).toEqual(["first"]);
+    expect(await registered(c.project_id)).toEqual(["later"]);
   });
 });
