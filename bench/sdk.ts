@@ -240,7 +240,9 @@ function printOurShare(profile: CpuProfile, calls: number): void {
     const leaf = stack[0]?.callFrame.functionName;
     if (leaf === "(idle)") return;
     total += delta;
-    let owner = "other";
+    // Garbage collection and V8's own work are theirs; "other" is Node's work no frame above claims
+    // (mostly the HTTP client reading the ingest's answers).
+    let owner = leaf?.startsWith("(") ? leaf : "other";
     for (const node of stack) {
       const found = ownerOf(node.callFrame);
       if (found !== undefined) {
@@ -257,6 +259,8 @@ function printOurShare(profile: CpuProfile, calls: number): void {
     `the SDK's share: ${((oursUs / total) * 100).toFixed(1)} % of ${(total / 1000).toFixed(0)} ms of non-idle samples after the first call, ` +
       `${perCall(oursUs)} over ${calls.toLocaleString("en")} calls (MCP SDK and Zod ${(((byOwner.get("mcp") ?? 0) / total) * 100).toFixed(1)} %)`,
   );
+  const share = (us: number) => `${((us / total) * 100).toFixed(1)} %`;
+  console.log(`  the rest: ${[...byOwner].filter(([owner]) => !owner.startsWith("src/")).sort((a, b) => b[1] - a[1]).map(([owner, us]) => `${owner} ${share(us)}`).join(", ")}`);
   for (const [module, us] of ours.sort((a, b) => b[1] - a[1]).slice(0, 10)) {
     console.log(`  ${((us / total) * 100).toFixed(1).padStart(5)} %  ${perCall(us).padStart(14)}  ${module}`);
   }
