@@ -4,7 +4,8 @@
 // bundles it once, hosts the ingest endpoint (a local HTTP server answering 202 at once, in this
 // process so its work never lands in the measured one), checks that it received every call payload,
 // and writes the bench:sdk section of docs/benchmarks.md. `-- --profile` also writes CPU profiles
-// of a watched-only and a twin-only run per major (Node 22) and prints where the time goes.
+// of a watched-only and a twin-only run per major (Node 22) and prints where the time goes: the top
+// functions, and the SDK's share of each watched run's samples by module.
 // For attribution (printed, not written): BENCH_SDK_POST=noop replaces the HTTP send by a poster
 // that answers 202 at once (the batch's JSON is still made); BENCH_SDK_NODE=20 or 22 runs one Node.
 import { spawnSync, spawn } from "node:child_process";
@@ -165,10 +166,13 @@ if (process.argv.includes("--profile")) {
   for (const major of ["1.x", "2.x"] as const) {
     for (const only of ["watched", "plain"]) {
       const dir = join(profileDir, `${major}-${only}`);
-      await runChild(node22, major, 2, CALLS, ["--cpu-prof", `--cpu-prof-dir=${dir}`], only);
+      // Every 250 µs rather than Node's 1 ms: four times the samples for the SDK's small functions.
+      const output = await runChild(node22, major, 2, CALLS, ["--cpu-prof", `--cpu-prof-dir=${dir}`, "--cpu-prof-interval=250"], only);
       const file = join(dir, readdirSync(dir)[0]!);
       console.log(`\n${major} ${only}: ${file}`);
-      printProfile(JSON.parse(readFileSync(file, "utf8")) as CpuProfile);
+      const profile = JSON.parse(readFileSync(file, "utf8")) as CpuProfile;
+      printProfile(profile);
+      if (only === "watched") printOurShare(profile, output.callsMade);
     }
   }
   endpoint.close();
@@ -176,7 +180,7 @@ if (process.argv.includes("--profile")) {
 }
 
 interface CpuProfile {
-  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
+  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; children?: number[] }[];
   samples: number[];
   timeDeltas: number[];
 }
@@ -195,6 +199,70 @@ function printProfile(profile: CpuProfile): void {
   });
   for (const [name, micros] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) {
     console.log(`${((micros / total) * 100).toFixed(1).padStart(5)} %  ${(micros / 1000).toFixed(0).padStart(6)} ms  ${name}`);
+  }
+}
+
+/**
+ * The SDK's share of a watched run: each sample goes to the nearest frame, from the leaf up, that is
+ * the SDK's (src/ in the bundle, by esbuild's `// src/…` markers), the MCP SDK's or Zod's, or the
+ * bench's own; natives and Node internals count for whoever called them (the SDK's sends, hashes
+ * and timers are the SDK's). Samples before the first watched tools/call (loading, connecting)
+ * are left out; µs per call divides by every watched call of the run, warm-up included.
+ */
+function printOurShare(profile: CpuProfile, calls: number): void {
+  const moduleAtLine: string[] = [];
+  let current = "bench";
+  readFileSync(runner, "utf8").split("\n").forEach((line, index) => {
+    const marker = /^\/\/ ((?:src|bench)\/\S+)$/.exec(line);
+    if (marker) current = marker[1]!;
+    moduleAtLine[index] = current;
+  });
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parentOf = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
+  const ownerOf = (frame: CpuProfile["nodes"][number]["callFrame"]): string | undefined => {
+    if (frame.url.endsWith("sdk-run.mjs")) {
+      const module = moduleAtLine[frame.lineNumber] ?? "bench";
+      return module.startsWith("src/") ? module : "bench";
+    }
+    if (frame.url.includes("@modelcontextprotocol") || frame.url.includes("/zod/")) return "mcp";
+    return undefined;
+  };
+  let started = false;
+  let total = 0;
+  const byOwner = new Map<string, number>();
+  profile.samples.forEach((id, index) => {
+    const stack: CpuProfile["nodes"][number][] = [];
+    for (let node = byId.get(id); node; node = byId.get(parentOf.get(node.id) ?? -1)) stack.push(node);
+    if (!started && !stack.some((node) => node.callFrame.functionName === "toolsCall")) return;
+    started = true;
+    const delta = profile.timeDeltas[index] ?? 0;
+    const leaf = stack[0]?.callFrame.functionName;
+    if (leaf === "(idle)") return;
+    total += delta;
+    // Garbage collection and V8's own work are theirs; "other" is Node's work no frame above claims
+    // (mostly the HTTP client reading the ingest's answers).
+    let owner = leaf?.startsWith("(") ? leaf : "other";
+    for (const node of stack) {
+      const found = ownerOf(node.callFrame);
+      if (found !== undefined) {
+        owner = found;
+        break;
+      }
+    }
+    byOwner.set(owner, (byOwner.get(owner) ?? 0) + delta);
+  });
+  const ours = [...byOwner].filter(([owner]) => owner.startsWith("src/"));
+  const oursUs = sum(ours.map(([, us]) => us));
+  const perCall = (us: number) => `${(us / calls).toFixed(2)} µs/call`;
+  console.log(
+    `the SDK's share: ${((oursUs / total) * 100).toFixed(1)} % of ${(total / 1000).toFixed(0)} ms of non-idle samples after the first call, ` +
+      `${perCall(oursUs)} over ${calls.toLocaleString("en")} calls (MCP SDK and Zod ${(((byOwner.get("mcp") ?? 0) / total) * 100).toFixed(1)} %)`,
+  );
+  const share = (us: number) => `${((us / total) * 100).toFixed(1)} %`;
+  console.log(`  the rest: ${[...byOwner].filter(([owner]) => !owner.startsWith("src/")).sort((a, b) => b[1] - a[1]).map(([owner, us]) => `${owner} ${share(us)}`).join(", ")}`);
+  for (const [module, us] of ours.sort((a, b) => b[1] - a[1]).slice(0, 10)) {
+    console.log(`  ${((us / total) * 100).toFixed(1).padStart(5)} %  ${perCall(us).padStart(14)}  ${module}`);
   }
 }
 

@@ -3,6 +3,7 @@
 // shared with the waiting payloads, the same Idempotency-Key on every attempt, and timers that never
 // keep the process alive. The buffer runs on a fake clock here; test/sdk/transport.test.ts sends
 // to a real local server.
+import { webcrypto } from "node:crypto";
 import { afterEach, describe, expect, test, vi } from "vitest";
 import { DEFAULT_BUFFER_TUNING, PayloadBuffer } from "../../src/sdk/buffer.ts";
 import {
@@ -10,6 +11,7 @@ import {
   newIdempotencyKey,
   outcomeOfAnswer,
   parseRetryAfter,
+  randomBase64UrlKey,
   retryDelayMs,
   type SendOutcome,
 } from "../../src/sdk/retry.ts";
@@ -57,10 +59,29 @@ describe("the schedule", () => {
     expect(retryDelayMs(5, 1_000, 0.5)).toBe(16_000);
   });
 
-  test("an Idempotency-Key per batch: 22 characters of [A-Za-z0-9_-] (SPEC §1.1: 8–64), never repeated", () => {
+  test("an Idempotency-Key per batch: a random UUID, within [A-Za-z0-9_-]{8,64} (SPEC §1.1), never repeated", () => {
     const keys = new Set(Array.from({ length: 1_000 }, () => newIdempotencyKey()));
     expect(keys.size).toBe(1_000);
-    for (const k of keys) expect(k).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    for (const k of keys) {
+      expect(k).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(k).toMatch(/^[A-Za-z0-9_-]{8,64}$/);
+    }
+  });
+
+  test("without crypto.randomUUID: 22 base64url characters of 16 random bytes, never repeated", () => {
+    vi.stubGlobal("crypto", { getRandomValues: (bytes: Uint8Array) => webcrypto.getRandomValues(bytes) });
+    try {
+      const keys = new Set(Array.from({ length: 1_000 }, () => newIdempotencyKey()));
+      expect(keys.size).toBe(1_000);
+      for (const k of keys) expect(k).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    } finally {
+      vi.unstubAllGlobals();
+    }
+  });
+
+  test("the fallback encodes every bit: all-zero and all-one bytes", () => {
+    expect(randomBase64UrlKey({ getRandomValues: (bytes) => bytes.fill(0) })).toBe("AAAAAAAAAAAAAAAAAAAAAA");
+    expect(randomBase64UrlKey({ getRandomValues: (bytes) => bytes.fill(255) })).toBe("_____________________w");
   });
 });
 

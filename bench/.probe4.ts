@@ -1,0 +1,22 @@
+import { McpServer as McpServerV1 } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
+import { InMemoryTransport as InMemoryV1 } from "@modelcontextprotocol/sdk/inMemory.js";
+import { McpServer as McpServerV2, InMemoryTransport as InMemoryV2 } from "@modelcontextprotocol/server";
+import { Client as ClientV2 } from "@modelcontextprotocol/client";
+import { z } from "zod";
+import { watch } from "../src/sdk/index.ts";
+import { setTransportOverridesForTests } from "../src/sdk/destination.ts";
+import { argumentsFor, INPUT_SHAPE, RESULT } from "./sdk-inputs.ts";
+setTransportOverridesForTests({ post: async () => 202 });
+const major = process.argv[2];
+const calls = Number(process.argv[3] ?? 3000);
+const argsList = Array.from({ length: 64 }, (_, i) => argumentsFor(i));
+const server: any = major === "1.x" ? new McpServerV1({ name: "b", version: "1" }) : new McpServerV2({ name: "b", version: "1" });
+server.registerTool("search", { description: "s", inputSchema: INPUT_SHAPE(z) }, () => RESULT);
+watch(server, { key: "mp_live_probe", endpoint: "http://127.0.0.1:9" });
+const [c, s] = (major === "1.x" ? InMemoryV1 : InMemoryV2).createLinkedPair();
+await server.connect(s);
+const client: any = major === "1.x" ? new ClientV1({ name: "c", version: "1" }) : new ClientV2({ name: "c", version: "1" });
+await client.connect(c);
+for (let i = 0; i < calls; i++) { await client.callTool({ name: "search", arguments: argsList[i & 63] }); await new Promise((r) => setImmediate(r)); }
+process.exit(0);
