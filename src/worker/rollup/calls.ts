@@ -19,9 +19,10 @@
 // them in each statement that needs them and write nothing.
 //
 // The span loaded for each cluster — a (session, client) and the UTC hour its new calls start in,
-// [lo, hi] — is every row from the hour of lo − 2 × reach − 60 s to the hour of hi + 2 × reach + 60 s,
-// where reach is the longest duration among the new calls and the rows that can hold those
-// neighbours (two days before, a day after: a call lasts at most a day, SPEC §1.2). A new call can change the retry flag of its successor n
+// [lo, hi] — is every row from the hour of lo − 2 × (reach + 30 s) to the hour of hi + 2 × (reach + 30 s)
+// (FLAG_REACHES retry reaches, retry-rule.ts), where reach is the longest duration among the new
+// calls and the rows that can hold those neighbours (DURATIONS_BEFORE_MS, DURATIONS_AFTER_MS: a call
+// lasts at most a day, SPEC §1.2). A new call can change the retry flag of its successor n
 // only if n starts within reach + 30 s of hi, and n's first-call success then depends on whether
 // n's own successor retries it, which starts within another reach + 30 s; the same before lo for
 // the predecessor p and its predecessor. Nothing further out can change a figure. When day-long calls make that a day of a dense session, a side stops
@@ -43,7 +44,8 @@
 // (idempotent), and a chunk is applied exactly once or not at all. Unlike re-aggregating whole
 // hours, the cost follows the new calls and their neighbourhood, not the history, and counters
 // never need rows that retention deleted.
-import { DAY_MS, RETRY_WINDOW_MS, dayStartSql, hourStartSql, retryGapSql } from "../time.ts";
+import { dayStartSql, hourStartSql } from "../time.ts";
+import { MAX_RETRY_REACH_MS, flagReachSql, isRetryOfSql } from "../retry-rule.ts";
 import { CALLS_CHUNK, CALLS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
 import { CALL_BATCH_CALL, CALL_STATE_CALL, CHUNK_SPAN, PAIR_KEY, tupleArraySql, tupleField } from "../db/tuples.ts";
 import { COUNTER_NAMES } from "../metrics/counters.ts";
@@ -123,6 +125,15 @@ const shortSideSql = (before: 0 | 1) => `EXISTS (SELECT 1 FROM cluster_tools t
         WHERE ${sameGroup("t", "rc")} AND t.h = rc.h AND COALESCE(c.n, 0) < 2)`;
 
 /**
+ * Whose durations set a cluster's reach (the longest duration among its new calls and these rows'):
+ * a new call's predecessor and that one's predecessor start at most one retry reach each before it,
+ * so their rows are within two longest reaches before the cluster; its successor, whose own
+ * successor decides its first-call success, within one after it (retry-rule.ts).
+ */
+export const DURATIONS_BEFORE_MS = 2 * MAX_RETRY_REACH_MS;
+export const DURATIONS_AFTER_MS = MAX_RETRY_REACH_MS;
+
+/**
  * How many of the oldest waiting requests take turns (their small columns only are read): a
  * project's backlog longer than this hides newer requests of the others until it shrinks.
  */
@@ -145,7 +156,7 @@ export const CHUNK_SELECTION_SQL =
    * rollup always advances.
    *
    * Spans: per cluster (project, session, client, UTC hour of the new calls) the state rows the
-   * flags need (see the file header): the time reach (lo − 2 reach − 60 s to hi + 2 reach + 60 s), or,
+   * flags need (see the file header): the time reach (lo − 2 (reach + 30 s) to hi + 2 (reach + 30 s)), or,
    * when that holds more rows than the nearest ones within ?4 calls on a side and each tool of the
    * cluster has at least 2 old calls in those near rows, only those (the tool's predecessor and its
    * predecessor are then loaded, and every call between them and the new ones: the flags that can
@@ -177,15 +188,15 @@ export const CHUNK_SELECTION_SQL =
       FROM cand_calls WHERE ${IN_A_SESSION} GROUP BY project_id, session_id, client_name, h),
     cluster_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, h, tool_name FROM cand_calls WHERE ${IN_A_SESSION}),
     reach_of AS MATERIALIZED (
-      SELECT cl.*, ${hourStartSql(`cl.lo - 2 * cl.reach - ${2 * RETRY_WINDOW_MS}`)} AS wide_from,
-        ${hourStartSql(`cl.hi + 2 * cl.reach + ${2 * RETRY_WINDOW_MS}`)} AS wide_to,
+      SELECT cl.*, ${hourStartSql(`cl.lo - ${flagReachSql("cl.reach")}`)} AS wide_from,
+        ${hourStartSql(`cl.hi + ${flagReachSql("cl.reach")}`)} AS wide_to,
         ${nearestRowSql("before")} AS before1, ${nearestRowSql("after")} AS after1,
         (SELECT x.min_started_at_ms <= cl.lo FROM call_state x WHERE ${sameGroup("x", "cl")} AND x.hour_start_ms = cl.h) AS own_before,
         (SELECT x.max_started_at_ms > cl.hi FROM call_state x WHERE ${sameGroup("x", "cl")} AND x.hour_start_ms = cl.h) AS own_after
       FROM (
         SELECT c.*, MAX(c.dur, COALESCE((SELECT MAX(cs.max_duration_ms) FROM call_state cs WHERE ${sameGroup("cs", "c")}
-          AND cs.hour_start_ms >= ${hourStartSql(`c.lo - ${2 * DAY_MS + 2 * RETRY_WINDOW_MS}`)}
-          AND cs.hour_start_ms <= c.hi + ${DAY_MS + 2 * RETRY_WINDOW_MS}), 0)) AS reach
+          AND cs.hour_start_ms >= ${hourStartSql(`c.lo - ${DURATIONS_BEFORE_MS}`)}
+          AND cs.hour_start_ms <= c.hi + ${DURATIONS_AFTER_MS}), 0)) AS reach
         FROM clusters c) AS cl),
     nears AS MATERIALIZED (
       SELECT cl.*, ${nearWindowSql("before", "MIN(hour_start_ms)")} AS before_near, ${nearWindowSql("before", "MAX(running)")} AS before_near_calls,
@@ -296,6 +307,12 @@ ${sequence === "tool" ? `
 const TOOL_SEQUENCE = "PARTITION BY project_id, session_id, client_name, tool_name ORDER BY started_at_ms, call_seq";
 const SESSION_SEQUENCE = "PARTITION BY project_id, session_id, client_name ORDER BY started_at_ms, call_seq";
 
+/** SPEC §2.2 flags of a call from its LAG (`p_…`) and LEAD (`n_…`) neighbours in its tool sequence (retry-rule.ts). */
+export const IS_RETRY_SQL = isRetryOfSql(
+  { startedAt: "p_started_at_ms", duration: "p_duration_ms", argsHash: "p_args_hash" }, { startedAt: "started_at_ms", argsHash: "args_hash" });
+export const WAS_RETRIED_SQL = isRetryOfSql(
+  { startedAt: "started_at_ms", duration: "duration_ms", argsHash: "args_hash" }, { startedAt: "n_started_at_ms", argsHash: "n_args_hash" });
+
 /**
  * SPEC §2.2 contributions of every call of `calls` (a CTE name) to the hour rows, times `sign`
  * (+1 with the chunk, −1 without it): a call is a retry when its predecessor ended 0–30 s before it
@@ -308,8 +325,7 @@ const retryContributions = (calls: string, sign: 1 | -1) => `SELECT project_id, 
         ${sign} * SUM((1 - is_retry) * good * (1 - was_retried)) AS first_call_ok
       FROM (
         SELECT project_id, ${hourStartSql("started_at_ms")} AS hour_start_ms, tool_name, client_name, good,
-          COALESCE((${retryGapSql("p_started_at_ms", "p_duration_ms", "started_at_ms")}) AND p_args_hash <> args_hash, 0) AS is_retry,
-          COALESCE((${retryGapSql("started_at_ms", "duration_ms", "n_started_at_ms")}) AND n_args_hash <> args_hash, 0) AS was_retried
+          COALESCE(${IS_RETRY_SQL}, 0) AS is_retry, COALESCE(${WAS_RETRIED_SQL}, 0) AS was_retried
         FROM (SELECT ${CALL_COLUMNS}, LAG(started_at_ms) OVER w AS p_started_at_ms, LAG(duration_ms) OVER w AS p_duration_ms,
             LAG(args_hash) OVER w AS p_args_hash, LEAD(started_at_ms) OVER w AS n_started_at_ms, LEAD(args_hash) OVER w AS n_args_hash
           FROM ${calls} WINDOW w AS (${TOOL_SEQUENCE})))
