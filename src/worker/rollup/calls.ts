@@ -49,6 +49,7 @@ import { MAX_RETRY_REACH_MS, flagReachSql, isRetryOfSql } from "../retry-rule.ts
 import { CALLS_CHUNK, CALLS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
 import { CALL_BATCH_CALL, CALL_STATE_CALL, CHUNK_SPAN, PAIR_KEY, tupleArraySql, tupleField } from "../db/tuples.ts";
 import { COUNTER_NAMES } from "../metrics/counters.ts";
+import { RECOMPUTING_PROJECTS_SQL } from "../db/recomputes.ts";
 
 /**
  * The counter columns an hour row's change carries: the one counter list (metrics/counters.ts). The
@@ -134,6 +135,12 @@ export const DURATIONS_BEFORE_MS = 2 * MAX_RETRY_REACH_MS;
 export const DURATIONS_AFTER_MS = MAX_RETRY_REACH_MS;
 
 /**
+ * Requests of a project whose counters are being recomputed wait (recompute.ts): nothing may change
+ * its raw calls or counters under the recompute; they are folded in once it is done.
+ */
+export const NOT_RECOMPUTING = `project_id NOT IN ${RECOMPUTING_PROJECTS_SQL}`;
+
+/**
  * How many of the oldest waiting requests take turns (their small columns only are read): a
  * project's backlog longer than this hides newer requests of the others until it shrinks.
  */
@@ -144,7 +151,8 @@ export const CHUNK_SELECTION_SQL =
    * Chooses the chunk and writes it to rollup_state (`calls_chunk`: the requests, the state rows to
    * load around them, the estimate) for the statements after it; returns it as the chunk's report.
    *
-   * Order (one project never holds up the others): the oldest TURN_WINDOW_REQUESTS waiting requests, taken by turns —
+   * Order (one project never holds up the others): the oldest TURN_WINDOW_REQUESTS waiting requests (of projects not
+   * being recomputed), taken by turns —
    * every project's oldest request first, then every project's second, and so on — the project
    * that led the previous chunk (its `leader`, kept in the same row across runs) last within a turn. A project's own requests keep their
    * receive order, which is all the SPEC §2.2 tie-break compares (calls of one session).
@@ -170,7 +178,7 @@ export const CHUNK_SELECTION_SQL =
   `INSERT INTO rollup_state (name, value)
     WITH pending AS MATERIALIZED (
       SELECT batch_seq, project_id, call_count, ROW_NUMBER() OVER (PARTITION BY project_id ORDER BY batch_seq) AS turn
-      FROM (SELECT batch_seq, project_id, call_count FROM call_batches ORDER BY batch_seq LIMIT ${TURN_WINDOW_REQUESTS})),
+      FROM (SELECT batch_seq, project_id, call_count FROM call_batches WHERE ${NOT_RECOMPUTING} ORDER BY batch_seq LIMIT ${TURN_WINDOW_REQUESTS})),
     ordered AS MATERIALIZED (
       SELECT batch_seq, project_id, call_count, ROW_NUMBER() OVER w AS k, SUM(call_count) OVER w - call_count AS calls_before
       FROM pending WINDOW w AS (ORDER BY turn, project_id IS (${chunkSql} ->> '$.leader'), batch_seq ROWS UNBOUNDED PRECEDING)),
@@ -256,14 +264,14 @@ export const CHUNK_SELECTION_SQL =
         FROM spans WHERE k <= (SELECT MAX(k) FROM chosen)), '[]')),
       'calls', (SELECT COALESCE(SUM(call_count), 0) FROM chosen),
       'touched', (SELECT COALESCE(MAX(touched), 0) FROM chosen),
-      'more', (SELECT COUNT(*) FROM call_batches) > (SELECT COUNT(*) FROM chosen),
+      'more', (SELECT COUNT(*) FROM call_batches WHERE ${NOT_RECOMPUTING}) > (SELECT COUNT(*) FROM chosen),
       'leader', (SELECT project_id FROM chosen WHERE k = 1))
     WHERE true
     ON CONFLICT (name) DO UPDATE SET value = excluded.value
     RETURNING value`;
 
 /** Columns of a call as the flag CTEs use it; `good` = ok and not empty (SPEC §2.2 first-call success). */
-const CALL_COLUMNS = "project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, good, args_hash, call_seq";
+export const CALL_COLUMNS = "project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, good, args_hash, call_seq";
 
 /**
  * `loaded`: the state rows of the chunk's spans (a row in several spans once), for the retry flags
@@ -305,7 +313,7 @@ ${sequence === "tool" ? `
       SELECT project_id, session_id, client_name, tool_name, started_at_ms, call_seq FROM new_calls WHERE ${IN_A_SESSION})`}`;
 
 const TOOL_SEQUENCE = "PARTITION BY project_id, session_id, client_name, tool_name ORDER BY started_at_ms, call_seq";
-const SESSION_SEQUENCE = "PARTITION BY project_id, session_id, client_name ORDER BY started_at_ms, call_seq";
+export const SESSION_SEQUENCE = "PARTITION BY project_id, session_id, client_name ORDER BY started_at_ms, call_seq";
 
 /** SPEC §2.2 flags of a call from its LAG (`p_…`) and LEAD (`n_…`) neighbours in its tool sequence (retry-rule.ts). */
 export const IS_RETRY_SQL = isRetryOfSql(
@@ -323,13 +331,19 @@ export const WAS_RETRIED_SQL = isRetryOfSql(
 const retryContributions = (calls: string, sign: 1 | -1) => `SELECT project_id, hour_start_ms, tool_name, client_name,
         ${sign} * SUM(is_retry) AS retries, ${sign} * SUM(1 - is_retry) AS first_call_attempts,
         ${sign} * SUM((1 - is_retry) * good * (1 - was_retried)) AS first_call_ok
-      FROM (
-        SELECT project_id, ${hourStartSql("started_at_ms")} AS hour_start_ms, tool_name, client_name, good,
-          COALESCE(${IS_RETRY_SQL}, 0) AS is_retry, COALESCE(${WAS_RETRIED_SQL}, 0) AS was_retried
+      FROM (${callFlagsSql(calls)})
+      GROUP BY project_id, hour_start_ms, tool_name, client_name`;
+
+/**
+ * Every call of `calls` (a CTE with CALL_COLUMNS) with its hour and its SPEC §2.2 flags
+ * (`is_retry`, `was_retried`: 0 or 1), from its neighbours in its (session, client, tool) sequence.
+ * The rollup and the recompute (recompute.ts) both derive the flags here.
+ */
+export const callFlagsSql = (calls: string) => `SELECT project_id, ${hourStartSql("started_at_ms")} AS hour_start_ms, tool_name, client_name,
+          started_at_ms, good, COALESCE(${IS_RETRY_SQL}, 0) AS is_retry, COALESCE(${WAS_RETRIED_SQL}, 0) AS was_retried
         FROM (SELECT ${CALL_COLUMNS}, LAG(started_at_ms) OVER w AS p_started_at_ms, LAG(duration_ms) OVER w AS p_duration_ms,
             LAG(args_hash) OVER w AS p_args_hash, LEAD(started_at_ms) OVER w AS n_started_at_ms, LEAD(args_hash) OVER w AS n_args_hash
-          FROM ${calls} WINDOW w AS (${TOOL_SEQUENCE})))
-      GROUP BY project_id, hour_start_ms, tool_name, client_name`;
+          FROM ${calls} WINDOW w AS (${TOOL_SEQUENCE}))`;
 
 /** Two sparse JSON histograms {"<bucket>": count} added key by key, keys in bucket order. */
 const mergeHistograms = (stored: string, added: string) => `CASE WHEN ${added} = '{}' THEN ${stored} ELSE (
