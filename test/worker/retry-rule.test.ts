@@ -1,6 +1,7 @@
 // The retry rule's one definition (src/worker/retry-rule.ts): pinned to SPEC §2.2's edges, its SQL
 // evaluated in D1 against its JavaScript, the rollup's statements built from its fragments, and every
-// margin that follows from it (the span reach, retention's cutoff, the final days) checked against the rule itself — so a margin typed by hand, or an SQL fragment edited
+// margin that follows from it (the span reach, retention's cutoff, the final days, the recompute's
+// frozen days) checked against the rule itself — so a margin typed by hand, or an SQL fragment edited
 // apart from the definition, fails here.
 import { env } from "cloudflare:test";
 import fc from "fast-check";
@@ -14,6 +15,7 @@ import {
 } from "../../src/worker/retry-rule.ts";
 import { CALL_CHUNK_SQL, CHUNK_SELECTION_SQL, DURATIONS_AFTER_MS, DURATIONS_BEFORE_MS, IS_RETRY_SQL, WAS_RETRIED_SQL } from "../../src/worker/rollup/calls.ts";
 import { NEEDED_BY_LATE_CALLS_MS } from "../../src/worker/rollup/retention.ts";
+import { RECOMPUTE_LOOKBACK_MS, RECOMPUTE_SQL, recomputeFromMs } from "../../src/worker/rollup/recompute.ts";
 import { DAY_MS, HOUR_MS } from "../../src/worker/time.ts";
 
 const T = Date.UTC(2026, 10, 20, 10);
@@ -92,9 +94,11 @@ describe("the SQL of the rule", () => {
     expect(CALL_CHUNK_SQL.applyHourDeltas).toContain(WAS_RETRIED_SQL);
     expect(CHUNK_SELECTION_SQL).toContain(`cl.lo - ${flagReachSql("cl.reach")}`);
     expect(CHUNK_SELECTION_SQL).toContain(`cl.hi + ${flagReachSql("cl.reach")}`);
+    expect(RECOMPUTE_SQL.countHours).toContain(IS_RETRY_SQL);
+    expect(RECOMPUTE_SQL.countHours).toContain(WAS_RETRIED_SQL);
     // With the generated fragments taken out, no statement holds the window (in ms or µs) of its own.
     const fragments = [IS_RETRY_SQL, WAS_RETRIED_SQL, flagReachSql("cl.reach")];
-    for (const sql of [CHUNK_SELECTION_SQL, ...Object.values(CALL_CHUNK_SQL)]) {
+    for (const sql of [CHUNK_SELECTION_SQL, ...Object.values(CALL_CHUNK_SQL), ...Object.values(RECOMPUTE_SQL)]) {
       const rest = fragments.reduce((s, f) => s.split(f).join(""), sql);
       expect(rest).not.toMatch(new RegExp(`\\b(${RETRY_WINDOW_MS}|${RETRY_WINDOW_MS * 1000})\\b`));
     }
@@ -147,5 +151,14 @@ describe("every margin follows from the rule", () => {
 
   it("a day is final once no accepted call can still retry into it, and an hour for clocks", () => {
     expect(FINAL_AFTER_MS - HOUR_MS).toBe(MAX_PAST_MS + farthest);
+  });
+
+  it("the recompute reads back one farthest retry before its first day and freezes the days before", () => {
+    expect(RECOMPUTE_LOOKBACK_MS).toBe(farthest);
+    const kept = Date.UTC(2026, 10, 1, 4);
+    const from = recomputeFromMs(kept);
+    expect(from % DAY_MS).toBe(0);
+    expect(from - RECOMPUTE_LOOKBACK_MS).toBeGreaterThanOrEqual(kept);
+    expect(from - DAY_MS - RECOMPUTE_LOOKBACK_MS).toBeLessThan(kept);
   });
 });

@@ -116,7 +116,7 @@ export const RECOMPUTE_SQL = {
         chosen AS MATERIALIZED (SELECT * FROM running WHERE k = 1 OR running <= ?3)
         SELECT CASE WHEN COUNT(*) = 0 THEN json_object('kind', 'counted') ELSE json_object('kind', 'counting',
             'groups', json_group_array(json_array(session_id, client_name)), 'calls', SUM(calls),
-            'last', (SELECT json_array(session_id, client_name) FROM chosen ORDER BY k DESC LIMIT 1)) END
+            'last', json((SELECT json_array(session_id, client_name) FROM chosen ORDER BY k DESC LIMIT 1))) END
         FROM chosen)
       WHEN state = 'hours' THEN (
         WITH ${OWN_ROW},
@@ -125,8 +125,8 @@ export const RECOMPUTE_SQL = {
           WHERE m.project_id = ?1 AND m.hour_start_ms >= own.from_ms AND ${afterSql(qualified("m", HOUR_KEY), "own.cursor")}
           ORDER BY m.hour_start_ms, m.tool_name, m.client_name LIMIT ?3)
         SELECT CASE WHEN COUNT(*) = 0 THEN json_object('kind', 'hours_done') ELSE json_object('kind', 'hours', 'rows', COUNT(*),
-            'last', (SELECT json_array(hour_start_ms, tool_name, client_name) FROM keys
-              ORDER BY hour_start_ms DESC, tool_name DESC, client_name DESC LIMIT 1)) END
+            'last', json((SELECT json_array(hour_start_ms, tool_name, client_name) FROM keys
+              ORDER BY hour_start_ms DESC, tool_name DESC, client_name DESC LIMIT 1))) END
         FROM keys)
       WHEN state = 'pairs' THEN (
         WITH ${OWN_ROW},
@@ -139,7 +139,7 @@ export const RECOMPUTE_SQL = {
             WHERE s.project_id = ?1 AND ${afterSql(qualified("s", PAIR_DAY_KEY), "own.cursor")})
           ORDER BY day_start_ms, client_name LIMIT ?3)
         SELECT CASE WHEN COUNT(*) = 0 THEN json_object('kind', 'pairs_done') ELSE json_object('kind', 'pairs', 'keys', COUNT(*),
-            'last', (SELECT json_array(day_start_ms, client_name) FROM keys ORDER BY day_start_ms DESC, client_name DESC LIMIT 1)) END
+            'last', json((SELECT json_array(day_start_ms, client_name) FROM keys ORDER BY day_start_ms DESC, client_name DESC LIMIT 1))) END
         FROM keys)
       ELSE json_object('kind', 'none') END
     WHERE project_id = ?1
