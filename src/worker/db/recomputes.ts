@@ -26,6 +26,19 @@ export interface RecomputeRow {
   finished_at_ms: number | null;
 }
 
+/** A recompute asked for again starts from its beginning. */
+const START_AGAIN = `ON CONFLICT (project_id) DO UPDATE SET requested_at_ms = excluded.requested_at_ms, state = 'clearing',
+  kept_from_ms = NULL, from_ms = NULL, cursor = '[]', step = NULL, steps = 0, sessions = 0, calls = 0,
+  hour_rows = 0, pair_rows = 0, finished_at_ms = NULL`;
+
+/**
+ * The recompute mark, for a migration that changes a rule the recompute applies: every project is
+ * recomputed by the next rollup runs (one under way starts again). docs/migrations.md quotes it.
+ */
+export const RECOMPUTE_MARK_SQL = `INSERT INTO recomputes (project_id, requested_at_ms, state)
+SELECT project_id, 0, 'clearing' FROM projects WHERE true
+${START_AGAIN};`;
+
 /**
  * Asks for a recompute of a project: a new one, or again after one that is done. Returns false when
  * one is already under way (it is left as it is).
@@ -34,9 +47,7 @@ export async function requestRecompute(db: D1Database, projectId: string, nowMs:
   const result = await db
     .prepare(
       `INSERT INTO recomputes (project_id, requested_at_ms, state) VALUES (?1, ?2, 'clearing')
-       ON CONFLICT (project_id) DO UPDATE SET requested_at_ms = excluded.requested_at_ms, state = 'clearing',
-         kept_from_ms = NULL, from_ms = NULL, cursor = '[]', step = NULL, steps = 0, sessions = 0, calls = 0,
-         hour_rows = 0, pair_rows = 0, finished_at_ms = NULL
+       ${START_AGAIN}
        WHERE recomputes.state = 'done'`,
     )
     .bind(projectId, nowMs)

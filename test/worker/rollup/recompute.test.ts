@@ -1,3 +1,4 @@
+/// <reference types="vite/client" />
 // Recomputing a project's counters from its raw calls (src/worker/rollup/recompute.ts): after the
 // stored chain figures and pairs are damaged, a recompute gives back exactly what the rollup had
 // computed (and the reference computes), in bounded steps, without touching another project, with
@@ -6,7 +7,8 @@ import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import fc from "fast-check";
 import { beforeEach, describe, expect, it } from "vitest";
-import { readRecompute, requestRecompute } from "../../../src/worker/db/recomputes.ts";
+import migrationsDoc from "../../../docs/migrations.md?raw";
+import { RECOMPUTE_MARK_SQL, readRecompute, requestRecompute } from "../../../src/worker/db/recomputes.ts";
 import { retentionCutoffMs, runRetention, runRollup, type RollupOptions } from "../../../src/worker/rollup/index.ts";
 import { recomputeFromMs, runRecomputeStep } from "../../../src/worker/rollup/recompute.ts";
 import { DAY_MS, HOUR_MS } from "../../../src/worker/time.ts";
@@ -122,6 +124,24 @@ describe("a recompute gives back what the raw calls say", () => {
     expect(await countingSteps(8)).toBe(2); // just under: the third sequence waits
     expect(await countingSteps(6)).toBe(2);
     expect(await countingSteps(2)).toBe(3); // under one sequence: each alone (the first is always taken)
+  });
+});
+
+describe("the recompute mark", () => {
+  it("recomputes every project at the next runs, as docs/migrations.md shows it", async () => {
+    const list = [0, 1, 2].flatMap((i) => ["p1", "p2"].map((p) => call({ project_id: p, started_at_ms: T0 + i * 2_000, args_hash: `h${i}` })));
+    await deliver(db, calls(list), T0 + HOUR_MS);
+    await runRollup(db, T0 + HOUR_MS + 1);
+    const original = await snapshot(db);
+    await damage("p1");
+    await damage("p2");
+    await requestRecompute(db, "p2", T0);
+    await db.prepare(RECOMPUTE_MARK_SQL).run();
+    expect((await db.prepare("SELECT project_id, state FROM recomputes ORDER BY project_id").all()).results)
+      .toEqual([{ project_id: "p1", state: "clearing" }, { project_id: "p2", state: "clearing" }]);
+    await rollupUntilDone(T0 + HOUR_MS, BOUNDS);
+    expect(await snapshot(db)).toEqual(original);
+    expect(migrationsDoc.replace(/\r/g, "")).toContain(RECOMPUTE_MARK_SQL);
   });
 });
 
