@@ -13,7 +13,7 @@ import { retentionCutoffMs, runRetention, runRollup, type RollupOptions } from "
 import { recomputeFromMs, runRecomputeStep } from "../../../src/worker/rollup/recompute.ts";
 import { DAY_MS, HOUR_MS } from "../../../src/worker/time.ts";
 import { adminHeaders } from "../helpers/projects.ts";
-import { call, calls, deliver, resetDb, snapshot, type RollupSnapshot, type TestCall } from "./fixtures.ts";
+import { call, calls, deliver, faultyDb, resetDb, snapshot, type RollupSnapshot, type TestCall } from "./fixtures.ts";
 import { referenceRollup, type Received } from "./reference.ts";
 import { buildPayloads, deliverRandomly, emptyReceived, rollupOptionsArb, rollupUntilCaughtUp, workloadArb } from "./workloads.ts";
 
@@ -105,6 +105,37 @@ describe("a recompute gives back what the raw calls say", () => {
     expect(kinds.filter((k) => k === "counting")).toHaveLength(3);
     expect(kinds.filter((k) => k === "hours")).toHaveLength(3);
     expect(kinds.at(-1)).toBe("pairs_done");
+    expect(await snapshot(db)).toEqual(original);
+  });
+
+  it("reads and writes within a fixed multiple of its bounds, whatever the size of another project", async () => {
+    for (const [project, sessions] of [["p1", 40], ["p2", 400]] as const) {
+      const list: TestCall[] = [];
+      for (let s = 0; s < sessions; s++) {
+        for (let i = 0; i < 25; i++) {
+          list.push(call({ project_id: project, session_id: `s${s}`, tool_name: ["a", "b", "c"][i % 3]!, client_name: `c${s % 3}`,
+            started_at_ms: T0 + s * 600_000 + i * 7_000, duration_ms: 2_000, args_hash: `h${i % 4}` }));
+        }
+      }
+      for (let k = 0; k < list.length; k += 1_000) await deliver(db, calls(list.slice(k, k + 1_000)), T0 + 3 * DAY_MS);
+      await runRollup(db, T0 + 3 * DAY_MS + 1, { maxQueries: 1_000 });
+    }
+    const original = await snapshot(db);
+    await damage("p1");
+    await requestRecompute(db, "p1", T0);
+    const bounds = { recomputeCalls: 200, recomputeRows: 50, recomputeSequences: 100 };
+    const metered = faultyDb(db);
+    for (;;) {
+      const before = metered.calls.length;
+      const r = await runRecomputeStep(metered.db, T0, bounds);
+      if (r === null) break;
+      const bound = r.kind === "counting" ? bounds.recomputeCalls : bounds.recomputeRows;
+      for (const s of metered.calls.slice(before).flatMap((c) => c.statements)) {
+        // p2 alone holds 10,000 calls and 600 hour rows: a statement that read them would be over.
+        expect(s.rows_read, `${r.kind}: ${s.sql.slice(0, 60)}`).toBeLessThanOrEqual(16 * bound + 200);
+        expect(s.rows_written, `${r.kind}: ${s.sql.slice(0, 60)}`).toBeLessThanOrEqual(2 * bound + 1);
+      }
+    }
     expect(await snapshot(db)).toEqual(original);
   });
 
