@@ -38,7 +38,9 @@
 import { dayStartSql, DAY_MS, hourStartSql } from "../time.ts";
 import { MAX_RETRY_REACH_MS } from "../retry-rule.ts";
 import { RAW_KEPT_FROM, stateValueSql } from "../db/rollup-state.ts";
-import { CALL_STATE_CALL, PAIR_KEY, tupleArraySql, tupleField } from "../db/tuples.ts";
+import {
+  CALL_STATE_CALL, HOUR_ROW_KEY, PAIR_DAY_KEY, PAIR_KEY, RECOMPUTE_SEQUENCE, tupleArraySql, tupleField, type TupleLayout,
+} from "../db/tuples.ts";
 import type { RecomputeState } from "../db/recomputes.ts";
 import { CALL_COLUMNS, SESSION_SEQUENCE, callFlagsSql } from "./calls.ts";
 
@@ -63,24 +65,24 @@ const stepCte = (kinds: string[]) => `st AS MATERIALIZED (
       SELECT step ->> '$.kind' AS kind, step, from_ms, cursor, step -> '$.last' AS last FROM recomputes
       WHERE project_id = ?1 AND step ->> '$.kind' IN (${kinds.map((k) => `'${k}'`).join(", ")}))`;
 
-/** `columns` (a row value) after the cursor `cursor` (a JSON array; '[]' = from the start). */
-const afterSql = (columns: string[], cursor: string) =>
-  `(${cursor} = '[]' OR (${columns.join(", ")}) > (${columns.map((_, i) => `${cursor} ->> ${i}`).join(", ")}))`;
-/** `columns` at or before the JSON array `last`. */
-const upToSql = (columns: string[], last: string) => `(${columns.join(", ")}) <= (${columns.map((_, i) => `${last} ->> ${i}`).join(", ")})`;
-/** The step's range of keys: after its cursor, up to its last key. */
-const inStepSql = (columns: string[]) => `${afterSql(columns, "st.cursor")} AND ${upToSql(columns, "st.last")}`;
-
-const HOUR_KEY = ["hour_start_ms", "tool_name", "client_name"];
-const PAIR_DAY_KEY = ["day_start_ms", "client_name"];
-const qualified = (alias: string, columns: string[]) => columns.map((c) => `${alias}.${c}`);
+/** The key `layout` of the row `alias` as a row value. */
+const keyOf = (layout: TupleLayout, alias: string) => `(${layout.map((c) => `${alias}.${c}`).join(", ")})`;
+/** The tuple `json` of `layout` as a row value. */
+const keyIn = (layout: TupleLayout, json: string) => `(${layout.map((c) => tupleField(layout, c, json)).join(", ")})`;
+/** The row `alias` after the cursor `cursor` (a tuple of `layout`; '[]' = from the start). */
+const afterSql = (layout: TupleLayout, alias: string, cursor: string) => `(${cursor} = '[]' OR ${keyOf(layout, alias)} > ${keyIn(layout, cursor)})`;
+/** The row `alias` in the step's range: after its cursor, up to its last key. */
+const inStepSql = (layout: TupleLayout, alias: string) =>
+  `${afterSql(layout, alias, "st.cursor")} AND ${keyOf(layout, alias)} <= ${keyIn(layout, "st.last")}`;
 
 /** The recompute's own row, read without correlation inside the choice. */
 const OWN_ROW = `own AS MATERIALIZED (SELECT cursor, from_ms FROM recomputes WHERE project_id = ?1)`;
 
 /** The session calls of the counted sequences: every call_state row from the lookback on. */
 const countedCallsCtes = (kinds: string) => `${stepCte([kinds])},
-    sequences AS MATERIALIZED (SELECT g.value ->> 0 AS session_id, g.value ->> 1 AS client_name FROM st, json_each(st.step, '$.groups') AS g),
+    sequences AS MATERIALIZED (
+      SELECT ${RECOMPUTE_SEQUENCE.map((c) => `${tupleField(RECOMPUTE_SEQUENCE, c, "g.value")} AS ${c}`).join(", ")}
+      FROM st, json_each(st.step, '$.groups') AS g),
     calls AS MATERIALIZED (
       SELECT x.project_id, x.session_id, x.client_name, ${stateField("tool_name")} AS tool_name,
         ${stateField("started_at_ms")} AS started_at_ms, ${stateField("duration_ms")} AS duration_ms,
@@ -108,24 +110,24 @@ export const RECOMPUTE_SQL = {
         sequences AS MATERIALIZED (
           SELECT x.session_id, x.client_name, SUM(x.call_count) AS calls FROM own, call_state x
           WHERE x.project_id = ?1 AND x.hour_start_ms >= ${hourStartSql(`own.from_ms - ${RECOMPUTE_LOOKBACK_MS}`)}
-            AND ${afterSql(["x.session_id", "x.client_name"], "own.cursor")}
+            AND ${afterSql(RECOMPUTE_SEQUENCE, "x", "own.cursor")}
           GROUP BY x.session_id, x.client_name ORDER BY x.session_id, x.client_name LIMIT ?4),
         running AS MATERIALIZED (
           SELECT session_id, client_name, calls, ROW_NUMBER() OVER w AS k, SUM(calls) OVER w AS running
           FROM sequences WINDOW w AS (ORDER BY session_id, client_name ROWS UNBOUNDED PRECEDING)),
         chosen AS MATERIALIZED (SELECT * FROM running WHERE k = 1 OR running <= ?3)
         SELECT CASE WHEN COUNT(*) = 0 THEN json_object('kind', 'counted') ELSE json_object('kind', 'counting',
-            'groups', json_group_array(json_array(session_id, client_name)), 'calls', SUM(calls),
-            'last', json((SELECT json_array(session_id, client_name) FROM chosen ORDER BY k DESC LIMIT 1))) END
+            'groups', json_group_array(${tupleArraySql(RECOMPUTE_SEQUENCE)}), 'calls', SUM(calls),
+            'last', json((SELECT ${tupleArraySql(RECOMPUTE_SEQUENCE)} FROM chosen ORDER BY k DESC LIMIT 1))) END
         FROM chosen)
       WHEN state = 'hours' THEN (
         WITH ${OWN_ROW},
         keys AS MATERIALIZED (
           SELECT m.hour_start_ms, m.tool_name, m.client_name FROM own, tool_hour_metrics m
-          WHERE m.project_id = ?1 AND m.hour_start_ms >= own.from_ms AND ${afterSql(qualified("m", HOUR_KEY), "own.cursor")}
+          WHERE m.project_id = ?1 AND m.hour_start_ms >= own.from_ms AND ${afterSql(HOUR_ROW_KEY, "m", "own.cursor")}
           ORDER BY m.hour_start_ms, m.tool_name, m.client_name LIMIT ?3)
         SELECT CASE WHEN COUNT(*) = 0 THEN json_object('kind', 'hours_done') ELSE json_object('kind', 'hours', 'rows', COUNT(*),
-            'last', json((SELECT json_array(hour_start_ms, tool_name, client_name) FROM keys
+            'last', json((SELECT ${tupleArraySql(HOUR_ROW_KEY)} FROM keys
               ORDER BY hour_start_ms DESC, tool_name DESC, client_name DESC LIMIT 1))) END
         FROM keys)
       WHEN state = 'pairs' THEN (
@@ -133,13 +135,13 @@ export const RECOMPUTE_SQL = {
         keys AS MATERIALIZED (
           SELECT day_start_ms, client_name FROM (
             SELECT p.day_start_ms, p.client_name FROM own, pair_days p
-            WHERE p.project_id = ?1 AND p.day_start_ms >= own.from_ms AND ${afterSql(qualified("p", PAIR_DAY_KEY), "own.cursor")}
+            WHERE p.project_id = ?1 AND p.day_start_ms >= own.from_ms AND ${afterSql(PAIR_DAY_KEY, "p", "own.cursor")}
             UNION
             SELECT s.day_start_ms, s.client_name FROM own, recompute_pairs s
-            WHERE s.project_id = ?1 AND ${afterSql(qualified("s", PAIR_DAY_KEY), "own.cursor")})
+            WHERE s.project_id = ?1 AND ${afterSql(PAIR_DAY_KEY, "s", "own.cursor")})
           ORDER BY day_start_ms, client_name LIMIT ?3)
         SELECT CASE WHEN COUNT(*) = 0 THEN json_object('kind', 'pairs_done') ELSE json_object('kind', 'pairs', 'keys', COUNT(*),
-            'last', json((SELECT json_array(day_start_ms, client_name) FROM keys ORDER BY day_start_ms DESC, client_name DESC LIMIT 1))) END
+            'last', json((SELECT ${tupleArraySql(PAIR_DAY_KEY)} FROM keys ORDER BY day_start_ms DESC, client_name DESC LIMIT 1))) END
         FROM keys)
       ELSE json_object('kind', 'none') END
     WHERE project_id = ?1
@@ -186,7 +188,7 @@ export const RECOMPUTE_SQL = {
         m.ok - m.empty - COALESCE(s.good, 0) + COALESCE(s.first_ok, 0) AS first_call_ok
       FROM st, tool_hour_metrics m LEFT JOIN recompute_hours s ON s.project_id = m.project_id AND s.hour_start_ms = m.hour_start_ms
         AND s.tool_name = m.tool_name AND s.client_name = m.client_name
-      WHERE m.project_id = ?1 AND m.hour_start_ms >= st.from_ms AND ${inStepSql(qualified("m", HOUR_KEY))})
+      WHERE m.project_id = ?1 AND m.hour_start_ms >= st.from_ms AND ${inStepSql(HOUR_ROW_KEY, "m")})
     UPDATE tool_hour_metrics SET retries = f.retries, first_call_attempts = f.first_call_attempts, first_call_ok = f.first_call_ok
     FROM figures f
     WHERE tool_hour_metrics.project_id = ?1 AND tool_hour_metrics.hour_start_ms = f.hour_start_ms
@@ -198,19 +200,19 @@ export const RECOMPUTE_SQL = {
   consumeHours: `DELETE FROM recompute_hours WHERE (project_id, hour_start_ms, tool_name, client_name) IN (
       WITH ${stepCte(["hours", "hours_done"])}
       SELECT s.project_id, s.hour_start_ms, s.tool_name, s.client_name FROM st, recompute_hours s
-      WHERE s.project_id = ?1 AND (st.kind = 'hours_done' OR ${inStepSql(qualified("s", HOUR_KEY))}) LIMIT ?2)`,
+      WHERE s.project_id = ?1 AND (st.kind = 'hours_done' OR ${inStepSql(HOUR_ROW_KEY, "s")}) LIMIT ?2)`,
 
   /** Pairs: the step's (day, client) rows replaced by the recomputed ones. */
   deletePairDays: `WITH ${stepCte(["pairs"])}
     DELETE FROM pair_days WHERE project_id = ?1 AND EXISTS (SELECT 1 FROM st
-      WHERE pair_days.day_start_ms >= st.from_ms AND ${inStepSql(qualified("pair_days", PAIR_DAY_KEY))})`,
+      WHERE pair_days.day_start_ms >= st.from_ms AND ${inStepSql(PAIR_DAY_KEY, "pair_days")})`,
   insertPairDays: `INSERT INTO pair_days (project_id, day_start_ms, client_name, pairs_json)
     WITH ${stepCte(["pairs"])}
     SELECT s.project_id, s.day_start_ms, s.client_name, json_group_object(s.pair, s.pair_count ORDER BY s.pair)
-    FROM st, recompute_pairs s WHERE s.project_id = ?1 AND ${inStepSql(qualified("s", PAIR_DAY_KEY))}
+    FROM st, recompute_pairs s WHERE s.project_id = ?1 AND ${inStepSql(PAIR_DAY_KEY, "s")}
     GROUP BY s.project_id, s.day_start_ms, s.client_name`,
   consumePairs: `DELETE FROM recompute_pairs WHERE project_id = ?1 AND EXISTS (
-      WITH ${stepCte(["pairs"])} SELECT 1 FROM st WHERE ${inStepSql(qualified("recompute_pairs", PAIR_DAY_KEY))})`,
+      WITH ${stepCte(["pairs"])} SELECT 1 FROM st WHERE ${inStepSql(PAIR_DAY_KEY, "recompute_pairs")})`,
 
   /** The step's end: the cursor and the counts move on, or the state does; ?2 is the time (when it is done). */
   advance: `UPDATE recomputes SET

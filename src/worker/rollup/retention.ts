@@ -90,7 +90,7 @@ export function retentionCutoffMs(scheduledTimeMs: number, retentionDays: number
 export const MAX_ROLLUP_LAG_MS = 12 * HOUR_MS;
 
 export const RETENTION_SQL = {
-  // Written before anything is deleted: the rollup freezes the flags of calls before it.
+  // Written before anything is deleted: raw calls are whole from it on, which is where a recompute (recompute.ts) reads them.
   // Only while the rollup keeps up (as_of at most ?2 old, see MAX_ROLLUP_LAG_MS); otherwise
   // nothing is written and the run deletes nothing.
   keptFrom: `INSERT INTO rollup_state (name, value)

@@ -48,6 +48,12 @@ async function rollupUntilDone(from: number, options: RollupOptions = {}): Promi
 
 const BOUNDS = { recomputeCalls: 4, recomputeRows: 3, recomputeSequences: 2 };
 
+/** rollupUntilDone through another D1 binding (one that fails on demand), with small steps. */
+async function rollupUntilDoneOn(binding: D1Database, from: number): Promise<void> {
+  for (let n = 1; n <= 100; n++) if ((await runRollup(binding, from + n * 300_000, { recomputeCalls: 6, recomputeRows: 4, recomputeSequences: 2, maxQueries: 20 })).caughtUp) return;
+  throw new Error("the rollup never caught up");
+}
+
 describe("a recompute gives back what the raw calls say", () => {
   it("holds for random workloads, damage and step bounds: the project equals the reference again, the other project keeps its damage", async () => {
     await fc.assert(
@@ -156,6 +162,36 @@ describe("a recompute gives back what the raw calls say", () => {
     expect(await countingSteps(6)).toBe(2);
     expect(await countingSteps(2)).toBe(3); // under one sequence: each alone (the first is always taken)
   });
+});
+
+describe("a recompute failing at any statement", () => {
+  it("resumes and ends with the same tables, before and after D1 commits the statement", async () => {
+    const list = [0, 1, 2, 3].flatMap((s) => [0, 1, 2].map((i) => call({ session_id: `s${s}`, tool_name: i === 2 ? "fetch" : "search", started_at_ms: T0 + s * HOUR_MS + i * 3_000, args_hash: `h${i}` })));
+    const seed = async () => {
+      await resetDb(db);
+      await deliver(db, calls([...list, call({ project_id: "p2", started_at_ms: T0 })]), T0 + DAY_MS);
+      await runRollup(db, T0 + DAY_MS + 1);
+      await damage("p1");
+      await requestRecompute(db, "p1", T0);
+    };
+    await seed();
+    await deliver(db, calls([call({ started_at_ms: T0 + 4_000, args_hash: "late" })]), T0 + DAY_MS + 2);
+    const healthy = faultyDb(db);
+    await rollupUntilDoneOn(healthy.db, T0 + DAY_MS);
+    const expected = await snapshot(db);
+    const statements = healthy.statements();
+    expect(statements).toBeGreaterThan(20);
+    for (const when of ["before", "after"] as const) {
+      for (let k = 1; k <= statements; k++) {
+        await seed();
+        await deliver(db, calls([call({ started_at_ms: T0 + 4_000, args_hash: "late" })]), T0 + DAY_MS + 2);
+        const faulty = faultyDb(db, { failAt: k, when });
+        await expect(rollupUntilDoneOn(faulty.db, T0 + DAY_MS), `statement ${k} failing ${when}`).rejects.toThrow(/Network connection lost/);
+        await rollupUntilDone(T0 + 2 * DAY_MS, BOUNDS);
+        expect(await snapshot(db), `statement ${k} failing ${when}`).toEqual(expected);
+      }
+    }
+  }, 300_000);
 });
 
 describe("the recompute mark", () => {
