@@ -302,6 +302,43 @@ CREATE TABLE pair_days (
   PRIMARY KEY (project_id, day_start_ms, client_name)
 ) WITHOUT ROWID;
 
+CREATE TABLE recomputes (
+  project_id TEXT NOT NULL PRIMARY KEY,
+  requested_at_ms INTEGER NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('clearing', 'counting', 'hours', 'pairs', 'done')),
+  kept_from_ms INTEGER,
+  from_ms INTEGER,
+  cursor TEXT NOT NULL DEFAULT '[]',
+  step TEXT,
+  steps INTEGER NOT NULL DEFAULT 0,
+  sessions INTEGER NOT NULL DEFAULT 0,
+  calls INTEGER NOT NULL DEFAULT 0,
+  hour_rows INTEGER NOT NULL DEFAULT 0,
+  pair_rows INTEGER NOT NULL DEFAULT 0,
+  finished_at_ms INTEGER
+) WITHOUT ROWID;
+
+CREATE TABLE recompute_hours (
+  project_id TEXT NOT NULL,
+  hour_start_ms INTEGER NOT NULL,
+  tool_name TEXT NOT NULL,
+  client_name TEXT NOT NULL,
+  retries INTEGER NOT NULL,
+  chains INTEGER NOT NULL,
+  first_ok INTEGER NOT NULL,
+  good INTEGER NOT NULL,
+  PRIMARY KEY (project_id, hour_start_ms, tool_name, client_name)
+) WITHOUT ROWID;
+
+CREATE TABLE recompute_pairs (
+  project_id TEXT NOT NULL,
+  day_start_ms INTEGER NOT NULL,
+  client_name TEXT NOT NULL,
+  pair TEXT NOT NULL,
+  pair_count INTEGER NOT NULL,
+  PRIMARY KEY (project_id, day_start_ms, client_name, pair)
+) WITHOUT ROWID;
+
 CREATE TABLE "call_batches" (
   -- Creation order of the rows (rowid: above every row still waiting, which is all the rollup needs).
   batch_seq INTEGER PRIMARY KEY,

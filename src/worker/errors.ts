@@ -17,7 +17,7 @@ export const ERROR_CODES = {
   FORBIDDEN: 403,
   /** No such route, project, key, rule or destination (within the caller's project). */
   NOT_FOUND: 404,
-  /** A limit of stored things (rules, destinations) or a destination still used by a rule (SPEC §5). */
+  /** A limit of stored things (rules, destinations), a destination still used by a rule (SPEC §5), or a recompute already under way. */
   CONFLICT: 409,
   /** A body or a batch over its limit (SPEC §1.1). */
   PAYLOAD_TOO_LARGE: 413,

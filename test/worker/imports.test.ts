@@ -46,8 +46,8 @@ function layerOf(path: string): string {
   return slash === -1 ? path : path.slice(0, slash + 1);
 }
 
-/** Leaves every layer may import: units, histogram buckets, text, the Env types, the wire contract. */
-const LEAVES = ["time.ts", "histogram.ts", "text.ts", "env.ts", "errors.ts", "ip.ts"];
+/** Leaves every layer may import: units, the retry rule, histogram buckets, text, the Env types, the wire contract. */
+const LEAVES = ["time.ts", "retry-rule.ts", "histogram.ts", "text.ts", "env.ts", "errors.ts", "ip.ts"];
 /** What each layer may import besides itself and LEAVES (src/shared is outside the worker and always allowed). */
 const MAY_IMPORT: Record<string, string[]> = {
   "db/": [],
@@ -71,6 +71,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   "app.ts": ["routes/"],
   "index.ts": ["app.ts", "rollup/", "alerts/", "budget/", "queues/", "health/", "throttle/"],
   "time.ts": [],
+  "retry-rule.ts": [],
   "histogram.ts": [],
   "text.ts": [],
   "env.ts": ["budget/", "health/", "throttle/"],

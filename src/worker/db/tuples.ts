@@ -30,6 +30,13 @@ export const PAIR_KEY = ["from_tool", "to_tool"] as const;
 /** A span of the calls chunk, kept in its `rollup_state` row (rollup/calls.ts). */
 export const CHUNK_SPAN = ["project_id", "session_id", "client_name", "from_ms", "to_ms"] as const;
 
+/** A (session, client) sequence a recompute counts, in its step's JSON and as its cursor (rollup/recompute.ts). */
+export const RECOMPUTE_SEQUENCE = ["session_id", "client_name"] as const;
+/** An hour row's key within a project: a recompute's cursor while it writes hour rows. */
+export const HOUR_ROW_KEY = ["hour_start_ms", "tool_name", "client_name"] as const;
+/** A `pair_days` row's key within a project: a recompute's cursor while it writes pairs. */
+export const PAIR_DAY_KEY = ["day_start_ms", "client_name"] as const;
+
 export type TupleLayout = readonly string[];
 
 /** The position of `name` in `layout`. */

@@ -3,12 +3,15 @@
 //
 // When is a day final? A payload is accepted up to 7 days after its started_at (SPEC §1.2), and a
 // call's retry — which decides whether its chain's first call succeeded (SPEC §2.2) — starts at
-// most duration_ms (≤ 1 day) + 30 s after it. So once the rollup is complete (`as_of`) past a day's
-// end + 8 days, nothing can reach that day's rows any more; an hour of margin is added.
+// most one retry reach (duration_ms ≤ 1 day, + 30 s; retry-rule.ts) after it. So once the rollup is
+// complete (`as_of`) past a day's end + 7 days + that reach, nothing can reach that day's rows any
+// more; an hour of margin is added (for clocks).
 
 import { DAY_MS, HOUR_MS } from "../time.ts";
+import { MAX_RETRY_REACH_MS } from "../retry-rule.ts";
+import { MAX_PAST_MS } from "../../shared/timestamp.ts";
 
-export const FINAL_AFTER_MS = 8 * DAY_MS + HOUR_MS;
+export const FINAL_AFTER_MS = MAX_PAST_MS + MAX_RETRY_REACH_MS + HOUR_MS;
 
 /** Start of the first day that may still change, given `as_of`; days before it are final. */
 export function finalBoundaryMs(asOfMs: number | null): number | null {

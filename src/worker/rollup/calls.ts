@@ -20,9 +20,10 @@
 // them in each statement that needs them and write nothing.
 //
 // The span loaded for each cluster — a (session, client) and the UTC hour its new calls start in,
-// [lo, hi] — is every row from the hour of lo − 2 × reach − 60 s to the hour of hi + 2 × reach + 60 s,
-// where reach is the longest duration among the new calls and the rows that can hold those
-// neighbours (two days before, a day after: a call lasts at most a day, SPEC §1.2). A new call can change the retry flag of its successor n
+// [lo, hi] — is every row from the hour of lo − 2 × (reach + 30 s) to the hour of hi + 2 × (reach + 30 s)
+// (FLAG_REACHES retry reaches, retry-rule.ts), where reach is the longest duration among the new
+// calls and the rows that can hold those neighbours (DURATIONS_BEFORE_MS, DURATIONS_AFTER_MS: a call
+// lasts at most a day, SPEC §1.2). A new call can change the retry flag of its successor n
 // only if n starts within reach + 30 s of hi, and n's first-call success then depends on whether
 // n's own successor retries it, which starts within another reach + 30 s; the same before lo for
 // the predecessor p and its predecessor. Nothing further out can change a figure. When day-long calls make that a day of a dense session, a side stops
@@ -44,10 +45,12 @@
 // (idempotent), and a chunk is applied exactly once or not at all. Unlike re-aggregating whole
 // hours, the cost follows the new calls and their neighbourhood, not the history, and counters
 // never need rows that retention deleted.
-import { DAY_MS, RETRY_WINDOW_MS, dayStartSql, hourStartSql, retryGapSql } from "../time.ts";
+import { dayStartSql, hourStartSql } from "../time.ts";
+import { MAX_RETRY_REACH_MS, flagReachSql, isRetryOfSql } from "../retry-rule.ts";
 import { CALLS_CHUNK, CALLS_WATERMARK, INGEST_EPOCH, stateValueSql } from "../db/rollup-state.ts";
 import { CALL_BATCH_CALL, CALL_STATE_CALL, CHUNK_SPAN, PAIR_KEY, tupleArraySql, tupleField } from "../db/tuples.ts";
 import { COUNTER_NAMES } from "../metrics/counters.ts";
+import { RECOMPUTING_PROJECTS_SQL } from "../db/recomputes.ts";
 
 /**
  * The counter columns an hour row's change carries: the one counter list (metrics/counters.ts). The
@@ -131,6 +134,21 @@ const shortSideSql = (before: 0 | 1) => `EXISTS (SELECT 1 FROM cluster_tools t
         WHERE ${sameGroup("t", "rc")} AND t.h = rc.h AND COALESCE(c.n, 0) < 2)`;
 
 /**
+ * Whose durations set a cluster's reach (the longest duration among its new calls and these rows'):
+ * a new call's predecessor and that one's predecessor start at most one retry reach each before it,
+ * so their rows are within two longest reaches before the cluster; its successor, whose own
+ * successor decides its first-call success, within one after it (retry-rule.ts).
+ */
+export const DURATIONS_BEFORE_MS = 2 * MAX_RETRY_REACH_MS;
+export const DURATIONS_AFTER_MS = MAX_RETRY_REACH_MS;
+
+/**
+ * Requests of a project whose counters are being recomputed wait (recompute.ts): nothing may change
+ * its raw calls or counters under the recompute; they are folded in once it is done.
+ */
+export const NOT_RECOMPUTING = `project_id NOT IN ${RECOMPUTING_PROJECTS_SQL}`;
+
+/**
  * How many of the oldest waiting requests take turns (their small columns only are read): a
  * project's backlog longer than this hides newer requests of the others until it shrinks.
  */
@@ -141,7 +159,8 @@ export const CHUNK_SELECTION_SQL =
    * Chooses the chunk and writes it to rollup_state (`calls_chunk`: the requests, the state rows to
    * load around them, the estimate) for the statements after it; returns it as the chunk's report.
    *
-   * Order (one project never holds up the others): the oldest TURN_WINDOW_REQUESTS waiting requests, taken by turns —
+   * Order (one project never holds up the others): the oldest TURN_WINDOW_REQUESTS waiting requests (of projects not
+   * being recomputed), taken by turns —
    * every project's oldest request first, then every project's second, and so on — the project
    * that led the previous chunk (its `leader`, kept in the same row across runs) last within a turn. A project's own requests keep their
    * receive order, which is all the SPEC §2.2 tie-break compares (calls of one session).
@@ -153,7 +172,7 @@ export const CHUNK_SELECTION_SQL =
    * rollup always advances.
    *
    * Spans: per cluster (project, session, client, UTC hour of the new calls) the state rows the
-   * flags need (see the file header): the time reach (lo − 2 reach − 60 s to hi + 2 reach + 60 s), or,
+   * flags need (see the file header): the time reach (lo − 2 (reach + 30 s) to hi + 2 (reach + 30 s)), or,
    * when that holds more rows than the nearest ones within ?4 calls on a side and each tool of the
    * cluster has at least 2 old calls in those near rows, only those (the tool's predecessor and its
    * predecessor are then loaded, and every call between them and the new ones: the flags that can
@@ -167,7 +186,7 @@ export const CHUNK_SELECTION_SQL =
   `INSERT INTO rollup_state (name, value)
     WITH pending AS MATERIALIZED (
       SELECT batch_seq, project_id, call_count, ROW_NUMBER() OVER (PARTITION BY project_id ORDER BY batch_seq) AS turn
-      FROM (SELECT batch_seq, project_id, call_count FROM call_batches WHERE ${WAITING_CLOSED} ORDER BY batch_seq LIMIT ${TURN_WINDOW_REQUESTS})),
+      FROM (SELECT batch_seq, project_id, call_count FROM call_batches WHERE ${WAITING_CLOSED} AND ${NOT_RECOMPUTING} ORDER BY batch_seq LIMIT ${TURN_WINDOW_REQUESTS})),
     ordered AS MATERIALIZED (
       SELECT batch_seq, project_id, call_count, ROW_NUMBER() OVER w AS k, SUM(call_count) OVER w - call_count AS calls_before
       FROM pending WINDOW w AS (ORDER BY turn, project_id IS (${chunkSql} ->> '$.leader'), batch_seq ROWS UNBOUNDED PRECEDING)),
@@ -185,15 +204,15 @@ export const CHUNK_SELECTION_SQL =
       FROM cand_calls WHERE ${IN_A_SESSION} GROUP BY project_id, session_id, client_name, h),
     cluster_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, h, tool_name FROM cand_calls WHERE ${IN_A_SESSION}),
     reach_of AS MATERIALIZED (
-      SELECT cl.*, ${hourStartSql(`cl.lo - 2 * cl.reach - ${2 * RETRY_WINDOW_MS}`)} AS wide_from,
-        ${hourStartSql(`cl.hi + 2 * cl.reach + ${2 * RETRY_WINDOW_MS}`)} AS wide_to,
+      SELECT cl.*, ${hourStartSql(`cl.lo - ${flagReachSql("cl.reach")}`)} AS wide_from,
+        ${hourStartSql(`cl.hi + ${flagReachSql("cl.reach")}`)} AS wide_to,
         ${nearestRowSql("before")} AS before1, ${nearestRowSql("after")} AS after1,
         (SELECT x.min_started_at_ms <= cl.lo FROM call_state x WHERE ${sameGroup("x", "cl")} AND x.hour_start_ms = cl.h) AS own_before,
         (SELECT x.max_started_at_ms > cl.hi FROM call_state x WHERE ${sameGroup("x", "cl")} AND x.hour_start_ms = cl.h) AS own_after
       FROM (
         SELECT c.*, MAX(c.dur, COALESCE((SELECT MAX(cs.max_duration_ms) FROM call_state cs WHERE ${sameGroup("cs", "c")}
-          AND cs.hour_start_ms >= ${hourStartSql(`c.lo - ${2 * DAY_MS + 2 * RETRY_WINDOW_MS}`)}
-          AND cs.hour_start_ms <= c.hi + ${DAY_MS + 2 * RETRY_WINDOW_MS}), 0)) AS reach
+          AND cs.hour_start_ms >= ${hourStartSql(`c.lo - ${DURATIONS_BEFORE_MS}`)}
+          AND cs.hour_start_ms <= c.hi + ${DURATIONS_AFTER_MS}), 0)) AS reach
         FROM clusters c) AS cl),
     nears AS MATERIALIZED (
       SELECT cl.*, ${nearWindowSql("before", "MIN(hour_start_ms)")} AS before_near, ${nearWindowSql("before", "MAX(running)")} AS before_near_calls,
@@ -253,14 +272,14 @@ export const CHUNK_SELECTION_SQL =
         FROM spans WHERE k <= (SELECT MAX(k) FROM chosen)), '[]')),
       'calls', (SELECT COALESCE(SUM(call_count), 0) FROM chosen),
       'touched', (SELECT COALESCE(MAX(touched), 0) FROM chosen),
-      'more', (SELECT COUNT(*) FROM call_batches WHERE ${WAITING_CLOSED}) > (SELECT COUNT(*) FROM chosen),
+      'more', (SELECT COUNT(*) FROM call_batches WHERE ${WAITING_CLOSED} AND ${NOT_RECOMPUTING}) > (SELECT COUNT(*) FROM chosen),
       'leader', (SELECT project_id FROM chosen WHERE k = 1))
     WHERE true
     ON CONFLICT (name) DO UPDATE SET value = excluded.value
     RETURNING value`;
 
 /** Columns of a call as the flag CTEs use it; `good` = ok and not empty (SPEC §2.2 first-call success). */
-const CALL_COLUMNS = "project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, good, args_hash, call_seq";
+export const CALL_COLUMNS = "project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, good, args_hash, call_seq";
 
 /**
  * `loaded`: the state rows of the chunk's spans (a row in several spans once), for the retry flags
@@ -302,7 +321,13 @@ ${sequence === "tool" ? `
       SELECT project_id, session_id, client_name, tool_name, started_at_ms, call_seq FROM new_calls WHERE ${IN_A_SESSION})`}`;
 
 const TOOL_SEQUENCE = "PARTITION BY project_id, session_id, client_name, tool_name ORDER BY started_at_ms, call_seq";
-const SESSION_SEQUENCE = "PARTITION BY project_id, session_id, client_name ORDER BY started_at_ms, call_seq";
+export const SESSION_SEQUENCE = "PARTITION BY project_id, session_id, client_name ORDER BY started_at_ms, call_seq";
+
+/** SPEC §2.2 flags of a call from its LAG (`p_…`) and LEAD (`n_…`) neighbours in its tool sequence (retry-rule.ts). */
+export const IS_RETRY_SQL = isRetryOfSql(
+  { startedAt: "p_started_at_ms", duration: "p_duration_ms", argsHash: "p_args_hash" }, { startedAt: "started_at_ms", argsHash: "args_hash" });
+export const WAS_RETRIED_SQL = isRetryOfSql(
+  { startedAt: "started_at_ms", duration: "duration_ms", argsHash: "args_hash" }, { startedAt: "n_started_at_ms", argsHash: "n_args_hash" });
 
 /**
  * SPEC §2.2 contributions of every call of `calls` (a CTE name) to the hour rows, times `sign`
@@ -314,14 +339,19 @@ const SESSION_SEQUENCE = "PARTITION BY project_id, session_id, client_name ORDER
 const retryContributions = (calls: string, sign: 1 | -1) => `SELECT project_id, hour_start_ms, tool_name, client_name,
         ${sign} * SUM(is_retry) AS retries, ${sign} * SUM(1 - is_retry) AS first_call_attempts,
         ${sign} * SUM((1 - is_retry) * good * (1 - was_retried)) AS first_call_ok
-      FROM (
-        SELECT project_id, ${hourStartSql("started_at_ms")} AS hour_start_ms, tool_name, client_name, good,
-          COALESCE((${retryGapSql("p_started_at_ms", "p_duration_ms", "started_at_ms")}) AND p_args_hash <> args_hash, 0) AS is_retry,
-          COALESCE((${retryGapSql("started_at_ms", "duration_ms", "n_started_at_ms")}) AND n_args_hash <> args_hash, 0) AS was_retried
+      FROM (${callFlagsSql(calls)})
+      GROUP BY project_id, hour_start_ms, tool_name, client_name`;
+
+/**
+ * Every call of `calls` (a CTE with CALL_COLUMNS) with its hour and its SPEC §2.2 flags
+ * (`is_retry`, `was_retried`: 0 or 1), from its neighbours in its (session, client, tool) sequence.
+ * The rollup and the recompute (recompute.ts) both derive the flags here.
+ */
+export const callFlagsSql = (calls: string) => `SELECT project_id, ${hourStartSql("started_at_ms")} AS hour_start_ms, tool_name, client_name,
+          started_at_ms, good, COALESCE(${IS_RETRY_SQL}, 0) AS is_retry, COALESCE(${WAS_RETRIED_SQL}, 0) AS was_retried
         FROM (SELECT ${CALL_COLUMNS}, LAG(started_at_ms) OVER w AS p_started_at_ms, LAG(duration_ms) OVER w AS p_duration_ms,
             LAG(args_hash) OVER w AS p_args_hash, LEAD(started_at_ms) OVER w AS n_started_at_ms, LEAD(args_hash) OVER w AS n_args_hash
-          FROM ${calls} WINDOW w AS (${TOOL_SEQUENCE})))
-      GROUP BY project_id, hour_start_ms, tool_name, client_name`;
+          FROM ${calls} WINDOW w AS (${TOOL_SEQUENCE}))`;
 
 /** Two sparse JSON histograms {"<bucket>": count} added key by key, keys in bucket order. */
 const mergeHistograms = (stored: string, added: string) => `CASE WHEN ${added} = '{}' THEN ${stored} ELSE (

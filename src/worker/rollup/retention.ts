@@ -15,7 +15,9 @@
 //   §2.4), so that row stays to carry the pair (one row per session and client at most).
 // Calls still waiting in `call_batches` are not in call_state yet, so nothing here can touch them.
 import { AGREEMENTS_WATERMARK, AS_OF, RAW_KEPT_FROM, STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
-import { DAY_MS, HOUR_MS, RETRY_WINDOW_MS, hourStartMs } from "../time.ts";
+import { DAY_MS, HOUR_MS, hourStartMs } from "../time.ts";
+import { MAX_FLAG_REACH_MS } from "../retry-rule.ts";
+import { MAX_PAST_MS } from "../../shared/timestamp.ts";
 import { CALL_STATE_CALL, tupleField } from "../db/tuples.ts";
 
 /** SQL reading a field of a `call_state` call (db/tuples.ts). */
@@ -64,11 +66,11 @@ export function parseRetentionDays(raw: string | undefined): number {
 }
 
 /**
- * How far back a call that can still arrive may need raw calls: it may be 7 days old (SPEC §2.6),
- * and the rollup loads up to two durations (a day each, SPEC §1.2) and two retry windows before it
- * (the predecessor's predecessor, src/worker/rollup/calls.ts).
+ * How far back a call that can still arrive may need raw calls: it may be 7 days old (SPEC §1.2),
+ * and the rollup loads up to two retry reaches of the longest duration before it (the
+ * predecessor's predecessor, retry-rule.ts and src/worker/rollup/calls.ts).
  */
-export const NEEDED_BY_LATE_CALLS_MS = 7 * DAY_MS + 2 * DAY_MS + 2 * RETRY_WINDOW_MS;
+export const NEEDED_BY_LATE_CALLS_MS = MAX_PAST_MS + MAX_FLAG_REACH_MS;
 
 /**
  * Raw calls starting before this may be deleted: `days` back (never under 8), and never closer than
@@ -88,7 +90,7 @@ export function retentionCutoffMs(scheduledTimeMs: number, retentionDays: number
 export const MAX_ROLLUP_LAG_MS = 12 * HOUR_MS;
 
 export const RETENTION_SQL = {
-  // Written before anything is deleted: the rollup freezes the flags of calls before it.
+  // Written before anything is deleted: raw calls are whole from it on, which is where a recompute (recompute.ts) reads them.
   // Only while the rollup keeps up (as_of at most ?2 old, see MAX_ROLLUP_LAG_MS); otherwise
   // nothing is written and the run deletes nothing.
   keptFrom: `INSERT INTO rollup_state (name, value)

@@ -1,5 +1,6 @@
 // Admin routes (SPEC §3): create, list and delete projects, issue, list and revoke keys (which ends
-// the key's dashboard sessions), set a project's payload budget, end every admin session.
+// the key's dashboard sessions), set a project's payload budget, end every admin session, recompute a
+// project's counters from its raw calls (rollup/recompute.ts) and read how far that got.
 // Every route needs `Authorization: Bearer <ADMIN_TOKEN>`; without a configured token none works.
 // Wrong tokens and malformed headers are throttled per client network (throttle/credentials.ts).
 import { Hono, type Context, type MiddlewareHandler } from "hono";
@@ -13,6 +14,7 @@ import { insertKeyStatement, listKeys, revokeKey } from "../db/keys.ts";
 import { deleteAdminSessions, deleteSessionsOfKey } from "../db/sessions.ts";
 import { ADMIN_PREFIX, attemptOf, guardBeforeCheck, recordFailedCredential, tooManyAttempts } from "../throttle/credentials.ts";
 import { deleteProject, findProject, insertProjectStatement, listProjects, setPayloadBudget } from "../db/projects.ts";
+import { readRecompute, requestRecompute, type RecomputeRow } from "../db/recomputes.ts";
 import { INGEST_HEALTH_NAME } from "../health/ingest-health.ts";
 import { healthRoutes } from "./health.ts";
 
@@ -165,4 +167,40 @@ adminRoutes.delete("/keys/:key_id", async (c) => {
 /** Ends every admin session of the dashboard, in every browser, without rotating ADMIN_TOKEN. */
 adminRoutes.delete("/admin-sessions", async (c) => {
   return c.json({ ended: await deleteAdminSessions(c.env.DB) }, 200);
+});
+
+/** A recompute and its progress as the admin API shows them (docs/migrations.md, "Recomputing counters"). */
+function recomputeBody(r: RecomputeRow) {
+  return {
+    project_id: r.project_id,
+    state: r.state,
+    requested_at: isoOrNull(r.requested_at_ms),
+    finished_at: isoOrNull(r.finished_at_ms),
+    // The first day recomputed; the days before it are frozen. Null until the counting starts.
+    from: r.from_ms === null ? null : isoOrNull(r.from_ms)!.slice(0, 10),
+    sequences: r.sessions,
+    calls: r.calls,
+    hour_rows: r.hour_rows,
+    pair_rows: r.pair_rows,
+    steps: r.steps,
+  };
+}
+
+/**
+ * Recomputes the project's chain figures and pairs from the raw calls still kept, in bounded steps
+ * that the rollup cron runs (202: progress at the Location). 409 while one is under way.
+ */
+adminRoutes.post("/projects/:id/recompute", async (c) => {
+  const projectId = c.req.param("id");
+  if (!(await findProject(c.env.DB, projectId))) throw apiError("NOT_FOUND", "no such project");
+  if (!(await requestRecompute(c.env.DB, projectId, Date.now()))) throw apiError("CONFLICT", "a recompute of this project is under way");
+  const recompute = await readRecompute(c.env.DB, projectId);
+  if (!recompute) throw apiError("NOT_FOUND", "no such project");
+  return c.json(recomputeBody(recompute), 202, { Location: `/v1/admin/projects/${encodeURIComponent(projectId)}/recompute` });
+});
+
+adminRoutes.get("/projects/:id/recompute", async (c) => {
+  const recompute = await readRecompute(c.env.DB, c.req.param("id"));
+  if (!recompute) throw apiError("NOT_FOUND", "no recompute of this project");
+  return c.json(recomputeBody(recompute), 200);
 });

@@ -1,7 +1,14 @@
 // The expected read-API answers, computed straight from SPEC §2/§3 over the items as sent, with no
-// project code: a plain, slow, obviously-correct walk over every call. Where SPEC leaves a choice,
+// project code but the retry rule's one definition (src/worker/retry-rule.ts: the window and the gap
+// in whole microseconds, which the rollup's SQL is generated from and test/worker/retry-rule.test.ts
+// pins to SPEC §2.2's edges): a plain, slow, obviously-correct walk over every call. Where SPEC leaves a choice,
 // the reading of docs/metrics.md / docs/read-api.md is used and named in a comment.
+import { RETRY_WINDOW_MS, gapMicros, inRetryWindow } from "../../../src/worker/retry-rule.ts";
 import { DAY_MS, HOUR_MS, type Call, type Item, type Startup, type StartupTool, type Verdict } from "./workload.ts";
+
+/** SPEC §2.2 gap from c's end to n's start, in whole microseconds (the rule's one definition). */
+const gapUsOf = (c: Call, n: Call) => gapMicros({ started_at_ms: c.startedUs / 1000, duration_ms: c.duration_ms }, { started_at_ms: n.startedUs / 1000 });
+const WINDOW_US = RETRY_WINDOW_MS * 1000;
 
 /** An item with its receive order and the interval its batch was received in (sent … landed). */
 export type Received<T> = T & { seq: number; receivedMs: number; landedMs: number };
@@ -69,8 +76,8 @@ export class Reference {
       for (let i = 0; i + 1 < seq.length; i++) {
         const c = seq[i]!;
         const n = seq[i + 1]!;
-        const gapUs = n.startedUs - (c.startedUs + c.duration_ms * 1000);
-        if (gapUs >= 0 && gapUs <= 30_000_000 && n.args_hash !== c.args_hash) {
+        const gapUs = gapUsOf(c, n);
+        if (inRetryWindow(gapUs) && n.args_hash !== c.args_hash) {
           c.wasRetried = true;
           n.isRetry = true;
         }
@@ -91,7 +98,7 @@ export class Reference {
     // a retry if they had a session, never one without (SPEC §2.2).
     for (const c of sessionless) {
       if (sessionless.some((n) => n !== c && n.client_name === c.client_name && n.tool_name === c.tool_name && n.args_hash !== c.args_hash &&
-        n.startedUs - (c.startedUs + c.duration_ms * 1000) >= 0 && n.startedUs - (c.startedUs + c.duration_ms * 1000) <= 30_000_000)) {
+        inRetryWindow(gapUsOf(c, n)))) {
         seen.add("sessionless calls that would be a retry in a session");
         break;
       }
@@ -107,13 +114,13 @@ export class Reference {
       for (let i = 0; i + 1 < seq.length; i++) {
         const c = seq[i]!;
         const n = seq[i + 1]!;
-        const gapUs = n.startedUs - (c.startedUs + c.duration_ms * 1000);
+        const gapUs = gapUsOf(c, n);
         const differs = n.args_hash !== c.args_hash;
         if (gapUs === 0 && differs) seen.add("retry at gap 0");
-        if (gapUs === 30_000_000 && differs) seen.add("retry at gap 30,000 ms");
-        if (gapUs > 30_000_000 && gapUs <= 30_001_000 && differs) seen.add("no retry just over 30,000 ms");
+        if (gapUs === WINDOW_US && differs) seen.add("retry at gap 30,000 ms");
+        if (gapUs > WINDOW_US && gapUs <= WINDOW_US + 1_000 && differs) seen.add("no retry just over 30,000 ms");
         if (gapUs < 0 && gapUs >= -1_000 && differs) seen.add("no retry just under gap 0");
-        if (gapUs >= 0 && gapUs <= 30_000_000 && !differs) seen.add("same-hash repeat in the window");
+        if (inRetryWindow(gapUs) && !differs) seen.add("same-hash repeat in the window");
         if (n.startedUs === c.startedUs) seen.add("tied started_at");
         if (n.isRetry && dayOf(startedMs(n)) !== dayOf(startedMs(c))) seen.add("retry across a UTC midnight");
         chain = n.isRetry ? chain + 1 : 1;
@@ -132,8 +139,8 @@ export class Reference {
       for (let i = 0; i + 1 < seq.length; i++) {
         const c = seq[i]!;
         const n = seq[i + 1]!;
-        const gapUs = n.startedUs - (c.startedUs + c.duration_ms * 1000);
-        if (n.client_name !== c.client_name && gapUs >= 0 && gapUs <= 30_000_000 && n.args_hash !== c.args_hash) seen.add("other client's call in the retry window");
+        const gapUs = gapUsOf(c, n);
+        if (n.client_name !== c.client_name && inRetryWindow(gapUs) && n.args_hash !== c.args_hash) seen.add("other client's call in the retry window");
       }
     }
     // Conversations of one client interleaved in time (one HTTP server, several people): each

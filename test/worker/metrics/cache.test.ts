@@ -1,8 +1,8 @@
 // The isolate cache of final days (src/worker/metrics/final-days.ts): sums of days older than as_of −
-// (8 days + 1 hour) are read once; the days after that boundary are read on every request.
+// (8 days + 30 s + 1 hour) are read once; the days after that boundary are read on every request.
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { FINAL_AFTER_MS, LruCache, finalBoundaryMs } from "../../../src/worker/metrics/final-days.ts";
+import { LruCache, finalBoundaryMs } from "../../../src/worker/metrics/final-days.ts";
 import { createProject } from "../helpers/projects.ts";
 import { DAY, getJson, seedHour, setAsOf } from "./seed.ts";
 
@@ -17,12 +17,12 @@ async function setDayCalls(projectId: string, dayMs: number, calls: number): Pro
 }
 
 describe("final-day cache", () => {
-  it("puts the boundary 8 days and an hour before as_of, at a day start", () => {
+  // FINAL_AFTER_MS itself follows from the retry rule (test/worker/retry-rule.test.ts).
+  it("puts the boundary 8 days, 30 s and an hour before as_of, at a day start", () => {
     const asOf = Date.parse("2026-11-29T12:00:00Z");
-    expect(FINAL_AFTER_MS).toBe(8 * DAY + 3_600_000);
     expect(finalBoundaryMs(asOf)).toBe(Date.parse("2026-11-21T00:00:00Z"));
-    expect(finalBoundaryMs(Date.parse("2026-11-29T00:59:59Z"))).toBe(Date.parse("2026-11-20T00:00:00Z"));
-    expect(finalBoundaryMs(Date.parse("2026-11-29T01:00:00Z"))).toBe(Date.parse("2026-11-21T00:00:00Z"));
+    expect(finalBoundaryMs(Date.parse("2026-11-29T01:00:29.999Z"))).toBe(Date.parse("2026-11-20T00:00:00Z"));
+    expect(finalBoundaryMs(Date.parse("2026-11-29T01:00:30Z"))).toBe(Date.parse("2026-11-21T00:00:00Z"));
     expect(finalBoundaryMs(null)).toBeNull();
   });
 

@@ -66,6 +66,9 @@ const TABLES_TO_RESET = [
   "agreement_days",
   "agreement_declarations",
   "rollup_state",
+  "recomputes",
+  "recompute_hours",
+  "recompute_pairs",
 ];
 
 export async function resetDb(db: D1Database): Promise<void> {

@@ -3,6 +3,7 @@
 // compare the incremental SQL rollup against. Deliberately straightforward and slow.
 import { durationBucket } from "../../../src/worker/histogram.ts";
 import { COUNTER_NAMES } from "../../../src/worker/metrics/counters.ts";
+import { isRetryOf } from "../../../src/worker/retry-rule.ts";
 import type { CounterRow, RollupSnapshot, TestAgreement, TestCall, TestStartup } from "./fixtures.ts";
 
 const HOUR = 3_600_000;
@@ -82,16 +83,16 @@ export function referenceRollup(
   }
   const inSessions = calls.filter((r) => !withoutSession(r));
 
-  // §2.2: per (session, client, tool) sequence; n is the next call; gap = n.start − (c.start + c.duration).
+  // §2.2: per (session, client, tool) sequence; n is the next call; gap = n.start − (c.start + c.duration),
+  // in whole microseconds (isRetryOf).
   const sequences = groupBy(inSessions, (r) => key(r.item.project_id, r.item.session_id, r.item.client_name, r.item.tool_name));
   for (const seq of sequences.values()) {
     seq.sort(byStartThenReceipt);
+    // The gap and the window are the one definition of the rule (retry-rule.ts), shared with the
+    // SQL and with the end-to-end reference; the chains are walked here, not derived from flags.
     const retried = (i: number): boolean => {
-      const c = seq[i]!.item;
       const n = seq[i + 1]?.item;
-      if (!n) return false;
-      const gap = n.started_at_ms - (c.started_at_ms + c.duration_ms);
-      return gap >= 0 && gap <= 30_000 && n.args_hash !== c.args_hash;
+      return n !== undefined && isRetryOf(seq[i]!.item, n);
     };
     // Walk chains: a chain is a maximal run where each call is a retry of the one before.
     let i = 0;

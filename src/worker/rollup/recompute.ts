@@ -1,0 +1,298 @@
+// Recomputing a project's counters from its raw calls, after a rule change or a fix
+// (POST /v1/admin/projects/:id/recompute, or a migration that marks projects; docs/migrations.md).
+//
+// What the raw calls can give back, exactly: `call_state` keeps every call that has a session, with
+// its tool, start, duration, outcome, emptiness and args_hash, for the last RAW_RETENTION_DAYS
+// (retention.ts; rows from `raw_kept_from_ms` on are whole). From them the figures that depend on a
+// call's neighbours — `retries`, `first_call_attempts`, `first_call_ok` (SPEC §2.2) and the pairs
+// (SPEC §2.4) — are recomputed and written over the stored ones. The per-call counters (`calls`,
+// `ok`, `empty`, the errors, the sums, the histogram, `calls_without_session`) are facts of one call,
+// counted once when it was folded in; calls without a session are kept nowhere raw (SPEC §2.2: no
+// per-session storage), so those counters are taken as stored and the sessionless calls' part of the
+// chain figures is read from them: each such call is a chain of its own (`calls_without_session`),
+// ok at first call when it is ok and not empty (`ok − empty` minus the session calls' good ones).
+//
+// The recomputed days start at `from_ms`: the first UTC day whose calls' neighbours are all still
+// kept — a call's predecessor that it retries started at most one retry reach before it
+// (retry-rule.ts), so days from `raw_kept_from_ms` + that reach on are exact. Days before are frozen:
+// they keep the figures they have, which no recompute can change (their raw calls are gone).
+//
+// Bounded work: every step is one D1 batch (one transaction) whose first statement chooses its
+// work and writes it to the project's `recomputes.step` (like the calls chunk's choice), and whose
+// last statement advances the cursor, so a step is applied whole or not at all and a step run
+// twice (two overlapping cron runs) takes the next work. The states, in order:
+//   clearing  deletes what an earlier, interrupted recompute left in the scratch tables (≤ rows);
+//   counting  takes whole (session, client) sequences in key order while their calls add up to at
+//             most `calls` (the first always), derives every call's flags with the rollup's own
+//             SQL (calls.ts, callFlagsSql) and adds the session calls' figures per hour row and
+//             their pairs per (day, client) to `recompute_hours` / `recompute_pairs`;
+//   hours     writes the figures over the project's hour rows from `from_ms` on, ≤ rows per step, in
+//             key order (the day rows follow by trigger, migration 0013), deleting the scratch rows;
+//   pairs     replaces the project's `pair_days` rows from `from_ms` on, ≤ rows (day, client) keys
+//             per step, from the scratch pairs, deleting them;
+//   done.
+// No double counting: while a project is being recomputed the rollup leaves its waiting requests
+// in call_batches (calls.ts, RECOMPUTING_PROJECTS_SQL), so neither its raw calls nor its counters
+// change under the recompute; once it is done the rollup folds them in by differences, as always.
+// If retention moves `raw_kept_from_ms` while counting, the counting starts again (clearing first).
+import { dayStartSql, DAY_MS, hourStartSql } from "../time.ts";
+import { MAX_RETRY_REACH_MS } from "../retry-rule.ts";
+import { RAW_KEPT_FROM, stateValueSql } from "../db/rollup-state.ts";
+import {
+  CALL_STATE_CALL, HOUR_ROW_KEY, PAIR_DAY_KEY, PAIR_KEY, RECOMPUTE_SEQUENCE, tupleArraySql, tupleField, type TupleLayout,
+} from "../db/tuples.ts";
+import type { RecomputeState } from "../db/recomputes.ts";
+import { CALL_COLUMNS, SESSION_SEQUENCE, callFlagsSql } from "./calls.ts";
+
+/**
+ * How far before the first recomputed day the raw calls are read: a call's predecessor that it
+ * retries started at most one retry reach of the longest duration before it.
+ */
+export const RECOMPUTE_LOOKBACK_MS = MAX_RETRY_REACH_MS;
+
+/** The first day recomputed when raw calls are whole from `keptFromMs` on: a UTC day start. */
+export function recomputeFromMs(keptFromMs: number): number {
+  return Math.ceil((keptFromMs + RECOMPUTE_LOOKBACK_MS) / DAY_MS) * DAY_MS;
+}
+/** recomputeFromMs in SQL (whole milliseconds: the integer division is the ceiling's). */
+const recomputeFromSql = (keptFrom: string) => `((${keptFrom} + ${RECOMPUTE_LOOKBACK_MS + DAY_MS - 1}) / ${DAY_MS} * ${DAY_MS})`;
+
+const KEPT_FROM_SQL = stateValueSql(RAW_KEPT_FROM);
+const stateField = (name: (typeof CALL_STATE_CALL)[number]) => tupleField(CALL_STATE_CALL, name, "j.value");
+
+/** The recompute of project ?1, with its step's kind (`kind`) and its cursor and last key. */
+const stepCte = (kinds: string[]) => `st AS MATERIALIZED (
+      SELECT step ->> '$.kind' AS kind, step, from_ms, cursor, step -> '$.last' AS last FROM recomputes
+      WHERE project_id = ?1 AND step ->> '$.kind' IN (${kinds.map((k) => `'${k}'`).join(", ")}))`;
+
+/** The key `layout` of the row `alias` as a row value. */
+const keyOf = (layout: TupleLayout, alias: string) => `(${layout.map((c) => `${alias}.${c}`).join(", ")})`;
+/** The tuple `json` of `layout` as a row value. */
+const keyIn = (layout: TupleLayout, json: string) => `(${layout.map((c) => tupleField(layout, c, json)).join(", ")})`;
+/** The row `alias` after the cursor `cursor` (a tuple of `layout`; '[]' = from the start). */
+const afterSql = (layout: TupleLayout, alias: string, cursor: string) => `(${cursor} = '[]' OR ${keyOf(layout, alias)} > ${keyIn(layout, cursor)})`;
+/** The row `alias` in the step's range: after its cursor, up to its last key. */
+const inStepSql = (layout: TupleLayout, alias: string) =>
+  `${afterSql(layout, alias, "st.cursor")} AND ${keyOf(layout, alias)} <= ${keyIn(layout, "st.last")}`;
+
+/** The recompute's own row, read without correlation inside the choice. */
+const OWN_ROW = `own AS MATERIALIZED (SELECT cursor, from_ms FROM recomputes WHERE project_id = ?1)`;
+
+/** The session calls of the counted sequences: every call_state row from the lookback on. */
+const countedCallsCtes = (kinds: string) => `${stepCte([kinds])},
+    sequences AS MATERIALIZED (
+      SELECT ${RECOMPUTE_SEQUENCE.map((c) => `${tupleField(RECOMPUTE_SEQUENCE, c, "g.value")} AS ${c}`).join(", ")}
+      FROM st, json_each(st.step, '$.groups') AS g),
+    calls AS MATERIALIZED (
+      SELECT x.project_id, x.session_id, x.client_name, ${stateField("tool_name")} AS tool_name,
+        ${stateField("started_at_ms")} AS started_at_ms, ${stateField("duration_ms")} AS duration_ms,
+        (${stateField("outcome")} = 'ok' AND ${stateField("is_empty")} = 0) AS good, ${stateField("args_hash")} AS args_hash,
+        ${stateField("call_seq")} AS call_seq
+      FROM st, sequences s JOIN call_state x ON x.project_id = ?1 AND x.session_id = s.session_id AND x.client_name = s.client_name
+        AND x.hour_start_ms >= ${hourStartSql(`st.from_ms - ${RECOMPUTE_LOOKBACK_MS}`)}, json_each(x.calls_json) AS j)`;
+
+/** Whether scratch rows of project ?1 are left (the advance statement's checks). */
+const SCRATCH_LEFT = `(EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = ?1) OR EXISTS (SELECT 1 FROM recompute_pairs WHERE project_id = ?1))`;
+const HOURS_LEFT = `EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = ?1)`;
+
+export const RECOMPUTE_SQL = {
+  /**
+   * Chooses the step of project ?1 if it is still in state ?2 (else kind 'none', so a step raced by
+   * another run does nothing): ?3 is the step's bound (calls when counting, rows or keys otherwise),
+   * ?4 the most sequences one counting step looks at.
+   */
+  choose: `UPDATE recomputes SET step = CASE
+      WHEN state <> ?2 THEN json_object('kind', 'none')
+      WHEN state = 'clearing' THEN json_object('kind', 'clearing')
+      WHEN state = 'counting' AND kept_from_ms IS NOT ${KEPT_FROM_SQL} THEN json_object('kind', 'restart')
+      WHEN state = 'counting' THEN (
+        WITH ${OWN_ROW},
+        sequences AS MATERIALIZED (
+          SELECT x.session_id, x.client_name, SUM(x.call_count) AS calls FROM own, call_state x
+          WHERE x.project_id = ?1 AND x.hour_start_ms >= ${hourStartSql(`own.from_ms - ${RECOMPUTE_LOOKBACK_MS}`)}
+            AND ${afterSql(RECOMPUTE_SEQUENCE, "x", "own.cursor")}
+          GROUP BY x.session_id, x.client_name ORDER BY x.session_id, x.client_name LIMIT ?4),
+        running AS MATERIALIZED (
+          SELECT session_id, client_name, calls, ROW_NUMBER() OVER w AS k, SUM(calls) OVER w AS running
+          FROM sequences WINDOW w AS (ORDER BY session_id, client_name ROWS UNBOUNDED PRECEDING)),
+        chosen AS MATERIALIZED (SELECT * FROM running WHERE k = 1 OR running <= ?3)
+        SELECT CASE WHEN COUNT(*) = 0 THEN json_object('kind', 'counted') ELSE json_object('kind', 'counting',
+            'groups', json_group_array(${tupleArraySql(RECOMPUTE_SEQUENCE)}), 'calls', SUM(calls),
+            'last', json((SELECT ${tupleArraySql(RECOMPUTE_SEQUENCE)} FROM chosen ORDER BY k DESC LIMIT 1))) END
+        FROM chosen)
+      WHEN state = 'hours' THEN (
+        WITH ${OWN_ROW},
+        keys AS MATERIALIZED (
+          SELECT m.hour_start_ms, m.tool_name, m.client_name FROM own, tool_hour_metrics m
+          WHERE m.project_id = ?1 AND m.hour_start_ms >= own.from_ms AND ${afterSql(HOUR_ROW_KEY, "m", "own.cursor")}
+          ORDER BY m.hour_start_ms, m.tool_name, m.client_name LIMIT ?3)
+        SELECT CASE WHEN COUNT(*) = 0 THEN json_object('kind', 'hours_done') ELSE json_object('kind', 'hours', 'rows', COUNT(*),
+            'last', json((SELECT ${tupleArraySql(HOUR_ROW_KEY)} FROM keys
+              ORDER BY hour_start_ms DESC, tool_name DESC, client_name DESC LIMIT 1))) END
+        FROM keys)
+      WHEN state = 'pairs' THEN (
+        WITH ${OWN_ROW},
+        keys AS MATERIALIZED (
+          SELECT day_start_ms, client_name FROM (
+            SELECT p.day_start_ms, p.client_name FROM own, pair_days p
+            WHERE p.project_id = ?1 AND p.day_start_ms >= own.from_ms AND ${afterSql(PAIR_DAY_KEY, "p", "own.cursor")}
+            UNION
+            SELECT s.day_start_ms, s.client_name FROM own, recompute_pairs s
+            WHERE s.project_id = ?1 AND ${afterSql(PAIR_DAY_KEY, "s", "own.cursor")})
+          ORDER BY day_start_ms, client_name LIMIT ?3)
+        SELECT CASE WHEN COUNT(*) = 0 THEN json_object('kind', 'pairs_done') ELSE json_object('kind', 'pairs', 'keys', COUNT(*),
+            'last', json((SELECT ${tupleArraySql(PAIR_DAY_KEY)} FROM keys ORDER BY day_start_ms DESC, client_name DESC LIMIT 1))) END
+        FROM keys)
+      ELSE json_object('kind', 'none') END
+    WHERE project_id = ?1
+    RETURNING step`,
+
+  /** Clearing: up to ?2 scratch rows of the project, each table. */
+  clearHours: `DELETE FROM recompute_hours WHERE (project_id, hour_start_ms, tool_name, client_name) IN (
+      SELECT project_id, hour_start_ms, tool_name, client_name FROM recompute_hours
+      WHERE project_id = ?1 AND EXISTS (SELECT 1 FROM recomputes WHERE project_id = ?1 AND step ->> '$.kind' = 'clearing') LIMIT ?2)`,
+  clearPairs: `DELETE FROM recompute_pairs WHERE (project_id, day_start_ms, client_name, pair) IN (
+      SELECT project_id, day_start_ms, client_name, pair FROM recompute_pairs
+      WHERE project_id = ?1 AND EXISTS (SELECT 1 FROM recomputes WHERE project_id = ?1 AND step ->> '$.kind' = 'clearing') LIMIT ?2)`,
+
+  /** Counting: the session calls' figures per hour row, from the calls starting on `from_ms` or later. */
+  countHours: `INSERT INTO recompute_hours (project_id, hour_start_ms, tool_name, client_name, retries, chains, first_ok, good)
+    WITH ${countedCallsCtes("counting")}
+    SELECT project_id, hour_start_ms, tool_name, client_name, SUM(is_retry), SUM(1 - is_retry),
+      SUM((1 - is_retry) * good * (1 - was_retried)), SUM(good)
+    FROM (${callFlagsSql("calls")})
+    WHERE started_at_ms >= (SELECT from_ms FROM st)
+    GROUP BY project_id, hour_start_ms, tool_name, client_name
+    ON CONFLICT (project_id, hour_start_ms, tool_name, client_name) DO UPDATE SET retries = retries + excluded.retries,
+      chains = chains + excluded.chains, first_ok = first_ok + excluded.first_ok, good = good + excluded.good`,
+
+  /** Counting: each call's pair with the next call of its (session, client) sequence, on the call's day (SPEC §2.4). */
+  countPairs: `INSERT INTO recompute_pairs (project_id, day_start_ms, client_name, pair, pair_count)
+    WITH ${countedCallsCtes("counting")}
+    SELECT project_id, ${dayStartSql("started_at_ms")} AS day_start_ms, client_name,
+      ${tupleArraySql(PAIR_KEY, { from_tool: "tool_name", to_tool: "next_tool" })} AS pair, COUNT(*)
+    FROM (SELECT ${CALL_COLUMNS}, LEAD(tool_name) OVER (${SESSION_SEQUENCE}) AS next_tool FROM calls)
+    WHERE next_tool IS NOT NULL AND next_tool <> tool_name AND started_at_ms >= (SELECT from_ms FROM st)
+    GROUP BY project_id, day_start_ms, client_name, pair
+    ON CONFLICT (project_id, day_start_ms, client_name, pair) DO UPDATE SET pair_count = pair_count + excluded.pair_count`,
+
+  /**
+   * Hours: the chain figures of the step's hour rows, from the scratch rows (the session calls) and
+   * the row's own per-call counters (the calls without a session); only rows whose figures differ
+   * are written.
+   */
+  writeHours: `WITH ${stepCte(["hours"])},
+    figures AS MATERIALIZED (
+      SELECT m.hour_start_ms, m.tool_name, m.client_name, COALESCE(s.retries, 0) AS retries,
+        m.calls_without_session + COALESCE(s.chains, 0) AS first_call_attempts,
+        m.ok - m.empty - COALESCE(s.good, 0) + COALESCE(s.first_ok, 0) AS first_call_ok
+      FROM st, tool_hour_metrics m LEFT JOIN recompute_hours s ON s.project_id = m.project_id AND s.hour_start_ms = m.hour_start_ms
+        AND s.tool_name = m.tool_name AND s.client_name = m.client_name
+      WHERE m.project_id = ?1 AND m.hour_start_ms >= st.from_ms AND ${inStepSql(HOUR_ROW_KEY, "m")})
+    UPDATE tool_hour_metrics SET retries = f.retries, first_call_attempts = f.first_call_attempts, first_call_ok = f.first_call_ok
+    FROM figures f
+    WHERE tool_hour_metrics.project_id = ?1 AND tool_hour_metrics.hour_start_ms = f.hour_start_ms
+      AND tool_hour_metrics.tool_name = f.tool_name AND tool_hour_metrics.client_name = f.client_name
+      AND (tool_hour_metrics.retries <> f.retries OR tool_hour_metrics.first_call_attempts <> f.first_call_attempts
+        OR tool_hour_metrics.first_call_ok <> f.first_call_ok)`,
+
+  /** Hours: the scratch rows written (or, once every hour row is, whatever is left), ≤ ?2. */
+  consumeHours: `DELETE FROM recompute_hours WHERE (project_id, hour_start_ms, tool_name, client_name) IN (
+      WITH ${stepCte(["hours", "hours_done"])}
+      SELECT s.project_id, s.hour_start_ms, s.tool_name, s.client_name FROM st, recompute_hours s
+      WHERE s.project_id = ?1 AND (st.kind = 'hours_done' OR ${inStepSql(HOUR_ROW_KEY, "s")}) LIMIT ?2)`,
+
+  /** Pairs: the step's (day, client) rows replaced by the recomputed ones. */
+  deletePairDays: `WITH ${stepCte(["pairs"])}
+    DELETE FROM pair_days WHERE project_id = ?1 AND EXISTS (SELECT 1 FROM st
+      WHERE pair_days.day_start_ms >= st.from_ms AND ${inStepSql(PAIR_DAY_KEY, "pair_days")})`,
+  insertPairDays: `INSERT INTO pair_days (project_id, day_start_ms, client_name, pairs_json)
+    WITH ${stepCte(["pairs"])}
+    SELECT s.project_id, s.day_start_ms, s.client_name, json_group_object(s.pair, s.pair_count ORDER BY s.pair)
+    FROM st, recompute_pairs s WHERE s.project_id = ?1 AND ${inStepSql(PAIR_DAY_KEY, "s")}
+    GROUP BY s.project_id, s.day_start_ms, s.client_name`,
+  consumePairs: `DELETE FROM recompute_pairs WHERE project_id = ?1 AND EXISTS (
+      WITH ${stepCte(["pairs"])} SELECT 1 FROM st WHERE ${inStepSql(PAIR_DAY_KEY, "recompute_pairs")})`,
+
+  /** The step's end: the cursor and the counts move on, or the state does; ?2 is the time (when it is done). */
+  advance: `UPDATE recomputes SET
+      state = CASE step ->> '$.kind'
+        WHEN 'restart' THEN 'clearing'
+        WHEN 'clearing' THEN CASE WHEN ${SCRATCH_LEFT} THEN 'clearing' ELSE 'counting' END
+        WHEN 'counted' THEN 'hours'
+        WHEN 'hours_done' THEN CASE WHEN ${HOURS_LEFT} THEN 'hours' ELSE 'pairs' END
+        WHEN 'pairs_done' THEN 'done'
+        ELSE state END,
+      kept_from_ms = CASE WHEN step ->> '$.kind' = 'clearing' AND NOT ${SCRATCH_LEFT} THEN ${KEPT_FROM_SQL} ELSE kept_from_ms END,
+      from_ms = CASE WHEN step ->> '$.kind' = 'clearing' AND NOT ${SCRATCH_LEFT} THEN ${recomputeFromSql(KEPT_FROM_SQL)} ELSE from_ms END,
+      cursor = CASE
+        WHEN step ->> '$.kind' IN ('counting', 'hours', 'pairs') THEN step -> '$.last'
+        WHEN step ->> '$.kind' IN ('restart', 'clearing', 'counted') OR (step ->> '$.kind' = 'hours_done' AND NOT ${HOURS_LEFT}) THEN '[]'
+        ELSE cursor END,
+      sessions = CASE step ->> '$.kind' WHEN 'restart' THEN 0 WHEN 'counting' THEN sessions + json_array_length(step, '$.groups') ELSE sessions END,
+      calls = CASE step ->> '$.kind' WHEN 'restart' THEN 0 WHEN 'counting' THEN calls + (step ->> '$.calls') ELSE calls END,
+      hour_rows = hour_rows + CASE WHEN step ->> '$.kind' = 'hours' THEN step ->> '$.rows' ELSE 0 END,
+      pair_rows = pair_rows + CASE WHEN step ->> '$.kind' = 'pairs' THEN step ->> '$.keys' ELSE 0 END,
+      steps = steps + (step ->> '$.kind' <> 'none'),
+      finished_at_ms = CASE WHEN step ->> '$.kind' = 'pairs_done' THEN ?2 ELSE finished_at_ms END
+    WHERE project_id = ?1`,
+} as const;
+
+export interface RecomputeBounds {
+  /** Calls one counting step reads (the calls of the sequences it takes; the first is always taken). */
+  recomputeCalls: number;
+  /** Rows one step writes or deletes: hour rows, (day, client) pair rows, scratch rows. */
+  recomputeRows: number;
+  /** Sequences one counting step looks at. */
+  recomputeSequences: number;
+}
+
+export interface RecomputeStepReport {
+  project_id: string;
+  /** What the step did: clearing, restart, counting, counted, hours, hours_done, pairs, pairs_done, or none (raced). */
+  kind: string;
+  /** D1 statements the step ran (its probe included). */
+  statements: number;
+  /** Hour rows whose figures it changed (hours steps). */
+  hourRowsChanged: number;
+  /** True when this step finished the project's recompute. */
+  done: boolean;
+}
+
+/** Statements a recompute step costs at most against the per-invocation query budget (its probe included). */
+export const RECOMPUTE_STEP_STATEMENTS = 6;
+
+const STATEMENTS_OF: Record<Exclude<RecomputeState, "done">, (keyof typeof RECOMPUTE_SQL)[]> = {
+  clearing: ["clearHours", "clearPairs"],
+  counting: ["countHours", "countPairs"],
+  hours: ["writeHours", "consumeHours"],
+  pairs: ["deletePairDays", "insertPairDays", "consumePairs"],
+};
+
+/**
+ * Runs one step of the oldest recompute under way (one transaction); null when none is. `nowMs`
+ * is recorded as the time a recompute finished.
+ */
+export async function runRecomputeStep(db: D1Database, nowMs: number, bounds: RecomputeBounds): Promise<RecomputeStepReport | null> {
+  const next = await db
+    .prepare(`SELECT project_id, state FROM recomputes WHERE state <> 'done' ORDER BY requested_at_ms, project_id LIMIT 1`)
+    .first<{ project_id: string; state: Exclude<RecomputeState, "done"> }>();
+  if (!next) return null;
+  const { project_id: projectId, state } = next;
+  const bound = state === "counting" ? bounds.recomputeCalls : bounds.recomputeRows;
+  const statements = [
+    db.prepare(RECOMPUTE_SQL.choose).bind(projectId, state, bound, bounds.recomputeSequences),
+    ...STATEMENTS_OF[state].map((name) => {
+      const statement = db.prepare(RECOMPUTE_SQL[name]);
+      return name === "clearHours" || name === "clearPairs" || name === "consumeHours"
+        ? statement.bind(projectId, bounds.recomputeRows)
+        : statement.bind(projectId);
+    }),
+    db.prepare(RECOMPUTE_SQL.advance).bind(projectId, nowMs),
+  ];
+  const results = await db.batch(statements);
+  const step = (results[0]?.results?.[0] as { step?: string } | undefined)?.step;
+  const kind = typeof step === "string" ? (JSON.parse(step) as { kind: string }).kind : "none";
+  const written = state === "hours" ? (results[1]?.meta.changes ?? 0) : 0;
+  return { project_id: projectId, kind, statements: 1 + statements.length, hourRowsChanged: written, done: kind === "pairs_done" };
+}
