@@ -7,8 +7,12 @@
 // highest overall: replacing with it is exact and idempotent.
 
 import { STARTUPS_CHUNK_END, STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
+import { TOOL_VERSION, TOOL_VERSION_KEY, tupleArraySql, tupleField } from "../db/tuples.ts";
 
 const watermark = stateValueSql(STARTUPS_WATERMARK);
+
+/** SQL reading a field of a stored tool version (`o.value`, db/tuples.ts). */
+const versionField = (name: (typeof TOOL_VERSION)[number]) => tupleField(TOOL_VERSION, name, "o.value");
 
 /**
  * The chunk: at most ?1 startups above the watermark, and no more than ?2 rows of work (tool
@@ -83,14 +87,13 @@ export const STARTUP_CHUNK_SQL = {
   // first/last receive time and how many startups listed it: churn and convergence (SPEC §2.5)
   // read from here. Counts are added in the watermark's transaction (exactly once); the
   // description_norm is the latest startup's. A project's versions are ONE row (migration 0027:
-  // a JSON object from `["tool","schema_hash","description_hash"]` to `[first_seen_ms,
-  // last_seen_ms, startups, description_norm]`); the chunk's versions are merged into it with the
+  // a JSON object from TOOL_VERSION_KEY to TOOL_VERSION, db/tuples.ts); the chunk's versions are merged into it with the
   // stored values of the same versions, the others kept as they are (json_patch replaces only the
   // keys it names; no value is null).
   upsertToolVersions: `INSERT INTO tool_version_sets (project_id, versions_json)
     WITH ${CHUNK},
     added AS MATERIALIZED (
-      SELECT project_id, json_array(tool_name, schema_hash, description_hash) AS version, MAX(latest_norm) AS norm,
+      SELECT project_id, ${tupleArraySql(TOOL_VERSION_KEY)} AS version, MAX(latest_norm) AS norm,
         MIN(received_at_ms) AS first_ms, MAX(received_at_ms) AS last_ms, COUNT(DISTINCT startup_seq) AS startups
       FROM (
         SELECT r.project_id, r.startup_seq, r.received_at_ms, json_extract(t.value, '$.name') AS tool_name,
@@ -103,11 +106,12 @@ export const STARTUP_CHUNK_SQL = {
         FROM ${chunkTools})
       GROUP BY project_id, tool_name, schema_hash, description_hash),
     merged AS MATERIALIZED (
-      SELECT a.project_id, a.version, json_array(
-          MIN(a.first_ms, COALESCE(o.value ->> 0, a.first_ms)),
-          MAX(a.last_ms, COALESCE(o.value ->> 1, a.last_ms)),
-          a.startups + COALESCE(o.value ->> 2, 0),
-          a.norm) AS value
+      SELECT a.project_id, a.version, ${tupleArraySql(TOOL_VERSION, {
+        first_seen_ms: `MIN(a.first_ms, COALESCE(${versionField("first_seen_ms")}, a.first_ms))`,
+        last_seen_ms: `MAX(a.last_ms, COALESCE(${versionField("last_seen_ms")}, a.last_ms))`,
+        startups: `a.startups + COALESCE(${versionField("startups")}, 0)`,
+        description_norm: "a.norm",
+      })} AS value
       FROM added a LEFT JOIN tool_version_sets s ON s.project_id = a.project_id
         LEFT JOIN json_each(s.versions_json) AS o ON o.key = a.version)
     SELECT m.project_id, json_patch(COALESCE((SELECT versions_json FROM tool_version_sets WHERE project_id = m.project_id), '{}'),
