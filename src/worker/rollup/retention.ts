@@ -206,8 +206,8 @@ export const FOLD_SQL = {
       FROM unit_hours GROUP BY project_id, day_start_ms, tool_name, client_name),
     histogram_differs AS (
       SELECT project_id, day_start_ms, tool_name, client_name FROM (
-        SELECT h.project_id, h.day_start_ms, h.tool_name, h.client_name, j.key, j.value
-        FROM unit_hours AS h, json_each(h.duration_histogram_json) AS j
+        SELECT uh.project_id, uh.day_start_ms, uh.tool_name, uh.client_name, j.key, j.value
+        FROM unit_hours AS uh, json_each(uh.duration_histogram_json) AS j
         UNION ALL
         SELECT d.project_id, d.day_start_ms, d.tool_name, d.client_name, j.key, -j.value
         FROM units AS u JOIN tool_day_metrics AS d ON d.project_id = u.project_id AND d.day_start_ms = u.day_start_ms,

@@ -11,6 +11,7 @@ import { hoursKept, rangeFromDays } from "../../../src/worker/metrics/query.ts";
 import { latestSchemaChange, schemaChangeSpansSql, schemaChangeWindows } from "../../../src/worker/metrics/schema-change.ts";
 import { openReadScope } from "../../../src/worker/metrics/scope.ts";
 import { runRetention, runRollup } from "../../../src/worker/rollup/index.ts";
+import { FOLD_SQL } from "../../../src/worker/rollup/retention.ts";
 import { HOUR_ROWS_KEPT_DAYS, hourRowsHorizonMs } from "../../../src/worker/time.ts";
 import { createProject, type TestProject } from "../helpers/projects.ts";
 import { getJson, seedHour, seedRegistered, seedVersion } from "../metrics/seed.ts";
@@ -344,6 +345,20 @@ describe("the fold", () => {
     // The change is at HORIZON − 50 days + 1 h: its windows reach from 57 days to 43 days back.
     expect(results).toEqual(Array.from({ length: 15 }, (_, i) => ({ project_id: "p1", day: HORIZON - (57 - i) * DAY })));
   });
+});
+
+describe("the fold's query plans", () => {
+  // Hour rows, day rows, registered tools and versions are reached by their keys, never scanned: a
+  // step's reads follow the rows it folds, not the size of the tables.
+  for (const [name, sql] of Object.entries(FOLD_SQL)) {
+    it(`${name} searches every table by its key`, async () => {
+      const params = name === "foldDays" ? ["[]"] : ["", 0, HORIZON, 100];
+      const { results } = await db.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
+      const plan = results.map((r) => r.detail);
+      expect(plan).toContain("SEARCH h USING PRIMARY KEY (project_id=? AND hour_start_ms>? AND hour_start_ms<?)");
+      expect(plan.filter((d) => /^SCAN (h|d|r|v|tool_hour_metrics|tool_day_metrics|registered_tools|tool_versions)\b/.test(d))).toEqual([]);
+    });
+  }
 });
 
 describe("the schema-change windows in SQL", () => {
