@@ -177,12 +177,15 @@ export const RETENTION_SQL = {
  * trigger: the day row stays right.
  *
  * Bounded work: a step reads up to `foldRows` old hour rows from a cursor (project, hour) carried
- * by the run, in key order, and folds the project-days they belong to, whole.
+ * by the run, in key order, and folds the project-days they belong to, whole. Each run starts from
+ * the first key again, so what stays before the horizon (the schema-change hours, a day row that
+ * differs) is read again each day: a few weeks of a few tools' hours at most.
  */
 export const FOLD_SQL = {
   // The (project, day) units of the next ?4 hour rows before the horizon ?3, from the cursor
-  // (project ?1, hour ?2). Projects are walked by seeks on the key (a loose index scan), so a
-  // project's kept hours are never read.
+  // (project ?1, hour ?2), in key order: the plan walks the projects by seeks on the key (a loose
+  // index scan), then each one's hours before the horizon by its key, so no hour after the horizon
+  // is read (test/worker/rollup/history-fold.test.ts checks the plan).
   nextDays: `WITH RECURSIVE projects_from (id) AS (
       SELECT ?1
       UNION ALL
