@@ -3,6 +3,7 @@
 // stays equal; hour grain there answers 400 HOURS_NOT_KEPT; the fold is bounded per statement, never
 // deletes an hour whose day row does not hold it, and never a day at or after the horizon.
 import { env } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { clearFinalSumsCache } from "../../../src/worker/metrics/counter-sums.ts";
 import { COUNTER_NAMES } from "../../../src/worker/metrics/counters.ts";
@@ -185,6 +186,30 @@ async function answers(p: TestProject): Promise<Record<string, unknown>> {
     expect(status, path).toBe(200);
     out[path] = strip(body);
   }
+  // The /mcp tools (SPEC §6), stateless JSON-RPC with the read key.
+  const mcpCalls: [string, Record<string, unknown>][] = [
+    ...RANGES.flatMap(([from, to]): [string, Record<string, unknown>][] => [
+      ["list_tools_health", { from, to }],
+      ["get_tool", { name: "search", from, to }],
+      ["get_insights", { from, to }],
+      ["get_clients", { from, to }],
+      ["get_sessions", { from, to }],
+    ]),
+    ["compare_ranges", { a_from: "2026-07-01", a_to: "2026-07-14", b_from: "2026-07-15", b_to: "2026-07-28" }],
+    ["get_schema_regressions", {}],
+  ];
+  for (const [name, args] of mcpCalls) {
+    const res = await exports.default.fetch("http://worker/mcp", {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${p.read_key}`, "mcp-protocol-version": "2025-06-18" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } }),
+    });
+    const text = await res.text();
+    const json = JSON.parse(text.startsWith("{") ? text : (/^data: (.*)$/m.exec(text)?.[1] ?? "null")) as { result?: { structuredContent?: unknown; isError?: boolean } };
+    expect(json.result?.isError ?? false, `${name} ${text.slice(0, 200)}`).toBe(false);
+    expect(json.result?.structuredContent, name).toBeDefined();
+    out[`mcp ${name} ${JSON.stringify(args)}`] = strip(json.result?.structuredContent);
+  }
   const scope = openReadScope(db, p.project_id, NOW);
   for (const [from, to] of RANGES) {
     const range = rangeFromDays(Date.parse(from!), Date.parse(to!));
@@ -195,6 +220,8 @@ async function answers(p: TestProject): Promise<Record<string, unknown>> {
   return out;
 }
 
+// The workload's tests take seconds (a rollup of ~1,400 calls, ~100 answers read twice): a timeout
+// far above that, so a busy machine never fails them.
 describe("folding a workload of more than 90 days", () => {
   it("deletes the hour rows before the horizon and leaves every answer over those days equal", async () => {
     const p = await createProject();
@@ -226,7 +253,7 @@ describe("folding a workload of more than 90 days", () => {
     expect(await answers(p)).toEqual(before);
     // A second run finds nothing more to fold.
     expect((await runRetention(db, NOW)).foldedHourRows).toBe(0);
-  });
+  }, 120_000);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -328,7 +355,7 @@ describe("the fold", () => {
     expect(runs.reduce((a, b) => a + b, 0)).toBe(3 * 20 * 48);
     expect(await hourRows()).toBe(24);
     expect((await snapshot(db)).days).toEqual(daysBefore);
-  });
+  }, 120_000);
 
   it("a step reads from its cursor on: kept hours at the front never stall the fold", async () => {
     // p1's oldest days hold the hours of a schema change (kept); everything after them is folded.
