@@ -304,23 +304,23 @@ describe("the fold", () => {
     expect(await hourRows()).toBe(24);
   });
 
-  it("keeps the hours of a day row that is missing or differs from their sum, in any counter or bucket", async () => {
-    const days = [30, 31, 32, 33].map((n) => HORIZON - n * DAY);
-    for (const d of days) await fullDay("p1", d);
-    await fullDay("p1", days[0]!, "other"); // folded beside the broken rows of its day
-    await db.prepare("DELETE FROM tool_day_metrics WHERE day_start_ms = ?1 AND tool_name = 'search'").bind(days[0]).run();
-    await db.prepare("UPDATE tool_day_metrics SET first_call_ok = first_call_ok + 1 WHERE day_start_ms = ?1").bind(days[1]).run();
-    await db
-      .prepare(`UPDATE tool_day_metrics SET duration_histogram_json = json_set(duration_histogram_json, '$."11"', 1) WHERE day_start_ms = ?1`)
-      .bind(days[2])
-      .run();
+  it("keeps the hours of a day row that is missing or differs from their sum in any counter", async () => {
+    const broken = COUNTER_NAMES.map((_, n) => HORIZON - (30 + n) * DAY);
+    const whole = HORIZON - 20 * DAY;
+    for (const d of [...broken, whole]) await fullDay("p1", d);
+    await fullDay("p1", broken[0]!, "other"); // folded beside the missing day row of its day
+    await db.prepare("DELETE FROM tool_day_metrics WHERE day_start_ms = ?1 AND tool_name = 'search'").bind(broken[0]).run();
+    // Every other counter off by one on its own day.
+    for (const [n, counter] of COUNTER_NAMES.slice(1).entries()) {
+      await db.prepare(`UPDATE tool_day_metrics SET ${counter} = ${counter} + 1 WHERE day_start_ms = ?1`).bind(broken[n + 1]).run();
+    }
     await markRolledUp();
     const r = await runRetention(db, NOW);
     expect(r.foldedHourRows).toBe(48);
     const { results } = await db
-      .prepare("SELECT hour_start_ms - hour_start_ms % 86400000 AS day, tool_name, COUNT(*) AS n FROM tool_hour_metrics GROUP BY 1, 2 ORDER BY 1")
+      .prepare("SELECT hour_start_ms - hour_start_ms % 86400000 AS day, tool_name, COUNT(*) AS n FROM tool_hour_metrics GROUP BY 1, 2 ORDER BY 1 DESC")
       .all<{ day: number; tool_name: string; n: number }>();
-    expect(results).toEqual([days[2], days[1], days[0]].map((day) => ({ day, tool_name: "search", n: 24 })));
+    expect(results).toEqual(broken.map((day) => ({ day, tool_name: "search", n: 24 })));
   });
 
   it("works through a backlog in bounded steps over several runs", async () => {
@@ -356,6 +356,20 @@ describe("the fold", () => {
     expect(await hourRows()).toBe(24);
     expect((await snapshot(db)).days).toEqual(daysBefore);
   }, 120_000);
+
+  it("reads at most foldRowsPerRun old hour rows a run, and a step at least one project-day", async () => {
+    for (let n = 1; n <= 10; n++) await fullDay("p1", HORIZON - n * DAY);
+    await markRolledUp();
+    // 240 old rows, 24 a day: a run that may read 48 in steps of 24 folds two days.
+    const first = await runRetention(db, NOW, { foldRows: 24, foldRowsPerRun: 48 });
+    expect(first).toMatchObject({ foldedHourRows: 48, caughtUp: false });
+    // A step smaller than one day still folds that day whole.
+    const second = await runRetention(db, NOW, { foldRows: 1, foldRowsPerRun: 1 });
+    expect(second).toMatchObject({ foldedHourRows: 24, caughtUp: false });
+    const third = await runRetention(db, NOW);
+    expect(third).toMatchObject({ foldedHourRows: 168, caughtUp: true });
+    expect(await hourRows()).toBe(0);
+  });
 
   it("a step reads from its cursor on: kept hours at the front never stall the fold", async () => {
     // p1's oldest days hold the hours of a schema change (kept); everything after them is folded.
