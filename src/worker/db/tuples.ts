@@ -30,6 +30,9 @@ export const PAIR_KEY = ["from_tool", "to_tool"] as const;
 /** A span of the calls chunk, kept in its `rollup_state` row (rollup/calls.ts). */
 export const CHUNK_SPAN = ["project_id", "session_id", "client_name", "from_ms", "to_ms"] as const;
 
+/** A project-day the hour-row fold hands its delete statement, in a JSON list (rollup/retention.ts). */
+export const FOLD_DAY = ["project_id", "day_start_ms"] as const;
+
 export type TupleLayout = readonly string[];
 
 /** The position of `name` in `layout`. */
