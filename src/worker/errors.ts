@@ -29,6 +29,8 @@ export const ERROR_CODES = {
   INTERNAL_SERVER_ERROR: 500,
   /** The worker cannot take the request durably now; `Retry-After` says when to try again (SPEC §1.1). */
   SERVICE_UNAVAILABLE: 503,
+  /** `grain=hour` over days whose hours are folded into their days (older than 90 days, SPEC §7): ask `grain=day`. */
+  HOURS_NOT_KEPT: 400,
 } as const satisfies Record<string, ContentfulStatusCode>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -52,7 +54,9 @@ export function apiError(code: ErrorCode, message: string, headers?: Record<stri
   return new ApiError(code, message, headers);
 }
 
-const CODE_OF_STATUS = new Map<number, ErrorCode>(ERROR_CODE_NAMES.map((code) => [ERROR_CODES[code], code]));
+/** The general code of each status: the first code listed with it (a later one, like HOURS_NOT_KEPT, is a specific case). */
+const CODE_OF_STATUS = new Map<number, ErrorCode>();
+for (const code of ERROR_CODE_NAMES) if (!CODE_OF_STATUS.has(ERROR_CODES[code])) CODE_OF_STATUS.set(ERROR_CODES[code], code);
 
 /**
  * The code of an error thrown as a bare HTTPException (by Hono's own middleware: body limit, bearer
@@ -74,6 +78,7 @@ const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
   TOO_MANY_REQUESTS: "too many requests",
   INTERNAL_SERVER_ERROR: "internal error",
   SERVICE_UNAVAILABLE: "service unavailable",
+  HOURS_NOT_KEPT: "hours not kept",
 };
 
 /** The answer to an error: app.onError's only output, so no route writes an error body of its own. */

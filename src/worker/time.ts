@@ -23,3 +23,19 @@ export const dayStartSql = (column: string) => `(CAST((${column}) / ${DAY_MS} AS
 
 /** SPEC §1.1: a request with the same Idempotency-Key within this long is stored once. */
 export const IDEMPOTENCY_WINDOW_MS = HOUR_MS;
+
+/**
+ * SPEC §7: hour rows are kept for the last 90 days; the hour rows of older days are folded into
+ * their day rows by the daily retention job (rollup/retention.ts), and hour grain over them answers
+ * 400 (HOURS_NOT_KEPT).
+ */
+export const HOUR_ROWS_KEPT_DAYS = 90;
+
+/**
+ * Start of the oldest day whose hour rows are kept, seen from `nowMs` (the job's scheduledTime or
+ * the request's clock, never the wall clock): days before it are folded. Whole UTC days, so a job
+ * and a read on the same day agree on it.
+ */
+export function hourRowsHorizonMs(nowMs: number): number {
+  return dayStartMs(nowMs) - HOUR_ROWS_KEPT_DAYS * DAY_MS;
+}

@@ -26,8 +26,9 @@ import {
 import type { RegisteredToolRow } from "../db/metrics.ts";
 import { COUNTER_NAMES, emptyGroup, rate, roundTo, type CounterGroup, type Counters } from "../metrics/counters.ts";
 import { findChurn, toolRow } from "../metrics/reports.ts";
-import { REGRESSION_MIN_CALLS, REGRESSION_RATE_DELTA, REGRESSION_WINDOW_DAYS, latestSchemaChange } from "../metrics/schema-regressions.ts";
-import { DAY_MS, HOUR_MS, hourStartMs } from "../time.ts";
+import { latestSchemaChange, schemaChangeWindows } from "../metrics/schema-change.ts";
+import { REGRESSION_MIN_CALLS, REGRESSION_RATE_DELTA } from "../metrics/schema-regressions.ts";
+import { HOUR_MS, hourStartMs } from "../time.ts";
 import { metricVerdict } from "./figures.ts";
 import { dashboardUrl, type NotificationPayload } from "./notification.ts";
 import { EACH, type AlertRule } from "./rules.ts";
@@ -288,20 +289,14 @@ type RegressionCandidate = { rule: AlertRule; tool: string; before: Span; after:
 /** Registered tools in scope whose schema changed, with the spans /v1/metrics/schema-regressions compares. */
 function regressionCandidates(rule: AlertRule, versions: EventToolVersionRow[]): RegressionCandidate[] {
   const byTool = groupBy(versions, (v) => v.tool_name);
-  const windowMs = REGRESSION_WINDOW_DAYS * DAY_MS;
   const candidates: RegressionCandidate[] = [];
   for (const [tool, list] of byTool) {
     const current = list[0]!.current_schema_hash;
     if (!list[0]!.registered || current === null) continue;
     const found = latestSchemaChange(current, list);
     if (!found) continue;
-    const changeHourMs = hourStartMs(found.changedAtMs);
-    candidates.push({
-      rule,
-      tool,
-      before: { start: changeHourMs - windowMs, end: changeHourMs },
-      after: { start: changeHourMs + HOUR_MS, end: changeHourMs + HOUR_MS + windowMs },
-    });
+    const { before, after } = schemaChangeWindows(found.changedAtMs);
+    candidates.push({ rule, tool, before: { start: before.startMs, end: before.endMs }, after: { start: after.startMs, end: after.endMs } });
   }
   return candidates;
 }

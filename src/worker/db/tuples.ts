@@ -43,6 +43,8 @@ export const RECOMPUTE_SEQUENCE = ["session_id", "client_name"] as const;
 export const HOUR_ROW_KEY = ["hour_start_ms", "tool_name", "client_name"] as const;
 /** A `pair_days` row's key within a project: a recompute's cursor while it writes pairs. */
 export const PAIR_DAY_KEY = ["day_start_ms", "client_name"] as const;
+/** A project-day the hour-row fold hands its delete statement, in a JSON list (rollup/retention.ts). */
+export const FOLD_DAY = ["project_id", "day_start_ms"] as const;
 
 export type TupleLayout = readonly string[];
 

@@ -18,7 +18,7 @@ import type { DurationHistogram } from "../histogram.ts";
 import { sumCounters, type CounterRequest } from "./counter-sums.ts";
 import { counterFigures, emptyGroup, mergeGroups, type CounterFigures, type CounterGroup } from "./counters.ts";
 import { buildInsights, type Insight } from "./insights.ts";
-import { previousRange, rangeFromDays, type DateRange, type Grain, type PageParams } from "./query.ts";
+import { hoursKept, previousRange, rangeFromDays, type DateRange, type Grain, type PageParams } from "./query.ts";
 import { DAY_MS } from "../time.ts";
 import {
   agreementFrom,
@@ -84,9 +84,12 @@ export async function loadProjectName(scope: ReadScope): Promise<string> {
 /** Ranges (and spans of data) up to this many days are charted per hour, longer ones per day. */
 export const HOUR_CHART_DAYS = 2;
 
-/** Charts of ranges up to 2 days use hours, longer ranges days. */
-export function chartGrain(range: DateRange): Grain {
-  return range.days <= HOUR_CHART_DAYS ? "hour" : "day";
+/**
+ * Charts of ranges up to 2 days use hours, longer ranges days; so do ranges reaching before the
+ * hour rows' horizon (SPEC §7: their hours are folded into days), seen from the request's clock.
+ */
+export function chartGrain(range: DateRange, nowMs: number): Grain {
+  return range.days <= HOUR_CHART_DAYS && hoursKept(range, nowMs) ? "hour" : "day";
 }
 
 /** What a page's time charts show: the buckets, their grain, and the days they cover. */
@@ -121,7 +124,7 @@ async function chartSeries(
 ): Promise<ChartSeries> {
   const series = bucketsFrom(sums, range, grain);
   const span = grain === "day" ? callsSpan(series) : null;
-  if (span === null) return { series, grain, range };
+  if (span === null || !hoursKept(span, scope.nowMs)) return { series, grain, range };
   const [hours] = await sumCounters(scope, [timeseriesRequest(span, "hour", filters, { latency: false })]);
   return { series: bucketsFrom(hours ?? new Map(), span, "hour"), grain: "hour", range: span };
 }
@@ -209,7 +212,7 @@ export type OverviewData = {
 
 export async function loadOverview(scope: ReadScope, params: PageParams, price: number): Promise<OverviewData> {
   const { range, client, search, page } = params;
-  const grain = chartGrain(range);
+  const grain = chartGrain(range, scope.nowMs);
   const [[toolSums, previousSums, seriesSums, clientSums], registered, [sessions, previousSessions], pairs, versions, agreementRows, declarations, asOf] =
     await Promise.all([
       sumCounters(scope, [
@@ -277,7 +280,7 @@ export type ToolPageData = {
 
 export async function loadToolPage(scope: ReadScope, tool: string, params: PageParams, price: number): Promise<ToolPageData> {
   const { range, client, search, page } = params;
-  const grain = chartGrain(range);
+  const grain = chartGrain(range, scope.nowMs);
   const registeredRows = listRegisteredTools(scope.db, scope.projectId);
   const versionRows = listToolVersions(scope.db, scope.projectId, tool);
   const rows = Promise.all([registeredRows, versionRows]);

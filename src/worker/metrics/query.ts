@@ -6,7 +6,7 @@
 import { zValidator } from "@hono/zod-validator";
 import { z } from "zod";
 import { MAX_CLIENT_NAME_CHARS, MAX_TOOL_NAME_CHARS } from "../../shared/limits.ts";
-import { DAY_MS } from "../time.ts";
+import { DAY_MS, HOUR_ROWS_KEPT_DAYS, hourRowsHorizonMs } from "../time.ts";
 import { apiError, type ApiError } from "../errors.ts";
 
 /** Without `from`/`to`: the last 7 days, today (UTC, by the request time) included (SPEC §3). */
@@ -147,6 +147,25 @@ export const timeseriesQuery = z
     const range = toRange(q, grain === "hour" ? MAX_HOUR_GRAIN_DAYS : MAX_RANGE_DAYS, ctx);
     return { range: range as DateRange, grain, filters: filtersOf(q) };
   });
+
+/** Whether the hour rows of every day of `range` are still kept at `nowMs` (SPEC §7). */
+export function hoursKept(range: DateRange, nowMs: number): boolean {
+  return range.startMs >= hourRowsHorizonMs(nowMs);
+}
+
+/**
+ * `grain=hour` over a range reaching before the hour rows' horizon answers 400 HOURS_NOT_KEPT
+ * (SPEC §7): those hours are folded into their days. Checked against the request's clock
+ * (ReadScope.nowMs), after the schema, so the horizon is the one the fold uses for that day.
+ */
+export function requireHoursKept(range: DateRange, grain: Grain, nowMs: number): void {
+  if (grain !== "hour" || hoursKept(range, nowMs)) return;
+  throw apiError(
+    "HOURS_NOT_KEPT",
+    `hours are kept for the last ${HOUR_ROWS_KEPT_DAYS} days (from ${isoDate(hourRowsHorizonMs(nowMs))}); ` +
+      "older hours are folded into their days: ask grain=day, or a 'from' on or after that date",
+  );
+}
 
 export const descriptionsQuery = z.strictObject({ tool: PARAMS.tool }).transform((q) => ({ filters: { tool: q.tool } }));
 export const schemaRegressionsQuery = z

@@ -2,15 +2,15 @@
 // success before and after the change, in a constant number of D1 statements whatever the number
 // of changed tools (the windows of all tools are one statement, counter-sums.ts).
 import { listRegisteredTools, listToolVersions, type RegisteredToolRow, type ToolVersionRow } from "../db/metrics.ts";
-import { DAY_MS, HOUR_MS } from "../time.ts";
 import { sumToolWindows } from "./counter-sums.ts";
+import { REGRESSION_WINDOW_DAYS, latestSchemaChange, schemaChangeWindows } from "./schema-change.ts";
 import { rate, roundTo, type Counters } from "./counters.ts";
 import { INSIGHT_MIN_CALLS } from "./insights.ts";
 import type { ReadFilters } from "./query.ts";
 import { asOfIso, type ReadScope } from "./scope.ts";
 
-/** Hours compared on each side of a schema change. */
-export const REGRESSION_WINDOW_DAYS = 7;
+export { REGRESSION_WINDOW_DAYS, latestSchemaChange } from "./schema-change.ts";
+
 /** Both sides need this many calls before `regressed` can be true. */
 export const REGRESSION_MIN_CALLS = INSIGHT_MIN_CALLS;
 /** A rise in bad_args rate or a fall in first-call success of at least this much is a regression. */
@@ -38,25 +38,6 @@ export type SchemaRegression = {
   first_call_rate_change: number | null;
   regressed: boolean;
 };
-
-/**
- * When the tool's current schema took over: the later of the current hash's first sighting and the
- * last sighting of any other hash (so A → B → A counts from when B was last seen). Null when the
- * tool has only ever had one schema.
- */
-export function latestSchemaChange(
-  current: string,
-  versions: ToolVersionRow[],
-): { changedAtMs: number; previous: string } | null {
-  let currentFirstSeen = Infinity;
-  let previous: ToolVersionRow | undefined;
-  for (const v of versions) {
-    if (v.schema_hash === current) currentFirstSeen = Math.min(currentFirstSeen, v.first_seen_ms);
-    else if (!previous || v.last_seen_ms > previous.last_seen_ms) previous = v;
-  }
-  if (!previous || currentFirstSeen === Infinity) return null;
-  return { changedAtMs: Math.max(currentFirstSeen, previous.last_seen_ms), previous: previous.schema_hash };
-}
 
 function regressionSide(counters: Counters, startMs: number, endMs: number): RegressionSide {
   return {
@@ -95,16 +76,12 @@ export async function loadSchemaRegressions(
     list.push(v);
     versionsByTool.set(v.tool_name, list);
   }
-  const windowMs = REGRESSION_WINDOW_DAYS * DAY_MS;
   const candidates = registered.flatMap((tool) => {
     if (tool.schema_hash === null) return [];
     if (filters.tool !== undefined && tool.tool_name !== filters.tool) return [];
     const found = latestSchemaChange(tool.schema_hash, versionsByTool.get(tool.tool_name) ?? []);
     if (!found) return [];
-    const changeHourMs = Math.floor(found.changedAtMs / HOUR_MS) * HOUR_MS;
-    const before = { startMs: changeHourMs - windowMs, endMs: changeHourMs };
-    const after = { startMs: changeHourMs + HOUR_MS, endMs: changeHourMs + HOUR_MS + windowMs };
-    return [{ tool, ...found, before, after }];
+    return [{ tool, ...found, ...schemaChangeWindows(found.changedAtMs) }];
   });
   const sums = await sumToolWindows(
     scope,

@@ -10,6 +10,7 @@ import {
   descriptionsQuery,
   insightsQuery,
   pairsQuery,
+  requireHoursKept,
   schemaRegressionsQuery,
   sessionsQuery,
   timeseriesQuery,
@@ -61,7 +62,9 @@ metricsApp.get("/sessions", validQuery(sessionsQuery), async (c) => {
 
 metricsApp.get("/timeseries", validQuery(timeseriesQuery), async (c) => {
   const { range, grain, filters } = c.req.valid("query");
-  return c.json(await timeseriesReport(openReadScope(c.env.DB, c.var.projectId), range, grain, filters));
+  const scope = openReadScope(c.env.DB, c.var.projectId);
+  requireHoursKept(range, grain, scope.nowMs);
+  return c.json(await timeseriesReport(scope, range, grain, filters));
 });
 
 metricsApp.get("/descriptions", validQuery(descriptionsQuery), async (c) => {

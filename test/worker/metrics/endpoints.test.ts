@@ -1,6 +1,6 @@
 // The other read routes of SPEC §3: clients, pairs, sessions, timeseries, descriptions, agreement,
 // schema regressions — sums, filters, null rules and as_of on every answer.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished, vi } from "vitest";
 import { pricePerMillionTokens } from "../../../src/worker/metrics/reports.ts";
 import { createProject } from "../helpers/projects.ts";
 import {
@@ -116,6 +116,9 @@ describe("GET /v1/metrics/timeseries", () => {
   });
 
   it("answers 24 hour buckets a day with grain=hour", async () => {
+    // Hour grain reads only the last 90 days' hours (SPEC §7): the request's clock stands a few days after the data.
+    vi.useFakeTimers({ toFake: ["Date"], now: Date.UTC(2026, 7, 10) });
+    onTestFinished(() => void vi.useRealTimers());
     const p = await createProject();
     await seedHour({ projectId: p.project_id, hourMs: dayMs("2026-08-01") + 23 * HOUR, tool: "a", client: "c1", counters: { calls: 3, ok: 3 } });
     const { body } = await getJson<{ grain: string; buckets: Body[] }>("/v1/metrics/timeseries?from=2026-08-01&to=2026-08-02&grain=hour", p.read_key);
