@@ -4,7 +4,10 @@ import type { IngestHealth } from "./health/ingest-health.ts";
 import type { SignInThrottle } from "./throttle/sign-in-throttle.ts";
 
 export interface Env {
+  /** The first database: the directory, keys and dashboard sessions, and projects (SPEC §7; databases.ts). */
   DB: D1Database;
+  /** Further databases for projects: every binding named DB_<suffix> (databases.ts lists them). */
+  [database: `DB_${string}`]: D1Database | undefined;
   CALLS_AE: AnalyticsEngineDataset;
   KEY_BUDGET: DurableObjectNamespace<KeyBudget>;
   /** Ingest's durability counters, backlog and dead letters (one instance). */

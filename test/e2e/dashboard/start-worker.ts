@@ -3,12 +3,17 @@
 // the dashboard's browser test and by `npm run bench:read`.
 import { spawnSync } from "node:child_process";
 import { Miniflare, convertV4MiniflareOptions, type V4MiniflareOptions } from "miniflare";
-import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
 import { migrateToHead } from "../../../scripts/migrations.ts";
+// @ts-expect-error -- a plain .mjs module of the scripts, without type declarations
+import * as devSupport from "../../../scripts/dev-support.mjs";
+
+/** The D1 bindings of a wrangler.toml, in order (scripts/dev-support.mjs). */
+const databaseBindings = (devSupport as { databaseBindings: (toml: string) => string[] }).databaseBindings;
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 
@@ -16,7 +21,10 @@ export type RunningWorker = {
   url: string;
   adminToken: string;
   mf: Miniflare;
+  /** The first database (DB): the directory, keys, sessions, and the projects placed there. */
   db: D1Database;
+  /** Every database of the worker's wrangler.toml by binding name (DB, DB_2: SPEC §7). */
+  dbs: Record<string, D1Database>;
   /** Runs the 5-minute rollup cron once, as Cloudflare would, and waits for it. */
   runRollup(scheduledTime?: Date): Promise<void>;
   stop(): Promise<void>;
@@ -29,7 +37,7 @@ export type StartOptions = {
   build?: { scriptPath: string; wranglerToml: string };
   /** Keep D1 and Durable Object storage in this directory (so a second start sees the same database). */
   persistTo?: string;
-  /** Brings the database to the schema the worker expects; default: every migration (migrateToHead). */
+  /** Brings the first database to the schema the worker expects; default: every migration (migrateToHead). The others always get every migration. */
   prepareDb?: (db: D1Database) => Promise<unknown>;
 };
 
@@ -48,7 +56,8 @@ export async function startWorker(options: StartOptions = {}): Promise<RunningWo
     });
     if (bundled.status !== 0) throw new Error(`wrangler build failed: ${bundled.stderr}`);
   }
-  const { workerOptions } = unstable_getMiniflareWorkerOptions(options.build?.wranglerToml ?? join(ROOT, "wrangler.toml"));
+  const wranglerToml = options.build?.wranglerToml ?? join(ROOT, "wrangler.toml");
+  const { workerOptions } = unstable_getMiniflareWorkerOptions(wranglerToml);
   // The bundle is one ES module: module rules (for loose files) do not apply.
   const { modulesRules: _unusedRules, ...fromWrangler } = workerOptions as Record<string, unknown> & { bindings?: Record<string, unknown> };
   // wrangler hands over options in Miniflare's v4 shape; this Miniflare converts them itself.
@@ -73,13 +82,18 @@ export async function startWorker(options: StartOptions = {}): Promise<RunningWo
   } as unknown as V4MiniflareOptions;
   const mf = new Miniflare(convertV4MiniflareOptions(v4Options));
   const url = (await mf.ready).toString().replace(/\/$/, "");
-  const db = (await mf.getD1Database("DB")) as unknown as D1Database;
-  await (options.prepareDb ?? migrateToHead)(db);
+  const dbs: Record<string, D1Database> = {};
+  for (const binding of databaseBindings(readFileSync(wranglerToml, "utf8"))) {
+    dbs[binding] = (await mf.getD1Database(binding)) as unknown as D1Database;
+    await (binding === "DB" ? (options.prepareDb ?? migrateToHead) : migrateToHead)(dbs[binding]);
+  }
+  const db = dbs.DB!;
   return {
     url,
     adminToken,
     mf,
     db,
+    dbs,
     async runRollup(scheduledTime = new Date()) {
       const worker = await mf.getWorker();
       await worker.scheduled({ cron: "*/5 * * * *", scheduledTime });
