@@ -357,3 +357,9 @@ CREATE TABLE pair_days (
   pairs_json TEXT NOT NULL,
   PRIMARY KEY (project_id, day_start_ms, client_name)
 ) WITHOUT ROWID;
+
+CREATE TABLE project_databases (
+  project_id TEXT PRIMARY KEY,
+  -- The binding name of the project's database in wrangler.toml ("DB", "DB_2", …).
+  database_name TEXT NOT NULL
+);

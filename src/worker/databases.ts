@@ -4,8 +4,9 @@
 // dashboard sessions, and it is a database for projects like any other. A project's database is
 // resolved once per request (a middleware) or per job and passed down as a D1Database handle;
 // nothing under db/ reads env or picks a binding (STYLE.md).
-import type { Env } from "./env.ts";
-import { findProjectDatabase } from "./db/directory.ts";
+import type { MiddlewareHandler } from "hono";
+import type { AppEnv, Env } from "./env.ts";
+import { findProjectDatabase, projectCountsByDatabase, storedBytes } from "./db/directory.ts";
 
 export type Database = { name: string; db: D1Database };
 
@@ -49,4 +50,32 @@ export function databaseOf(env: Env, name: string | null): Database {
 /** Looks a project's database up in the directory (one D1 read). */
 export async function resolveProjectDatabase(env: Env, projectId: string): Promise<Database> {
   return databaseOf(env, await findProjectDatabase(directoryDb(env), projectId));
+}
+
+/**
+ * Middleware of the admin routes under /projects/:id: the project's database, looked up in the
+ * directory once for the request, as `c.var.db` (an unknown project resolves to the first database,
+ * where the handler finds no such project and answers 404).
+ */
+export const projectDatabaseOfParam: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const database = await resolveProjectDatabase(c.env, c.req.param("id") ?? "");
+  c.set("database", database.name);
+  c.set("db", database.db);
+  await next();
+};
+
+export type DatabaseSummary = { name: string; projects: number; bytes: number };
+
+/** Every database with its projects and stored bytes (SPEC §7 `GET /v1/admin/databases`), in databases() order. */
+export async function summarizeDatabases(env: Env): Promise<DatabaseSummary[]> {
+  const all = databases(env);
+  const [counts, sizes] = await Promise.all([projectCountsByDatabase(directoryDb(env), FIRST_DATABASE), Promise.all(all.map((d) => storedBytes(d.db)))]);
+  return all.map((d, i) => ({ name: d.name, projects: counts.get(d.name) ?? 0, bytes: sizes[i]! }));
+}
+
+/** Where a new project goes (SPEC §7): the database with the fewest stored bytes; the first of them on a tie. */
+export function placeNewProject(summaries: readonly DatabaseSummary[]): string {
+  let best = summaries[0]!;
+  for (const s of summaries) if (s.bytes < best.bytes) best = s;
+  return best.name;
 }

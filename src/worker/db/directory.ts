@@ -18,11 +18,25 @@ export async function listDirectory(db: D1Database): Promise<Map<string, string>
 }
 
 /**
- * The bytes a database stores, as D1 reports them after a statement (`meta.size_after`, the same
- * figure in Miniflare and on Cloudflare); SQLite's page count × page size where it is missing.
+ * The bytes a database stores, as D1 reports them with every result (`meta.size_after`, the same in
+ * Miniflare and on Cloudflare). SQLite's own `PRAGMA page_count` is refused by D1's authorizer
+ * (SQLITE_AUTH), in both.
  */
 export async function storedBytes(db: D1Database): Promise<number> {
-  const result = await db.prepare("SELECT page_count * page_size AS bytes FROM pragma_page_count(), pragma_page_size()").all<{ bytes: number }>();
-  const size = (result.meta as { size_after?: number }).size_after;
-  return typeof size === "number" && size > 0 ? size : (result.results[0]?.bytes ?? 0);
+  const result = await db.prepare("SELECT 1").run();
+  const size = (result.meta as { size_after?: unknown }).size_after;
+  if (typeof size !== "number") throw new Error("D1 answered no size_after");
+  return size;
+}
+
+/** Projects per database name, from the projects and the directory (a project without a row counts for `firstName`). */
+export async function projectCountsByDatabase(db: D1Database, firstName: string): Promise<Map<string, number>> {
+  const { results } = await db
+    .prepare(
+      `SELECT COALESCE(d.database_name, ?1) AS name, COUNT(*) AS projects
+       FROM projects AS p LEFT JOIN project_databases AS d ON d.project_id = p.project_id GROUP BY 1`,
+    )
+    .bind(firstName)
+    .all<{ name: string; projects: number }>();
+  return new Map(results.map((r) => [r.name, r.projects]));
 }

@@ -13,6 +13,7 @@
 // step with `api_keys` and project deletion (which deletes every row carrying the project's id).
 //
 // Cookies are HttpOnly, SameSite=Strict, Secure except on localhost.
+import { databaseOf } from "../databases.ts";
 import type { Context } from "hono";
 import { deleteCookie, getCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 import { randomBase62, sha256Hex } from "../auth.ts";
@@ -104,7 +105,8 @@ export function startAdminSession(c: Ctx, nowMs: number): Promise<boolean> {
   return startSession(c, "admin", null, nowMs);
 }
 
-export type ReadSession = { projectId: string } | "none" | "ended";
+/** A live read session: its project, and the project's database (resolved with it, SPEC §7). */
+export type ReadSession = { projectId: string; db: D1Database } | "none" | "ended";
 
 /**
  * The project of this browser's read session: one D1 statement when a well-signed cookie is present,
@@ -118,7 +120,7 @@ export async function readSession(c: Ctx, nowMs: number): Promise<ReadSession> {
     clearCookie(c, "read");
     return "ended";
   }
-  return { projectId: row.project_id };
+  return { projectId: row.project_id, db: databaseOf(c.env, row.database_name).db };
 }
 
 /** Whether this browser holds a live admin session (no query without a well-signed admin cookie). */
