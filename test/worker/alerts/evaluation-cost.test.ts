@@ -5,7 +5,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { evaluateAlerts } from "../../../src/worker/alerts/evaluate.ts";
 import { runAlertStep } from "../../../src/worker/alerts/index.ts";
-import { runDatabaseJob } from "../../../src/worker/rollup/index.ts";
+import { runDatabaseJob } from "../../../src/worker/queues/rollup-jobs.ts";
 import worker from "../../../src/worker/index.ts";
 import { createScheduledController } from "cloudflare:test";
 import { callPayload, postIngest } from "../helpers/ingest.ts";
