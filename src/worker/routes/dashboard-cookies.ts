@@ -13,7 +13,7 @@
 // step with `api_keys` and project deletion (which deletes every row carrying the project's id).
 //
 // Cookies are HttpOnly, SameSite=Strict, Secure except on localhost.
-import { databaseOf } from "../databases.ts";
+import { databaseOf, directoryDb } from "../databases.ts";
 import type { Context } from "hono";
 import { deleteCookie, getCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 import { randomBase62, sha256Hex } from "../auth.ts";
@@ -75,7 +75,7 @@ async function startSession(c: Ctx, kind: SessionKind, owner: { project_id: stri
   const { name, lifetimeMs } = COOKIES[kind];
   const id = randomBase62(SESSION_ID_CHARS);
   const expiresMs = nowMs + lifetimeMs;
-  await insertSession(c.env.DB, {
+  await insertSession(directoryDb(c.env), {
     session_sha256: await sha256Hex(id),
     kind,
     project_id: owner?.project_id ?? null,
@@ -115,7 +115,7 @@ export type ReadSession = { projectId: string; db: D1Database } | "none" | "ende
 export async function readSession(c: Ctx, nowMs: number): Promise<ReadSession> {
   const signed = await signedSessionId(c, "read", nowMs);
   if (signed === "none") return "none";
-  const row = signed === "invalid" ? null : await findReadSession(c.env.DB, await sha256Hex(signed.id), nowMs);
+  const row = signed === "invalid" ? null : await findReadSession(directoryDb(c.env), await sha256Hex(signed.id), nowMs);
   if (!row) {
     clearCookie(c, "read");
     return "ended";
@@ -127,7 +127,7 @@ export async function readSession(c: Ctx, nowMs: number): Promise<ReadSession> {
 export async function hasAdminSession(c: Ctx, nowMs: number): Promise<boolean> {
   const signed = await signedSessionId(c, "admin", nowMs);
   if (signed === "none" || signed === "invalid") return false;
-  return adminSessionLive(c.env.DB, await sha256Hex(signed.id), nowMs);
+  return adminSessionLive(directoryDb(c.env), await sha256Hex(signed.id), nowMs);
 }
 
 /** Ends this browser's sessions of the given kinds on the server, and clears their cookies. */
@@ -138,7 +138,7 @@ export async function endSessions(c: Ctx, kinds: SessionKind[], nowMs: number): 
     if (typeof signed === "object") ended.push(await sha256Hex(signed.id));
     clearCookie(c, kind);
   }
-  await deleteSessions(c.env.DB, ended);
+  await deleteSessions(directoryDb(c.env), ended);
 }
 
 /** Ends every admin session, in every browser (ADMIN_TOKEN unchanged); answers how many there were. */
