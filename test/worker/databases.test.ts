@@ -13,7 +13,8 @@ import { capturingQueue, failingD1 } from "./helpers/faults.ts";
 import { agreementPayload, callPayload, postIngest, startupPayload } from "./helpers/ingest.ts";
 import { pageHtml } from "./helpers/pages.ts";
 import { adminHeaders, createProject, type TestProject } from "./helpers/projects.ts";
-import { createMessageBatch } from "cloudflare:test";
+import { createMessageBatch, getQueueResult } from "cloudflare:test";
+import { ROLLUP_QUEUE_NAME } from "../../src/worker/queues/rollup-jobs.ts";
 import { INGEST_QUEUE_NAME, messagesOf } from "../../src/worker/queues/ingest-writes.ts";
 import { batchTuples } from "../../src/worker/db/raw-writes.ts";
 import { parseBatch } from "../../src/shared/index.ts";
@@ -324,5 +325,31 @@ describe("rollups per database", () => {
     await worker.scheduled!(createScheduledController({ scheduledTime: t, cron: "*/5 * * * *" }), { ...env, DB: broken.db, ROLLUP_QUEUE: queue.queue });
     const n = await env.DB_2!.prepare("SELECT COALESCE(SUM(calls), 0) AS n FROM tool_hour_metrics WHERE project_id = ?1").bind(p.project_id).first<{ n: number }>();
     expect(n?.n).toBe(28);
+  });
+
+  it("a job message that does not parse, or names no database of the deployment, is acknowledged and runs nothing", async () => {
+    const p = await createProject("untouched", "DB_2");
+    const t = Date.now();
+    await postIngest({ batch: workload(t) }, { key: p.ingest_key });
+    const bodies = [
+      { v: 1, kind: "rollup", database: "DB_9", scheduled_time_ms: t },
+      { v: 2, kind: "rollup", database: "DB_2", scheduled_time_ms: t },
+      { v: 1, kind: "vacuum", database: "DB_2", scheduled_time_ms: t },
+      { v: 1, kind: "rollup", database: "DB_2", scheduled_time_ms: -1 },
+      "not an object",
+    ];
+    const batch = createMessageBatch(ROLLUP_QUEUE_NAME, bodies.map((body, i) => ({ id: `bad-${i}`, timestamp: new Date(t), attempts: 1, body })));
+    const ctx = createExecutionContext();
+    await worker.queue!(batch as never, env);
+    await waitOnExecutionContext(ctx);
+    const result = await getQueueResult(batch, ctx);
+    expect(result.explicitAcks.sort()).toEqual(bodies.map((_, i) => `bad-${i}`).sort());
+    const n = await env.DB_2!.prepare("SELECT COALESCE(SUM(calls), 0) AS n FROM tool_hour_metrics WHERE project_id = ?1").bind(p.project_id).first<{ n: number }>();
+    expect(n?.n).toBe(0);
+    // The same job, well formed, folds the calls in.
+    const good = createMessageBatch(ROLLUP_QUEUE_NAME, [{ id: "good", timestamp: new Date(t), attempts: 1, body: { v: 1, kind: "rollup", database: "DB_2", scheduled_time_ms: t } }]);
+    await worker.queue!(good as never, env);
+    const m = await env.DB_2!.prepare("SELECT COALESCE(SUM(calls), 0) AS n FROM tool_hour_metrics WHERE project_id = ?1").bind(p.project_id).first<{ n: number }>();
+    expect(m?.n).toBe(28);
   });
 });

@@ -1,8 +1,8 @@
 // The rollup queue (SPEC §7: rollups per database, each with its own statement budget): producer
 // and consumer in one module, and the job itself (one database's rollup run, then the alert step
-// of its projects; or its raw-row retention). The cron sends one message per database; each message is consumed in
-// its own invocation (max_batch_size = 1, wrangler.toml), so every database gets a whole
-// invocation's D1 budget, and one database's failure or backlog never delays another's rollup.
+// of its projects; or its raw-row retention). The cron sends one message per database; each
+// message is consumed in its own invocation (max_batch_size = 1, wrangler.toml), so every database
+// gets a whole invocation's D1 budget, and one database's failure or backlog never delays another's.
 // A job is idempotent (the rollup works behind its watermarks), so a redelivery is harmless.
 import { z } from "zod";
 import type { Env } from "../env.ts";
@@ -41,9 +41,9 @@ export function jobKindOf(cron: string): DatabaseJob["kind"] | null {
 }
 
 /**
- * One database's job, given its handle (resolved by the job's entry): the rollup run, then the
- * alert step of that database's projects in what is left of the invocation's budget (it never
- * throws), or the retention. Throws only what the rollup or the retention throws.
+ * One database's job: its handle resolved once here, from the job's database name, then the rollup
+ * run and the alert step of that database's projects in what is left of the invocation's budget
+ * (it never throws), or the retention. Throws only what the rollup or the retention throws.
  */
 export async function runDatabaseJob(env: Env, job: DatabaseJob): Promise<void> {
   const db = databaseNamed(env, job.database);
