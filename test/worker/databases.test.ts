@@ -155,6 +155,19 @@ describe("the databases of a deployment", () => {
     }
   });
 
+  it("a creation the directory cannot commit leaves no row of the project in its database", async () => {
+    const directory = failingD1(env.DB);
+    directory.failNextBatches = 1;
+    const before = (await env.DB_2!.prepare("SELECT COUNT(*) AS n FROM projects").first<{ n: number }>())!.n;
+    const ctx = createExecutionContext();
+    const res = await worker.fetch!(new Request("http://worker/v1/admin/projects", { method: "POST", headers: adminHeaders(), body: JSON.stringify({ name: "never", database: "DB_2" }) }) as never, { ...env, DB: directory.db }, ctx);
+    await waitOnExecutionContext(ctx);
+    expect(res.status).toBe(500);
+    expect(directory.batches).toBe(1);
+    expect((await env.DB_2!.prepare("SELECT COUNT(*) AS n FROM projects").first<{ n: number }>())!.n).toBe(before);
+    expect(await env.DB.prepare("SELECT 1 FROM projects WHERE name = 'never'").first()).toBeNull();
+  });
+
   it("GET /v1/admin/databases counts projects and bytes per database; project rows carry their database", async () => {
     const before = (await (await admin("/databases")).json<{ databases: { name: string; projects: number; bytes: number }[] }>()).databases;
     expect(before.map((d) => d.name)).toEqual(["DB", "DB_2"]);
@@ -220,6 +233,20 @@ describe("a project in the second database", () => {
     const html = await pageHtml("/", second.read_key);
     expect(html).toContain("search_orders");
     expect(html).toContain("twin");
+  });
+
+  it("ingest routes by the key's Durable Object state: no directory read on the hot path, even while the directory fails", async () => {
+    const p = await createProject("hot path", "DB_2");
+    const t = Date.now();
+    // The first use: the key's object reads the key, its project and its database from the directory.
+    expect((await postIngest({ batch: [callPayload({ started_at: iso(t - 5 * MINUTE) })] }, { key: p.ingest_key })).status).toBe(202);
+    const directory = failingD1(env.DB);
+    directory.failing = true;
+    const res = await postIngest({ batch: [callPayload({ started_at: iso(t - 4 * MINUTE), tool_name: "while_directory_down" })] }, { key: p.ingest_key, env: { ...env, DB: directory.db } });
+    expect(res.status).toBe(202);
+    expect(directory.statements + directory.batches).toBe(0);
+    const stored = await env.DB_2!.prepare("SELECT COALESCE(SUM(call_count), 0) AS n FROM call_batches WHERE project_id = ?1").bind(p.project_id).first<{ n: number }>();
+    expect(stored?.n).toBe(2);
   });
 
   it("alerts: its rules are evaluated by its database's job, and its notifications queued there", async () => {
