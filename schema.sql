@@ -19,36 +19,6 @@ CREATE TABLE api_keys (
   revoked_at_ms INTEGER
 );
 
-CREATE TABLE raw_startups (
-  startup_seq INTEGER PRIMARY KEY AUTOINCREMENT,
-  project_id TEXT NOT NULL,
-  session_id TEXT NOT NULL,
-  client_name TEXT NOT NULL,
-  received_at_ms INTEGER NOT NULL,
-  sdk TEXT,
-  mcp_sdk_version TEXT,
-  transport TEXT,
-  protocol_version TEXT,
-  -- The validated tool list: JSON array of {name, schema_bytes, schema_hash, description_hash,
-  -- description_norm, policy} (absent optional fields as null).
-  tools_json TEXT NOT NULL,
-  -- JSON array of {field, tools: [names]} (empty array when not sent).
-  agree_declared_json TEXT NOT NULL
-);
-
-CREATE TABLE raw_agreements (
-  agreement_seq INTEGER PRIMARY KEY AUTOINCREMENT,
-  project_id TEXT NOT NULL,
-  session_id TEXT NOT NULL,
-  field TEXT NOT NULL,
-  tool_a TEXT NOT NULL,
-  tool_b TEXT NOT NULL,
-  agreed INTEGER NOT NULL CHECK (agreed IN (0, 1)),
-  checked_at_ms REAL NOT NULL,
-  window_ms INTEGER NOT NULL,
-  received_at_ms INTEGER NOT NULL
-);
-
 CREATE TABLE registered_tools (
   project_id TEXT NOT NULL,
   tool_name TEXT NOT NULL,
@@ -312,20 +282,6 @@ CREATE TRIGGER tool_hour_metrics_change_day AFTER UPDATE ON tool_hour_metrics BE
         GROUP BY key HAVING SUM(value) <> 0));
 END;
 
-CREATE TABLE "call_batches" (
-  -- Receive order of the requests (rowid: above every batch still waiting, which is all the rollup needs).
-  batch_seq INTEGER PRIMARY KEY,
-  project_id TEXT NOT NULL,
-  received_at_ms INTEGER NOT NULL,
-  call_count INTEGER NOT NULL,
-  -- The request's Idempotency-Key or a drawn id (NULL for rows stored before 0015). No index: an
-  -- index entry is one more row written per request; the guard scans only the newest batches.
-  batch_id TEXT,
-  -- JSON array of [session_id, client_name, tool_name, started_at_ms, duration_ms, outcome,
-  -- response_bytes, is_empty, args_hash, duration_bucket] in the request's order.
-  calls_json TEXT NOT NULL
-);
-
 CREATE TABLE ingest_receipts (
   project_id TEXT NOT NULL,
   batch_id TEXT NOT NULL,
@@ -362,4 +318,57 @@ CREATE TABLE project_databases (
   project_id TEXT PRIMARY KEY,
   -- The binding name of the project's database in wrangler.toml ("DB", "DB_2", …).
   database_name TEXT NOT NULL
+);
+
+CREATE TABLE "call_batches" (
+  -- Creation order of the rows (rowid: above every row still waiting, which is all the rollup needs).
+  batch_seq INTEGER PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  -- Receive time of the row's first and latest request.
+  received_at_ms INTEGER NOT NULL,
+  last_received_at_ms INTEGER NOT NULL DEFAULT 0,
+  -- The rollup_state `ingest_epoch` the row was opened in; NULL = closed (rows from before 0025).
+  epoch INTEGER,
+  -- Calls waiting in calls_json; 0 once the rollup has folded them in.
+  call_count INTEGER NOT NULL,
+  -- length(calls_json), kept so an append never reads the JSON to learn it.
+  chars INTEGER NOT NULL DEFAULT 0,
+  -- The batch ids (Idempotency-Key, a drawn id, or `id#n` for a queued part) of the row's requests,
+  -- each followed by a space, after a leading space: ' id1 id2 '.
+  batch_ids TEXT NOT NULL DEFAULT ' ',
+  -- JSON array of [session_id, client_name, tool_name, started_at_ms, duration_ms, outcome,
+  -- response_bytes, is_empty, args_hash, duration_bucket] in receive order.
+  calls_json TEXT NOT NULL
+);
+
+CREATE INDEX call_batches_by_project ON call_batches (project_id);
+
+CREATE TABLE "raw_startups" (
+  startup_seq INTEGER PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  client_name TEXT NOT NULL,
+  received_at_ms INTEGER NOT NULL,
+  sdk TEXT,
+  mcp_sdk_version TEXT,
+  transport TEXT,
+  protocol_version TEXT,
+  -- The validated tool list: JSON array of {name, schema_bytes, schema_hash, description_hash,
+  -- description_norm, policy} (absent optional fields as null).
+  tools_json TEXT NOT NULL,
+  -- JSON array of {field, tools: [names]} (empty array when not sent).
+  agree_declared_json TEXT NOT NULL
+);
+
+CREATE TABLE "raw_agreements" (
+  agreement_seq INTEGER PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  session_id TEXT NOT NULL,
+  field TEXT NOT NULL,
+  tool_a TEXT NOT NULL,
+  tool_b TEXT NOT NULL,
+  agreed INTEGER NOT NULL CHECK (agreed IN (0, 1)),
+  checked_at_ms REAL NOT NULL,
+  window_ms INTEGER NOT NULL,
+  received_at_ms INTEGER NOT NULL
 );

@@ -65,7 +65,7 @@ async function withWorker<T>(name: string, workerScript: string, fn: (mf: Minifl
     d1Databases: { DB: name },
     d1Persist: join(tmp, name),
     durableObjects: { KEY_BUDGET: { className: "KeyBudget", useSQLite: true }, INGEST_HEALTH: { className: "IngestHealth", useSQLite: true }, SIGN_IN_THROTTLE: { className: "SignInThrottle", useSQLite: true } },
-    // BENCH_MAX_QUERIES=10 (the probe, as_of and one 8-statement calls chunk) makes every
+    // BENCH_MAX_QUERIES=12 (the run's 4 fixed statements and one 8-statement calls chunk) makes every
     // invocation one chunk, so the longest invocation is the longest transaction.
     bindings: { RAW_RETENTION_DAYS: "30", PRICE_PER_MILLION_TOKENS_USD: "3", ...(process.env.BENCH_MAX_QUERIES ? { ROLLUP_MAX_QUERIES: process.env.BENCH_MAX_QUERIES } : {}) },
   }));

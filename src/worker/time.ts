@@ -42,3 +42,6 @@ export const gapMicrosSql = (cStartedAt: string, cDuration: string, nStartedAt: 
 /** SQL test for "0 ≤ gap ≤ 30,000 ms" between a call (its start and duration) and its next call's start. */
 export const retryGapSql = (cStartedAt: string, cDuration: string, nStartedAt: string) =>
   `${gapMicrosSql(cStartedAt, cDuration, nStartedAt)} BETWEEN 0 AND ${RETRY_WINDOW_MS * 1000}`;
+
+/** SPEC §1.1: a request with the same Idempotency-Key within this long is stored once. */
+export const IDEMPOTENCY_WINDOW_MS = HOUR_MS;

@@ -148,8 +148,44 @@ describe("Idempotency-Key", () => {
       const keys = (instance as unknown as { idempotencyKeys: Map<string, number> }).idempotencyKeys;
       keys.set("hour-old-01", Date.now() - 3_600_001);
     });
+    // …and the row the rollup emptied, kept for the window, was last written to over an hour ago.
+    await env.DB.prepare("UPDATE call_batches SET last_received_at_ms = last_received_at_ms - 3600001 WHERE project_id = ?1").bind(p.project_id).run();
     expect((await postIngest(body, { key: p.ingest_key, headers: { "idempotency-key": "hour-old-01" } })).status).toBe(202);
     expect((await storedRows(p.project_id)).calls).toHaveLength(2);
+  });
+
+  // The D1 guard after the rollup folded the first copy in (migration 0025): the emptied row keeps
+  // its batch ids for the window after its last request, then the rollup deletes it.
+  it("after the rollup took the first copy and the key's object restarted, a resend within the hour counts once", async () => {
+    // (The exact edge of the window is tested on the rollup's clock below: the worker's advances with I/O.)
+    for (const [agoMs, stored] of [[3_590_000, 1], [3_600_001, 2]] as const) {
+      const p = await createProject();
+      const body = { batch: [callPayload({ tool_name: "taken" })] };
+      const headers = { "idempotency-key": `taken-${agoMs}` };
+      expect((await postIngest(body, { key: p.ingest_key, headers })).status).toBe(202);
+      await rollup();
+      const emptied = await env.DB.prepare("SELECT call_count, batch_ids FROM call_batches WHERE project_id = ?1").bind(p.project_id).all();
+      expect(emptied.results).toEqual([{ call_count: 0, batch_ids: ` taken-${agoMs} ` }]);
+      await forgetIdempotencyKeys(p.ingest_key);
+      // The resend arrives `agoMs` after the first copy's request (its row's time moved back instead).
+      await env.DB.prepare("UPDATE call_batches SET last_received_at_ms = ?2 WHERE project_id = ?1").bind(p.project_id, Date.now() - agoMs).run();
+      expect((await postIngest(body, { key: p.ingest_key, headers })).status).toBe(202);
+      await rollup();
+      expect((await storedRows(p.project_id)).calls, `${agoMs} ms later`).toHaveLength(stored);
+    }
+  });
+
+  it("deletes an emptied row once the window after its last request has passed, not before", async () => {
+    const p = await createProject();
+    expect((await postIngest({ batch: [callPayload()] }, { key: p.ingest_key })).status).toBe(202);
+    await rollup();
+    const rows = () => env.DB.prepare("SELECT COUNT(*) AS n FROM call_batches WHERE project_id = ?1").bind(p.project_id).first<{ n: number }>();
+    const lastReceived = (await env.DB.prepare("SELECT last_received_at_ms AS t FROM call_batches WHERE project_id = ?1").bind(p.project_id).first<{ t: number }>())!.t;
+    const runAt = (ms: number) => runCron(ms);
+    await runAt(lastReceived + 3_600_000);
+    expect((await rows())!.n).toBe(1);
+    await runAt(lastReceived + 3_600_001);
+    expect((await rows())!.n).toBe(0);
   });
 
   it("is stored once across the queue path: queued, resent, delivered twice", async () => {

@@ -434,7 +434,8 @@ describe("what is stored", () => {
     const mixed = (n: number) => [...calls(n), startupPayload(), agreementPayload()];
     await postIngest({ batch: mixed(1) }, { key: p.ingest_key, env: { ...env, DB: countingDb } });
     await postIngest({ batch: mixed(498) }, { key: p.ingest_key, env: { ...env, DB: countingDb } });
-    expect(batchSizes).toEqual([3, 3]);
+    // The calls' append and its insert (one of them writes), the startups, the verdicts.
+    expect(batchSizes).toEqual([4, 4]);
     expect((await storedRows(p.project_id)).calls).toHaveLength(499);
   });
 });

@@ -22,6 +22,7 @@
 // remembers the Idempotency-Keys it admitted for an hour, in memory: the dedup of a resend costs
 // no row (docs/ingest.md says what a restart of the object leaves to the D1 guard).
 import { DurableObject } from "cloudflare:workers";
+import { IDEMPOTENCY_WINDOW_MS } from "../time.ts";
 
 export type BudgetDecision =
   | { admitted: true; duplicate?: boolean }
@@ -40,8 +41,6 @@ export type KeyState = {
 
 /** A key's state is read from D1 again when it is older than this (SPEC §1.1: a revocation within 60 s). */
 export const KEY_STATE_MAX_AGE_MS = 60_000;
-/** Idempotency-Keys are remembered this long (SPEC §1.1). */
-export const IDEMPOTENCY_WINDOW_MS = 3_600_000;
 /** At most this many remembered per key (oldest forgotten first): bounded memory whatever a producer sends. */
 export const MAX_REMEMBERED_IDEMPOTENCY_KEYS = 100_000;
 

@@ -7,6 +7,8 @@
 // `*_seq` columns follow receive order (ties in started_at resolve by it, SPEC §2.2).
 // Only named fields are copied into the tuples: nothing outside the schema can reach a row.
 import { CALL_BATCH_CALL, RAW_AGREEMENT, RAW_STARTUP, tupleField, tupleOf } from "./tuples.ts";
+import { AGREEMENTS_WATERMARK, INGEST_EPOCH, STARTUPS_WATERMARK, stateValueSql } from "./rollup-state.ts";
+import { IDEMPOTENCY_WINDOW_MS } from "../time.ts";
 import { compareByCodePoint, type Payload } from "../../shared/index.ts";
 import { durationBucket } from "../histogram.ts";
 import { wellFormed } from "../text.ts";
@@ -65,28 +67,45 @@ function jsonChunks(tuples: readonly unknown[], maxChars = MAX_BOUND_JSON_CHARS)
   return chunks;
 }
 
-// A request's calls are ONE row (D1 bills rows, not bytes; migration 0008): the rollup numbers
-// them in receive order (batch_seq, then their order in the request) into call_state. The row
-// carries the batch id (migration 0015); ?5 = 1 asks for the resend guard below.
+// A request's calls go into ONE row (D1 bills rows, not bytes; migrations 0008, 0025): appended to
+// its project's newest row while that row is open (its `epoch` is the current `ingest_epoch`, which
+// every rollup run advances before it takes rows) and the calls fit under APPEND_LIMIT_CHARS, else a
+// row of its own. Either way one row is written per request, and the rollup empties and deletes a
+// row once for all the requests in it. The rollup numbers the calls in receive order (batch_seq,
+// then their place in the row) into call_state.
 //
-// The guard: no row of this batch (its id, or one of its queued parts `id#n`) among the newest
-// RESEND_GUARD_BATCHES rows. It reads those rows' first columns only (batch_id sits before
-// calls_json) and writes nothing, unlike an index (one more row written per request, bench:cost).
-// A batch the rollup has already taken is no longer here: the key's Durable Object remembers the
-// Idempotency-Keys it accepted for the hour (SPEC §1.1), and this guard covers the time after a
-// restart of that object while the batch waits for the rollup (docs/ingest.md).
-export const RESEND_GUARD_BATCHES = 1_000;
+// The resend guard: no row of this project among those still waiting, or emptied within the
+// Idempotency-Key window (IDEMPOTENCY_WINDOW_MS before the request's receive time), lists this batch
+// (its id, or one of its queued parts `id#n`). The key's Durable Object remembers the keys it
+// accepted for the hour (SPEC §1.1); this guard covers a restart of that object, before and after
+// the rollup folds the first copy in. It reads the project's rows through call_batches_by_project
+// and their batch_ids (before calls_json), and writes nothing.
 
 /**
- * True when a row of the batch is among the newest call_batches rows: `whole` is the request's id,
- * `self` the id being written (the request's, or one queued part's `id#n`); with `anyPart` a row of
- * any part of the request counts (a resend of the whole request).
+ * A request appends to its project's open row while the row's calls JSON stays within this many
+ * characters; a larger request starts a row of its own. An append rewrites the whole row (SQLite
+ * writes a changed row's overflow pages again), so the bound keeps a small request's write small:
+ * at low traffic a 5-minute row of a project is a few kB, and a 500-call request (~110 kB) is a row
+ * of its own, as before.
  */
-const storedGuardSql = (project: string, whole: string, self: string, anyPart: string) => `EXISTS (
+export const APPEND_LIMIT_CHARS = 65_536;
+
+/** The current ingest epoch: rows opened in it may still be appended to (rollup-state.ts). */
+const epochSql = stateValueSql(INGEST_EPOCH);
+/** The newest row of a project: the only row a request of the project may append to. */
+const newestRowSql = (project: string) => `(SELECT MAX(batch_seq) FROM call_batches WHERE project_id = ${project})`;
+/** True when the row's batch_ids lists `id` (every id is followed by a space, the first preceded by one). */
+const listsIdSql = (id: string) => `instr(batch_ids, ' ' || ${id} || ' ') > 0`;
+
+/**
+ * True when a row of the project lists the batch: `whole` is the request's id, `self` the id being
+ * written (the request's, or one queued part's `id#n`); with `anyPart` a row of any part of the
+ * request counts (a resend of the whole request). `receivedAt` is the request's receive time.
+ */
+const storedGuardSql = (project: string, whole: string, self: string, anyPart: string, receivedAt: string) => `EXISTS (
   SELECT 1 FROM call_batches
-  WHERE batch_seq > (SELECT COALESCE(MAX(batch_seq), 0) FROM call_batches) - ${RESEND_GUARD_BATCHES}
-    AND project_id = ${project}
-    AND (batch_id = ${whole} OR batch_id = ${self} OR (${anyPart} = 1 AND substr(batch_id, 1, length(${whole}) + 1) = ${whole} || '#')))`;
+  WHERE project_id = ${project} AND (call_count > 0 OR last_received_at_ms >= ${receivedAt} - ${IDEMPOTENCY_WINDOW_MS})
+    AND (${listsIdSql(whole)} OR ${listsIdSql(self)} OR (${anyPart} = 1 AND instr(batch_ids, ' ' || ${whole} || '#') > 0)))`;
 
 /** On the slow paths a data row is written only by the attempt that inserted the batch's receipt. */
 const receiptHeldSql = (project: string, batchId: string, attemptId: string) =>
@@ -94,24 +113,49 @@ const receiptHeldSql = (project: string, batchId: string, attemptId: string) =>
 
 // ?1 rows, ?2 project, ?3 receive time, ?4 batch id stored, ?5 guard on (1/0), ?6 request id,
 // ?7 any part (1/0), ?8 receipt's batch id (NULL on the fast path), ?9 attempt id.
-const INSERT_CALLS_SQL = `INSERT INTO call_batches (project_id, received_at_ms, call_count, batch_id, calls_json)
-SELECT ?2, ?3, json_array_length(?1), ?4, ?1
-WHERE (?5 = 0 OR NOT ${storedGuardSql("?2", "?6", "?4", "?7")}) AND ${receiptHeldSql("?2", "?8", "?9")}`;
+const MAY_WRITE_CALLS = `(?5 = 0 OR NOT ${storedGuardSql("?2", "?6", "?4", "?7", "?3")}) AND ${receiptHeldSql("?2", "?8", "?9")}`;
 
-// ?1 project, ?2 batch id, ?3 attempt id, ?4 now, ?5 request id. No receipt (and so no rows) when
+/** Appends the calls to the project's newest row when it is open and they fit. */
+const APPEND_CALLS_SQL = `UPDATE call_batches SET
+  calls_json = substr(calls_json, 1, chars - 1) || ',' || substr(?1, 2),
+  chars = chars + length(?1) - 1,
+  call_count = call_count + json_array_length(?1),
+  batch_ids = batch_ids || ?4 || ' ',
+  last_received_at_ms = MAX(last_received_at_ms, ?3)
+WHERE batch_seq = ${newestRowSql("?2")} AND epoch = ${epochSql} AND call_count > 0
+  AND chars + length(?1) - 1 <= ${APPEND_LIMIT_CHARS} AND ${MAY_WRITE_CALLS}`;
+
+/** Starts a row with the calls, unless APPEND_CALLS_SQL (the statement before it) appended them. */
+const INSERT_CALLS_SQL = `INSERT INTO call_batches (project_id, received_at_ms, last_received_at_ms, epoch, call_count, chars, batch_ids, calls_json)
+SELECT ?2, ?3, ?3, ${epochSql}, json_array_length(?1), length(?1), ' ' || ?4 || ' ', ?1
+WHERE NOT EXISTS (SELECT 1 FROM call_batches WHERE batch_seq = ${newestRowSql("?2")} AND epoch = ${epochSql} AND ${listsIdSql("?4")})
+  AND ${MAY_WRITE_CALLS}`;
+
+// ?1 project, ?2 batch id, ?3 attempt id, ?4 now, ?5 request id, ?6 the request's receive time. No receipt (and so no rows) when
 // the batch is already stored: a receipt of an earlier attempt, or its call row from a fast-path
 // attempt whose failure was reported although it committed; nor when its project was deleted
 // meanwhile (a queued batch must not bring a deleted project's rows back).
 const INSERT_RECEIPT_SQL = `INSERT INTO ingest_receipts (project_id, batch_id, attempt_id, written_at_ms)
 SELECT ?1, ?2, ?3, ?4
-WHERE NOT ${storedGuardSql("?1", "?5", "?2", "0")} AND EXISTS (SELECT 1 FROM projects WHERE project_id = ?1)
+WHERE NOT ${storedGuardSql("?1", "?5", "?2", "0", "?6")} AND EXISTS (SELECT 1 FROM projects WHERE project_id = ?1)
 ON CONFLICT (project_id, batch_id) DO NOTHING`;
 
 const startupField = (name: (typeof RAW_STARTUP)[number]) => tupleField(RAW_STARTUP, name, "value");
 
-const INSERT_STARTUPS_SQL = `INSERT INTO raw_startups (project_id, session_id, client_name, received_at_ms, sdk,
+/**
+ * The number after which a statement numbers its rows (`+ key + 1`, in the array's order): above
+ * the table's highest number and the rollup's watermark, so a row is never numbered at or below what
+ * the rollup has folded in, even after the rows above the watermark were deleted (a deleted
+ * project). This is what AUTOINCREMENT gave, without its sqlite_sequence row per statement
+ * (migration 0026). Both reads are seeks to the end of a key.
+ */
+const seqBaseSql = (table: string, seq: string, watermark: string) =>
+  `seq_base AS MATERIALIZED (SELECT MAX(COALESCE((SELECT MAX(${seq}) FROM ${table}), 0), ${stateValueSql(watermark)}) AS base)`;
+
+const INSERT_STARTUPS_SQL = `INSERT INTO raw_startups (startup_seq, project_id, session_id, client_name, received_at_ms, sdk,
   mcp_sdk_version, transport, protocol_version, tools_json, agree_declared_json)
-SELECT ?2, ${startupField("session_id")}, ${startupField("client_name")}, ?3, ${startupField("sdk")}, ${startupField("mcp_sdk_version")},
+WITH ${seqBaseSql("raw_startups", "startup_seq", STARTUPS_WATERMARK)}
+SELECT (SELECT base FROM seq_base) + key + 1, ?2, ${startupField("session_id")}, ${startupField("client_name")}, ?3, ${startupField("sdk")}, ${startupField("mcp_sdk_version")},
   ${startupField("transport")}, ${startupField("protocol_version")}, ${tupleField(RAW_STARTUP, "tools", "value", "json")},
   ${tupleField(RAW_STARTUP, "agree_declared", "value", "json")}
 FROM json_each(?1) WHERE ${receiptHeldSql("?2", "?4", "?5")} ORDER BY key`;
@@ -127,9 +171,10 @@ export function agreementPairOrder(toolA: string, toolB: string): [string, strin
   return compareByCodePoint(toolA, toolB) <= 0 ? [toolA, toolB] : [toolB, toolA];
 }
 
-const INSERT_AGREEMENTS_SQL = `INSERT INTO raw_agreements (project_id, session_id, field, tool_a, tool_b, agreed,
+const INSERT_AGREEMENTS_SQL = `INSERT INTO raw_agreements (agreement_seq, project_id, session_id, field, tool_a, tool_b, agreed,
   checked_at_ms, window_ms, received_at_ms)
-SELECT ?2, ${RAW_AGREEMENT.map((name) => tupleField(RAW_AGREEMENT, name, "value")).join(", ")}, ?3
+WITH ${seqBaseSql("raw_agreements", "agreement_seq", AGREEMENTS_WATERMARK)}
+SELECT (SELECT base FROM seq_base) + key + 1, ?2, ${RAW_AGREEMENT.map((name) => tupleField(RAW_AGREEMENT, name, "value")).join(", ")}, ?3
 FROM json_each(?1) WHERE ${receiptHeldSql("?2", "?4", "?5")} ORDER BY key`;
 
 /** A batch's rows as stored (only named fields: nothing outside the schema can reach a row), per table. */
@@ -244,13 +289,16 @@ export function batchStatements(
   const receiptId = receipt ? batch.batchId : null;
   const attemptId = receipt?.attemptId ?? null;
   if (receipt) {
-    statements.push(db.prepare(INSERT_RECEIPT_SQL).bind(projectId, batch.batchId, receipt.attemptId, receipt.nowMs, batch.requestId));
+    statements.push(db.prepare(INSERT_RECEIPT_SQL).bind(projectId, batch.batchId, receipt.attemptId, receipt.nowMs, batch.requestId, receivedAtMs));
   }
-  const anyPart = batch.batchId === batch.requestId ? 1 : 0;
-  for (const chunk of tuples.calls.length > 0 ? jsonChunks(tuples.calls) : []) {
-    statements.push(
-      db.prepare(INSERT_CALLS_SQL).bind(chunk, projectId, receivedAtMs, batch.batchId, batch.resendGuard && !receipt ? 1 : 0, batch.requestId, anyPart, receiptId, attemptId),
-    );
+  if (tuples.calls.length > 0) {
+    // One JSON text: a call's tuple is shorter than its payload (no keys), so the calls of a body
+    // within the 1 MiB limit always fit one bound value.
+    const calls = JSON.stringify(tuples.calls);
+    if (calls.length > MAX_BOUND_JSON_CHARS) throw new Error("ingest: a batch's calls exceed one bound JSON value");
+    const anyPart = batch.batchId === batch.requestId ? 1 : 0;
+    const params = [calls, projectId, receivedAtMs, batch.batchId, batch.resendGuard && !receipt ? 1 : 0, batch.requestId, anyPart, receiptId, attemptId];
+    statements.push(db.prepare(APPEND_CALLS_SQL).bind(...params), db.prepare(INSERT_CALLS_SQL).bind(...params));
   }
   for (const [sql, table] of [[INSERT_STARTUPS_SQL, tuples.startups], [INSERT_AGREEMENTS_SQL, tuples.agreements]] as const) {
     if (table.length === 0) continue;

@@ -25,13 +25,13 @@ export type RollupLag = {
   projects: ProjectRollupLag[];
 };
 
-// call_batches holds only what waits (the rollup deletes what it folds in), so its scan is the
-// size of the backlog; the raw startup and verdict tables are read from their watermarks on.
+// call_batches holds what waits and, for an hour, the rows the rollup emptied (migration 0025), so
+// its scan is about the size of the backlog; the raw startup and verdict tables are read from their watermarks on.
 const LAG_SQL = `SELECT project_id, SUM(requests) AS pending_requests, SUM(calls) AS pending_calls, SUM(startups) AS pending_startups,
     SUM(agreements) AS pending_agreements, MIN(oldest) AS oldest_pending_received_at_ms
   FROM (
     SELECT project_id, COUNT(*) AS requests, SUM(call_count) AS calls, 0 AS startups, 0 AS agreements, MIN(received_at_ms) AS oldest
-    FROM call_batches GROUP BY project_id
+    FROM call_batches WHERE call_count > 0 GROUP BY project_id
     UNION ALL
     SELECT project_id, 0, 0, COUNT(*), 0, MIN(received_at_ms) FROM raw_startups
     WHERE startup_seq > ${stateValueSql(STARTUPS_WATERMARK)} GROUP BY project_id

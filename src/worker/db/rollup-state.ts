@@ -15,6 +15,12 @@ export const STARTUPS_WATERMARK = "startups_seq";
 export const AGREEMENTS_WATERMARK = "agreements_seq";
 /** SPEC §2.6 `as_of` (epoch ms): every payload received before it is in the rollup tables. Read by the metrics API. */
 export const AS_OF = "as_of_ms";
+/**
+ * The epoch ingest opens call_batches rows in (migration 0025): a request appends to its project's
+ * newest row only while that row's epoch is this one. Each rollup run advances it before choosing
+ * rows, which closes every row open so far: nothing is appended to a row a run may take.
+ */
+export const INGEST_EPOCH = "ingest_epoch";
 /** Retention may have deleted raw calls that start before this (epoch ms, hour-aligned). */
 export const RAW_KEPT_FROM = "raw_kept_from_ms";
 

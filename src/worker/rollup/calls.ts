@@ -1,8 +1,9 @@
 // Folds one chunk of new calls into the hour/day counters, the tool pairs and the session counters
 // (SPEC §2.1–2.4), as ONE D1 batch (one transaction).
 //
-// Where the calls live (migration 0011, docs/scaling.md): ingest writes each request's calls as one
-// `call_batches` row; the chunk takes the oldest ones by turns across projects, numbers their calls in receive order
+// Where the calls live (migrations 0011, 0025, docs/scaling.md): ingest writes each request's calls
+// into one `call_batches` row (a project's requests between two runs share a row); the chunk takes
+// the oldest closed rows by turns across projects, numbers their calls in receive order
 // (`call_seq`, the SPEC §2.2 tie-break) and appends them to `call_state`: one row per (project,
 // session, client, UTC hour of started_at) holding that hour's calls as a JSON array. A call is
 // never its own row: D1 bills rows, not bytes, so a chunk writes one state row per (session, client,
@@ -39,12 +40,12 @@
 // is read, and writes the choice for the statements after it (CHUNK_SELECTION_SQL).
 //
 // Every counter then changes by the exact difference, in the same transaction that appends the
-// calls and deletes their batches: running a chunk again finds no batch and changes nothing
+// calls and empties their batches: running a chunk again finds no call and changes nothing
 // (idempotent), and a chunk is applied exactly once or not at all. Unlike re-aggregating whole
 // hours, the cost follows the new calls and their neighbourhood, not the history, and counters
 // never need rows that retention deleted.
 import { DAY_MS, RETRY_WINDOW_MS, dayStartSql, hourStartSql, retryGapSql } from "../time.ts";
-import { CALLS_CHUNK, CALLS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
+import { CALLS_CHUNK, CALLS_WATERMARK, INGEST_EPOCH, stateValueSql } from "../db/rollup-state.ts";
 import { CALL_BATCH_CALL, CALL_STATE_CALL, CHUNK_SPAN, PAIR_KEY, tupleArraySql, tupleField } from "../db/tuples.ts";
 import { COUNTER_NAMES } from "../metrics/counters.ts";
 
@@ -63,6 +64,13 @@ const COUNTERS = COUNTER_NAMES;
 const IN_A_SESSION = "session_id <> ''";
 const COUNTER_COLUMNS = COUNTERS.join(", ");
 const ADD_COUNTERS = COUNTERS.map((c) => `${c} = ${c} + excluded.${c}`).join(", ");
+
+/**
+ * A row the chunk may take: it still has calls, and it is closed — opened before the current ingest
+ * epoch, which run.ts advanced before this chunk, so no request can append to it any more
+ * (migration 0025). NULL epochs are rows stored before 0025.
+ */
+export const WAITING_CLOSED = `call_count > 0 AND epoch IS NOT ${stateValueSql(INGEST_EPOCH)}`;
 
 /** The chunk `takeChunk` chose (a JSON object in rollup_state), read by every later statement of the batch. */
 const chunkSql = `(SELECT value FROM rollup_state WHERE name = '${CALLS_CHUNK}')`;
@@ -159,7 +167,7 @@ export const CHUNK_SELECTION_SQL =
   `INSERT INTO rollup_state (name, value)
     WITH pending AS MATERIALIZED (
       SELECT batch_seq, project_id, call_count, ROW_NUMBER() OVER (PARTITION BY project_id ORDER BY batch_seq) AS turn
-      FROM (SELECT batch_seq, project_id, call_count FROM call_batches ORDER BY batch_seq LIMIT ${TURN_WINDOW_REQUESTS})),
+      FROM (SELECT batch_seq, project_id, call_count FROM call_batches WHERE ${WAITING_CLOSED} ORDER BY batch_seq LIMIT ${TURN_WINDOW_REQUESTS})),
     ordered AS MATERIALIZED (
       SELECT batch_seq, project_id, call_count, ROW_NUMBER() OVER w AS k, SUM(call_count) OVER w - call_count AS calls_before
       FROM pending WINDOW w AS (ORDER BY turn, project_id IS (${chunkSql} ->> '$.leader'), batch_seq ROWS UNBOUNDED PRECEDING)),
@@ -245,7 +253,7 @@ export const CHUNK_SELECTION_SQL =
         FROM spans WHERE k <= (SELECT MAX(k) FROM chosen)), '[]')),
       'calls', (SELECT COALESCE(SUM(call_count), 0) FROM chosen),
       'touched', (SELECT COALESCE(MAX(touched), 0) FROM chosen),
-      'more', (SELECT COUNT(*) FROM call_batches) > (SELECT COUNT(*) FROM chosen),
+      'more', (SELECT COUNT(*) FROM call_batches WHERE ${WAITING_CLOSED}) > (SELECT COUNT(*) FROM chosen),
       'leader', (SELECT project_id FROM chosen WHERE k = 1))
     WHERE true
     ON CONFLICT (name) DO UPDATE SET value = excluded.value
@@ -433,7 +441,10 @@ export const CALL_CHUNK_SQL = {
     SELECT '${CALLS_WATERMARK}', ${stateValueSql(CALLS_WATERMARK)} + (${chunkSql} ->> '$.calls') WHERE (${chunkSql} ->> '$.calls') > 0
     ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
 
-  deleteTakenBatches: `DELETE FROM call_batches WHERE batch_seq IN (SELECT value FROM json_each(${chunkSql}, '$.batches'))`,
+  // Emptied, not deleted: the row keeps its batch ids for the Idempotency-Key window (migration
+  // 0025); run.ts deletes it after that. Running the chunk again finds no call in it.
+  emptyTakenBatches: `UPDATE call_batches SET call_count = 0, chars = 2, calls_json = '[]'
+    WHERE batch_seq IN (SELECT value FROM json_each(${chunkSql}, '$.batches'))`,
 } as const;
 
 /** What `takeChunk` chose: the requests and state rows of the chunk and what it is estimated to touch. */
@@ -463,7 +474,7 @@ export interface CallChunkBounds {
 /** The statements of one calls chunk, in order; run them as one `db.batch()`. */
 export function callChunkStatements(db: D1Database, bounds: CallChunkBounds): D1PreparedStatement[] {
   const order = [
-    "applyHourDeltas", "applyPairDeltas", "dropEmptyPairs", "addSessionCounters", "appendCalls", "advanceCallSeq", "deleteTakenBatches",
+    "applyHourDeltas", "applyPairDeltas", "dropEmptyPairs", "addSessionCounters", "appendCalls", "advanceCallSeq", "emptyTakenBatches",
   ] as const satisfies readonly (keyof typeof CALL_CHUNK_SQL)[];
   return [
     db.prepare(CHUNK_SELECTION_SQL).bind(bounds.chunkCalls, bounds.chunkTouchedCalls, bounds.chunkSpans, bounds.nearCalls),

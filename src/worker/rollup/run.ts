@@ -4,7 +4,8 @@
 // watermark, so nothing is lost or counted twice when an invocation stops (or dies) half-way.
 import { AGREEMENT_CHUNK_STATEMENTS, rollupAgreementChunk } from "./agreements.ts";
 import { CALL_CHUNK_STATEMENTS, rollupCallChunk } from "./calls.ts";
-import { AGREEMENTS_WATERMARK, AS_OF, STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
+import { AGREEMENTS_WATERMARK, AS_OF, INGEST_EPOCH, STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
+import { IDEMPOTENCY_WINDOW_MS } from "../time.ts";
 import { STARTUP_CHUNK_STATEMENTS, rollupStartupChunk } from "./startups.ts";
 
 export interface RollupOptions {
@@ -63,8 +64,32 @@ export interface RollupRunReport {
   caughtUp: boolean;
 }
 
+/**
+ * Closes the call_batches rows open so far (migration 0025): advances the ingest epoch when a row
+ * with calls was opened in the current one. Run first, so the chunks after it take every request
+ * received before the run started, and none can be appended to while they do.
+ */
+const CLOSE_OPEN_BATCHES_SQL = `INSERT INTO rollup_state (name, value)
+  SELECT '${INGEST_EPOCH}', ${stateValueSql(INGEST_EPOCH)} + 1
+  WHERE EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND epoch = ${stateValueSql(INGEST_EPOCH)})
+  ON CONFLICT (name) DO UPDATE SET value = excluded.value`;
+
+/** Emptied rows removed per run (two rows written each, with the project index). */
+export const EMPTIED_BATCHES_PER_RUN = 5_000;
+
+/**
+ * Deletes the rows the chunks emptied once the Idempotency-Key window after their last request has
+ * passed (?1 the run's scheduled time): until then their batch ids let ingest recognise a resend.
+ */
+const DELETE_EMPTIED_BATCHES_SQL = `DELETE FROM call_batches WHERE batch_seq IN (
+  SELECT batch_seq FROM call_batches WHERE call_count = 0 AND last_received_at_ms < ?1 - ${IDEMPOTENCY_WINDOW_MS}
+  ORDER BY batch_seq LIMIT ${EMPTIED_BATCHES_PER_RUN})`;
+
+/** Statements every run makes whatever is pending: closing the open rows, the probe, the cleanup, as_of. */
+export const ROLLUP_FIXED_STATEMENTS = 4;
+
 const PENDING_SQL = `SELECT
-  EXISTS (SELECT 1 FROM call_batches) AS calls,
+  EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0) AS calls,
   EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${stateValueSql(STARTUPS_WATERMARK)}) AS startups,
   EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)}) AS agreements`;
 
@@ -77,7 +102,7 @@ const firstPendingReceivedSql = (table: string, seq: string, watermarkName: stri
 // It never moves backwards.
 const AS_OF_SQL = `INSERT INTO rollup_state (name, value)
   SELECT '${AS_OF}', MAX(${stateValueSql(AS_OF)}, MIN(?1,
-    COALESCE((SELECT received_at_ms - 1 FROM call_batches ORDER BY batch_seq LIMIT 1), ?1),
+    COALESCE((SELECT received_at_ms - 1 FROM call_batches WHERE call_count > 0 ORDER BY batch_seq LIMIT 1), ?1),
     ${firstPendingReceivedSql("raw_startups", "startup_seq", STARTUPS_WATERMARK)},
     ${firstPendingReceivedSql("raw_agreements", "agreement_seq", AGREEMENTS_WATERMARK)}))
   WHERE true
@@ -86,12 +111,12 @@ const AS_OF_SQL = `INSERT INTO rollup_state (name, value)
 export async function runRollup(db: D1Database, scheduledTimeMs: number, options: RollupOptions = {}): Promise<RollupRunReport> {
   const o = { ...DEFAULT_ROLLUP_OPTIONS, ...options };
   const report: RollupRunReport = { queries: 0, newCalls: 0, newStartups: 0, callChunks: 0, maxChunkTouched: 0, caughtUp: false };
-  // The probe and the as_of write are always made.
-  if (o.maxQueries < 2) throw new Error("rollup: maxQueries must be at least 2");
-  const pendingRow = await db.prepare(PENDING_SQL).first<{ calls: number; startups: number; agreements: number }>();
-  report.queries += 1;
+  if (o.maxQueries < ROLLUP_FIXED_STATEMENTS) throw new Error(`rollup: maxQueries must be at least ${ROLLUP_FIXED_STATEMENTS}`);
+  const [, probe] = await db.batch([db.prepare(CLOSE_OPEN_BATCHES_SQL), db.prepare(PENDING_SQL)]);
+  report.queries += 2;
+  const pendingRow = probe?.results?.[0] as { calls: number; startups: number; agreements: number } | undefined;
   const pending = { startups: !!pendingRow?.startups, agreements: !!pendingRow?.agreements, calls: !!pendingRow?.calls };
-  let budget = o.maxQueries - 2;
+  let budget = o.maxQueries - ROLLUP_FIXED_STATEMENTS;
 
   // Round-robin over the streams so a backlog in one never starves the others.
   for (;;) {
@@ -124,8 +149,8 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
     if (!ran) break;
   }
 
-  await db.prepare(AS_OF_SQL).bind(scheduledTimeMs).run();
-  report.queries += 1;
+  await db.batch([db.prepare(DELETE_EMPTIED_BATCHES_SQL).bind(scheduledTimeMs), db.prepare(AS_OF_SQL).bind(scheduledTimeMs)]);
+  report.queries += 2;
   report.caughtUp = !pending.calls && !pending.startups && !pending.agreements;
   return report;
 }

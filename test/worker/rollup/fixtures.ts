@@ -373,7 +373,7 @@ export async function rawState(db: D1Database): Promise<Record<string, unknown>>
   const [batches, state, startups, agreements, watermarks] = await db.batch([
     db.prepare("SELECT COUNT(*) AS n FROM call_batches"),
     db.prepare("SELECT project_id, session_id, client_name, hour_start_ms, call_count, calls_json FROM call_state ORDER BY 1, 2, 3, 4"),
-    // Sequence numbers keep counting across resetDb (AUTOINCREMENT): compare counts, not values.
+    // Numbers depend on the rows and watermarks before (db/raw-writes.ts): compare counts, not values.
     db.prepare(`SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE startup_seq >
       COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AS pending FROM raw_startups`),
     db.prepare(`SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE agreement_seq >

@@ -4,7 +4,8 @@
 import { env } from "cloudflare:test";
 import { beforeEach, expect, it } from "vitest";
 import { rollupLagByProject } from "../../../src/worker/db/rollup-lag.ts";
-import { runRollup } from "../../../src/worker/rollup/index.ts";
+import { ROLLUP_FIXED_STATEMENTS, runRollup } from "../../../src/worker/rollup/index.ts";
+import { CALL_CHUNK_STATEMENTS } from "../../../src/worker/rollup/calls.ts";
 import { call, calls, deliver, resetDb, type TestPayload } from "./fixtures.ts";
 
 const db = env.DB;
@@ -49,7 +50,7 @@ it("a noisy backlog stays behind on its own: the quiet project's requests are ta
   await deliver(db, calls([call({ project_id: "quiet", started_at_ms: T0 })]), T0 + 100);
   // One calls chunk of 5 calls a run: the noisy project's first request; then the quiet one's
   // first (the last chunk's leader goes last in a turn), with the noisy project's second.
-  const options = { chunkCalls: 5, maxQueries: 10 };
+  const options = { chunkCalls: 5, maxQueries: ROLLUP_FIXED_STATEMENTS + CALL_CHUNK_STATEMENTS };
   await runRollup(db, T0 + 300_000, options);
   expect((await rollupLagByProject(db, T0 + 300_000)).projects.map((p) => p.project_id)).toEqual(["noisy", "quiet"]);
   await runRollup(db, T0 + 600_000, options);

@@ -6,7 +6,7 @@ import worker from "../../../src/worker/index.ts";
 import { CALL_CHUNK_STATEMENTS } from "../../../src/worker/rollup/calls.ts";
 import { AGREEMENT_CHUNK_STATEMENTS } from "../../../src/worker/rollup/agreements.ts";
 import { STARTUP_CHUNK_STATEMENTS } from "../../../src/worker/rollup/startups.ts";
-import { AS_OF, DEFAULT_ROLLUP_OPTIONS, parseMaxQueries, runRollup } from "../../../src/worker/rollup/index.ts";
+import { AS_OF, DEFAULT_ROLLUP_OPTIONS, ROLLUP_FIXED_STATEMENTS, parseMaxQueries, runRollup } from "../../../src/worker/rollup/index.ts";
 import { call, calls, countingDb, deliver, resetDb, snapshot, type TestCall } from "./fixtures.ts";
 import { referenceRollup } from "./reference.ts";
 import { runCron } from "../helpers/cron.ts";
@@ -109,10 +109,12 @@ describe("session rows", () => {
 });
 
 describe("chunks and the query budget", () => {
-  it("takes ROLLUP_MAX_QUERIES from 2 to 1,000 (D1's Paid limit), else the free plan's default", () => {
+  it("takes ROLLUP_MAX_QUERIES from its fixed statements (4) to 1,000 (D1's Paid limit), else the free plan's default", () => {
+    expect(ROLLUP_FIXED_STATEMENTS).toBe(4);
     expect(parseMaxQueries(undefined)).toBe(DEFAULT_ROLLUP_OPTIONS.maxQueries);
-    expect(parseMaxQueries("1")).toBe(DEFAULT_ROLLUP_OPTIONS.maxQueries);
-    expect(parseMaxQueries("2")).toBe(2);
+    expect(parseMaxQueries("3")).toBe(DEFAULT_ROLLUP_OPTIONS.maxQueries);
+    expect(parseMaxQueries("4")).toBe(4);
+    expect(parseMaxQueries("5")).toBe(5);
     expect(parseMaxQueries("999")).toBe(999);
     expect(parseMaxQueries("1000")).toBe(1000);
     expect(parseMaxQueries("1001")).toBe(DEFAULT_ROLLUP_OPTIONS.maxQueries);
@@ -121,13 +123,13 @@ describe("chunks and the query budget", () => {
   });
 
   // One free-plan run (the default maxQueries) folds as many call chunks as its statement budget
-  // holds after the probe and the as_of write, and after a startups and a verdicts chunk when those
+  // holds after its fixed statements (closing the open rows, the probe, the cleanup, as_of), and after a startups and a verdicts chunk when those
   // are pending: measured on a real run at a small chunk size (10 calls), at the limit and one chunk
   // over it. At the default chunk size that is what rollup/run.ts promises (4 × 17,000 = 68,000
   // calls with startups and verdicts pending, 5 × 17,000 = 85,000 without).
   const CHUNK = 10;
   const chunksPerRun = (othersPending: boolean) =>
-    Math.floor((DEFAULT_ROLLUP_OPTIONS.maxQueries - 2 - (othersPending ? STARTUP_CHUNK_STATEMENTS + AGREEMENT_CHUNK_STATEMENTS : 0)) / CALL_CHUNK_STATEMENTS);
+    Math.floor((DEFAULT_ROLLUP_OPTIONS.maxQueries - ROLLUP_FIXED_STATEMENTS - (othersPending ? STARTUP_CHUNK_STATEMENTS + AGREEMENT_CHUNK_STATEMENTS : 0)) / CALL_CHUNK_STATEMENTS);
 
   /** `chunks` requests of CHUNK calls each (a chunk takes whole requests), and optionally a startup and a verdict. */
   async function deliverChunks(chunks: number, othersPending: boolean): Promise<void> {
@@ -199,19 +201,19 @@ describe("chunks and the query budget", () => {
     expect((await snapshot(db)).sessions[0]!.calls).toBe(200);
   });
 
-  it("honours a smaller budget exactly: probe + as_of + one calls chunk fit, one statement less fits none", async () => {
-    const one = 2 + CALL_CHUNK_STATEMENTS;
+  it("honours a smaller budget exactly: the fixed statements + one calls chunk fit, one statement less fits none", async () => {
+    const one = ROLLUP_FIXED_STATEMENTS + CALL_CHUNK_STATEMENTS;
     await deliverOneRequestEach(sessionCalls(30), NOW - 1_000);
     const counted = countingDb(db);
     const first = await runRollup(counted.db, NOW, { chunkCalls: 5, maxQueries: one });
     expect(counted.count()).toBe(one);
     expect(first.newCalls).toBe(5);
     const starved = await runRollup(counted.db, NOW, { chunkCalls: 5, maxQueries: one - 1 });
-    expect(counted.count()).toBe(one + 2);
+    expect(counted.count()).toBe(one + ROLLUP_FIXED_STATEMENTS);
     expect(starved.newCalls).toBe(0);
     expect(starved.caughtUp).toBe(false);
     const two = await runRollup(counted.db, NOW, { chunkCalls: 5, maxQueries: one + CALL_CHUNK_STATEMENTS });
-    expect(counted.count()).toBe(one + 2 + one + CALL_CHUNK_STATEMENTS);
+    expect(counted.count()).toBe(one + ROLLUP_FIXED_STATEMENTS + one + CALL_CHUNK_STATEMENTS);
     expect(two.newCalls).toBe(10);
   });
 });
@@ -229,9 +231,9 @@ describe("as_of (SPEC §2.6)", () => {
   it("stops just before the first payload still waiting when a run could not catch up", async () => {
     await deliver(db, calls(sessionCalls(3)), NOW - 50_000);
     await deliver(db, calls(sessionCalls(3, "s2")), NOW - 40_000);
-    await runRollup(db, NOW - 30_000, { chunkCalls: 3, maxQueries: 2 + CALL_CHUNK_STATEMENTS });
+    await runRollup(db, NOW - 30_000, { chunkCalls: 3, maxQueries: ROLLUP_FIXED_STATEMENTS + CALL_CHUNK_STATEMENTS });
     expect(await asOf()).toBe(NOW - 40_001);
-    await runRollup(db, NOW, { chunkCalls: 3, maxQueries: 2 + CALL_CHUNK_STATEMENTS });
+    await runRollup(db, NOW, { chunkCalls: 3, maxQueries: ROLLUP_FIXED_STATEMENTS + CALL_CHUNK_STATEMENTS });
     expect(await asOf()).toBe(NOW);
   });
 });

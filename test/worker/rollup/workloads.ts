@@ -5,7 +5,7 @@ import { env } from "cloudflare:test";
 import fc from "fast-check";
 import { CALL_CHUNK_STATEMENTS } from "../../../src/worker/rollup/calls.ts";
 import { STARTUP_CHUNK_STATEMENTS } from "../../../src/worker/rollup/startups.ts";
-import { runRollup, type RollupOptions } from "../../../src/worker/rollup/index.ts";
+import { ROLLUP_FIXED_STATEMENTS, runRollup, type RollupOptions } from "../../../src/worker/rollup/index.ts";
 import { deliver, type Outcome, type TestAgreement, type TestCall, type TestPayload, type TestStartup, type TestTool } from "./fixtures.ts";
 import type { Received } from "./reference.ts";
 
@@ -132,7 +132,7 @@ export const rollupOptionsArb: fc.Arbitrary<RollupOptions> = fc.record({
   chunkAgreements: fc.constantFrom(1, 3, 10_000),
   // The probe, as_of and the largest chunk (a calls or a startups chunk): the least budget that
   // always makes progress on every stream.
-  maxQueries: fc.constantFrom(2 + Math.max(CALL_CHUNK_STATEMENTS, STARTUP_CHUNK_STATEMENTS), 30, 45),
+  maxQueries: fc.constantFrom(ROLLUP_FIXED_STATEMENTS + Math.max(CALL_CHUNK_STATEMENTS, STARTUP_CHUNK_STATEMENTS), 30, 45),
 });
 
 export type Workload = typeof workloadArb extends fc.Arbitrary<infer T> ? T : never;
