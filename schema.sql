@@ -302,6 +302,12 @@ CREATE TABLE pair_days (
   PRIMARY KEY (project_id, day_start_ms, client_name)
 ) WITHOUT ROWID;
 
+CREATE TABLE project_databases (
+  project_id TEXT PRIMARY KEY,
+  -- The binding name of the project's database in wrangler.toml ("DB", "DB_2", …).
+  database_name TEXT NOT NULL
+);
+
 CREATE TABLE recomputes (
   project_id TEXT NOT NULL PRIMARY KEY,
   requested_at_ms INTEGER NOT NULL,

@@ -1,6 +1,6 @@
 // `npm run bench:rollup`: the rollup cron from scratch over 10k, 100k and 1M raw calls, and an
 // incremental run after 1 % more, on the real worker (bundled, run in Miniflare/workerd with a
-// local D1), calling its scheduled handler until caught up. Prints the figures beside a baseline
+// local D1), running the cron's rollup job (one per database, SPEC §7) until caught up. Prints the figures beside a baseline
 // measured in the same run (one GROUP BY pass over the same raw rows) and replaces the
 // bench:rollup section of docs/benchmarks.md.
 //
@@ -14,8 +14,8 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { writeBenchmarkSection } from "./benchmarks-md.mjs";
 import { bundleWorker } from "./bundle-worker.mjs";
-import { durationBucket } from "../src/worker/histogram.ts";
 import { migrateToHead } from "../scripts/migrations.ts";
+import { SPACING_MS, T0, seed, seedDurations, type Db } from "./rollup-seed.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const tmp = join(root, ".bench-tmp", "rollup");
@@ -23,42 +23,8 @@ const SIZES = (process.env.BENCH_SIZES ?? "10000,100000,1000000").split(",").map
 const REPEAT = Math.max(1, Number(process.env.BENCH_REPEAT ?? 3));
 const COMPATIBILITY_DATE = /compatibility_date\s*=\s*"([^"]+)"/.exec(readFileSync(join(root, "wrangler.toml"), "utf8"))![1]!;
 const ROLLUP_CRON = "*/5 * * * *";
-// Calls start 50 ms apart overall (20 calls/s, 72k per hour) from this time on.
-const T0 = Date.UTC(2026, 10, 1);
-const SPACING_MS = 50;
-const SEED_CHUNK = 100_000;
-
-type Db = Awaited<ReturnType<Miniflare["getD1Database"]>>;
-
-// Realistic sessions: 50 concurrent sessions of 200 calls each per block of 10,000 calls, so a
-// session calls every 2.5 s; 8 tools (a tool's next call in its session is ~20 s later, so
-// retries are common); 5 argument hashes; 3 clients; outcomes 85 % ok; latencies log-spread
-// 1 ms–30 s; every 100th call arrives 10 minutes late (its started_at is 10 minutes back).
-const SEED_SQL = `WITH RECURSIVE n(i) AS (SELECT CAST(?1 AS INTEGER) UNION ALL SELECT i + 1 FROM n WHERE i < ?2)
-INSERT INTO call_batches (project_id, received_at_ms, call_count, calls_json)
-SELECT 'bench', MAX(received_at_ms), COUNT(*), json_group_array(json(call)) FROM (
-SELECT i, json_array('s_' || (i % 50 + 50 * (i / 10000)),
-  CASE (i % 50 + i / 10000) % 3 WHEN 0 THEN 'claude-ai' WHEN 1 THEN 'cursor' ELSE 'vscode' END,
-  'tool_' || ((i * 7919) % 97 % 8),
-  ?3 + i * ${SPACING_MS} + (i * 13) % 40 - CASE WHEN i % 100 = 0 THEN 600000 ELSE 0 END,
-  d.duration_ms,
-  CASE i % 20 WHEN 0 THEN 'bad_args' WHEN 1 THEN 'tool_error' WHEN 2 THEN 'crashed' ELSE 'ok' END,
-  (i * 101) % 5000,
-  CASE WHEN i % 20 > 2 AND i % 17 = 0 THEN 1 ELSE 0 END,
-  printf('%012x', (i * 31) % 5),
-  d.duration_bucket) AS call,
-  ?3 + i * ${SPACING_MS} + 1000 AS received_at_ms
-FROM n JOIN bench_durations d ON d.idx = (i * 37) % 500 ORDER BY i)
-GROUP BY (i - 1) / 500 ORDER BY MIN(i)`;
-
-async function seed(db: Db, from: number, to: number): Promise<void> {
-  for (let lo = from; lo <= to; lo += SEED_CHUNK) {
-    const hi = Math.min(to, lo + SEED_CHUNK - 1);
-    await db.prepare(SEED_SQL).bind(lo, hi, T0).run();
-  }
-}
-
-/** Calls the worker's scheduled handler until no request waits in call_batches. */
+const ROLLUP_QUEUE = "mcpulse-rollup";
+/** Runs the cron's rollup job (the worker's queue() handler) until no request waits in call_batches. */
 async function rollUntilCaughtUp(mf: Miniflare, db: Db, scheduledFrom: number) {
   const worker = await mf.getWorker();
   let invocations = 0;
@@ -66,7 +32,9 @@ async function rollUntilCaughtUp(mf: Miniflare, db: Db, scheduledFrom: number) {
   const started = performance.now();
   for (;;) {
     const invoked = performance.now();
-    await worker.scheduled({ cron: ROLLUP_CRON, scheduledTime: new Date(scheduledFrom + invocations * 300_000) });
+    // One cron run of a one-database deployment: its one rollup job, as the mcpulse-rollup queue delivers it (SPEC §7).
+    const body = { v: 1, kind: "rollup", database: "DB", scheduled_time_ms: scheduledFrom + invocations * 300_000 };
+    await worker.queue(ROLLUP_QUEUE, [{ id: `run-${invocations}`, timestamp: new Date(), attempts: 1, body }]);
     longestInvocation = Math.max(longestInvocation, (performance.now() - invoked) / 1000);
     invocations += 1;
     const s = await db
@@ -106,16 +74,7 @@ async function withWorker<T>(name: string, workerScript: string, fn: (mf: Minifl
     const db = await mf.getD1Database("DB");
     await migrateToHead(db as unknown as D1Database);
     await db.prepare("INSERT INTO projects (project_id, name, created_at_ms) VALUES ('bench', 'bench', 0)").run();
-    const durations = Array.from({ length: 500 }, (_, k) => Math.round(Math.exp((k / 499) * Math.log(30_000))));
-    await db.prepare("CREATE TABLE bench_durations (idx INTEGER PRIMARY KEY, duration_ms INTEGER, duration_bucket INTEGER)").run();
-    await db
-      .prepare("INSERT INTO bench_durations SELECT key, value, NULL FROM json_each(?1)")
-      .bind(JSON.stringify(durations))
-      .run();
-    await db
-      .prepare("UPDATE bench_durations SET duration_bucket = json_extract(?1, '$[' || idx || ']')")
-      .bind(JSON.stringify(durations.map(durationBucket)))
-      .run();
+    await seedDurations(db);
     return await fn(mf, db);
   } finally {
     await mf.dispose();
@@ -204,8 +163,8 @@ ratios, measured in the same run, more than the absolute seconds.
 
 The real worker (bundled) runs in Miniflare/workerd with a local D1; the benchmark seeds raw calls
 as ingest stores them (one \`call_batches\` row of 500 calls per request: 50 concurrent sessions of 200 calls per 10,000 calls, 8 tools, 5 argument hashes, 3 clients, 20
-calls/s so 72,000 per hour, 1 % of calls 10 minutes late), then calls the scheduled handler
-(\`${ROLLUP_CRON}\`) with default options (≤ 48 D1 statements, chunks of 17,000 calls: 5 per
+calls/s so 72,000 per hour, 1 % of calls 10 minutes late), then runs the \`${ROLLUP_CRON}\` cron's rollup job of its one database
+(as the \`${ROLLUP_QUEUE}\` queue delivers it, to the worker's \`queue()\` handler) with default options (≤ 48 D1 statements, chunks of 17,000 calls: 5 per
 invocation) until no request waits, so the time includes numbering the calls and appending them to
 \`call_state\` (one JSON row per session, client and hour, migration 0011; the flags are recomputed per chunk
 from the rows around the new calls, the sessions derived by the rollup). Time = all invocations plus a one-row

@@ -96,9 +96,17 @@ await new Promise((resolve) => setTimeout(resolve, 500));
 const cron = await fetch(`${url}/__scheduled?cron=${encodeURIComponent("*/5 * * * *")}`).catch(() => undefined);
 if (!cron?.ok) console.log("(Could not trigger the rollup; the cron folds the calls in within 5 minutes.)");
 
-const metrics = (await (await fetch(`${url}/v1/metrics/tools`, { headers: { authorization: `Bearer ${read}` } })).json()) as {
+type ToolsAnswer = {
   tools: { tool_name: string; calls: number; ok: number; empty: number; bad_args: number; tool_error: number; crashed: number; first_call_rate: number | null; dead: boolean }[];
 };
+// The cron hands each database's rollup to the rollup queue (docs/scaling.md), which runs it within
+// a second or two: wait for the calls to be folded in (at most ~10 s).
+let metrics: ToolsAnswer = { tools: [] };
+for (let attempt = 0; attempt < 20; attempt++) {
+  metrics = (await (await fetch(`${url}/v1/metrics/tools`, { headers: { authorization: `Bearer ${read}` } })).json()) as ToolsAnswer;
+  if (!cron?.ok || (metrics.tools ?? []).some((tool) => tool.calls > 0)) break;
+  await new Promise((resolve) => setTimeout(resolve, 500));
+}
 console.log("\n/v1/metrics/tools:");
 console.log("  tool            calls  ok  empty  bad_args  tool_error  crashed  first-call  dead");
 for (const tool of metrics.tools ?? []) {

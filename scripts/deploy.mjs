@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// `npm run deploy [-- wrangler deploy options]`: the pending migrations to the remote D1 first, then
+// `npm run deploy [-- wrangler deploy options]`: the pending migrations to every remote D1 first, then
 // the worker — so the code never runs against a schema older than it expects. Stops at the first
 // failure. A database made by the first release's schema.sql is recognised by 0001 (docs/migrations.md).
 // The ingest queues of wrangler.toml (docs/ingest.md) are created first when the account lacks them:
@@ -7,6 +7,7 @@
 import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { databaseBindings } from "./dev-support.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const wrangler = join(root, "node_modules", "wrangler", "bin", "wrangler.js");
@@ -25,6 +26,7 @@ function ensureQueue(name) {
   run(["queues", "create", name]);
 }
 
-for (const queue of ["mcpulse-ingest", "mcpulse-ingest-dead"]) ensureQueue(queue);
-run(["d1", "migrations", "apply", "DB", "--remote"]);
+for (const queue of ["mcpulse-ingest", "mcpulse-ingest-dead", "mcpulse-rollup"]) ensureQueue(queue);
+// Every database of wrangler.toml gets every migration (SPEC §7), before the code that expects them.
+for (const binding of databaseBindings()) run(["d1", "migrations", "apply", binding, "--remote"]);
 run(["deploy", ...process.argv.slice(2)]);

@@ -61,3 +61,17 @@ export function migrationSummary(output) {
   const list = names.length <= 3 ? names.join(", ") : `${names[0]} … ${names.at(-1)}`;
   return `Applied ${names.length} migration${names.length === 1 ? "" : "s"} to the local D1: ${list}.`;
 }
+
+/**
+ * The D1 bindings of a wrangler.toml, in order (SPEC §7: `DB` and every `DB_<suffix>`): what `npm run
+ * dev` and `npm run deploy` apply the migrations to. Reads the `binding` of each [[d1_databases]] block.
+ */
+export function databaseBindings(tomlText = readFileSync(join(ROOT, "wrangler.toml"), "utf8")) {
+  const bindings = [];
+  for (const block of tomlText.split(/^\s*\[/m)) {
+    if (!/^\[d1_databases\]\]/.test(block)) continue;
+    const match = /^\s*binding\s*=\s*"([^"]+)"/m.exec(block);
+    if (match) bindings.push(match[1]);
+  }
+  return bindings;
+}

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm run dev [-- wrangler dev options]`: the worker on 127.0.0.1:8787 with a ready local D1.
-// 1. applies the pending migrations (migrations/) to the local D1 with `wrangler d1 migrations apply`,
+// 1. applies the pending migrations (migrations/) to every local D1 (DB and DB_2) with `wrangler d1 migrations apply`,
 //    printing one line for them (wrangler's own output only on an error);
 //    a local D1 made by the first release's schema.sql is recognised by 0001 and keeps its data;
 // 2. creates .dev.vars with a random ADMIN_TOKEN unless one is already set there;
@@ -10,7 +10,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync, appendFileSync } from "node:fs";
-import { clearDevUrl, devUrlFor, migrationSummary, writeDevUrl } from "./dev-support.mjs";
+import { clearDevUrl, databaseBindings, devUrlFor, migrationSummary, writeDevUrl } from "./dev-support.mjs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -32,22 +32,25 @@ function optionValue(name, fallback) {
 // wrangler prints the whole migration table again after each migration; its output is kept for an
 // error and summed up in one line otherwise.
 const persist = hasOption("--persist-to") ? ["--persist-to", optionValue("--persist-to", "")] : [];
-const applied = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", "DB", "--local", ...persist], {
-  cwd: root,
-  encoding: "utf8",
-  // Never prompt: the local database is the developer's own.
-  env: { ...process.env, CI: "true" },
-});
-const summary = applied.status === 0 ? migrationSummary(applied.stdout ?? "") : null;
-if (summary === null) {
-  process.stdout.write(applied.stdout ?? "");
-  process.stderr.write(applied.stderr ?? "");
+// Every database of wrangler.toml (DB and DB_2: local development runs two, SPEC §7) gets every migration.
+for (const binding of databaseBindings()) {
+  const applied = spawnSync(process.execPath, [wrangler, "d1", "migrations", "apply", binding, "--local", ...persist], {
+    cwd: root,
+    encoding: "utf8",
+    // Never prompt: the local database is the developer's own.
+    env: { ...process.env, CI: "true" },
+  });
+  const summary = applied.status === 0 ? migrationSummary(applied.stdout ?? "") : null;
+  if (summary === null) {
+    process.stdout.write(applied.stdout ?? "");
+    process.stderr.write(applied.stderr ?? "");
+  }
+  if (applied.status !== 0) {
+    console.error(`Could not apply the migrations to the local D1 ${binding} (see the error above).`);
+    process.exit(applied.status ?? 1);
+  }
+  if (summary !== null) console.log(`${binding}: ${summary}`);
 }
-if (applied.status !== 0) {
-  console.error("Could not apply the migrations to the local D1 (see the error above).");
-  process.exit(applied.status ?? 1);
-}
-if (summary !== null) console.log(summary);
 
 // 2. Admin token.
 const devVarsPath = join(root, ".dev.vars");

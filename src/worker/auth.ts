@@ -1,16 +1,18 @@
 // API keys (SPEC §3): generation, SHA-256 storage, constant-time verification, and the Hono
 // middleware that turns a bearer key into the one project it belongs to.
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { timingSafeEqual } from "hono/utils/buffer";
 import type { AppEnv, Env } from "./env.ts";
 import type { KeyState } from "./budget/key-budget.ts";
-import { findKeyById, type ApiKeyRow, type KeyKind } from "./db/keys.ts";
+import { findKeyById, type KeyKind, type KeyWithProject } from "./db/keys.ts";
+import { databaseOf, directoryDb } from "./databases.ts";
 import { apiError } from "./errors.ts";
 import { attemptOf, guardBeforeCheck, keyPrefix, recordFailedCredential, tooManyAttempts } from "./throttle/credentials.ts";
 
 export type { KeyKind };
 
-export type AuthenticatedKey = { project_id: string; key_id: string; payload_budget_per_minute: number };
+/** A live key: its project, and the database the project lives in (null: the first — SPEC §7). */
+export type AuthenticatedKey = { project_id: string; key_id: string; payload_budget_per_minute: number; database: string | null };
 
 /** Ingest keys write only, read keys read only (SPEC §3). */
 export const KEY_PREFIX = { ingest: "mp_live_", read: "mp_read_" } as const satisfies Record<KeyKind, string>;
@@ -71,20 +73,20 @@ export async function authenticateKey(
   const [row, digest] = await Promise.all([findKeyById(db, keyIdOf(key)), sha256Hex(key)]);
   if (!row || row.kind !== kind || row.revoked_at_ms !== null) return null;
   if (!(await timingSafeEqual(row.key_sha256, digest))) return null;
-  return { project_id: row.project_id, key_id: row.key_id, payload_budget_per_minute: row.payload_budget_per_minute };
+  return { project_id: row.project_id, key_id: row.key_id, payload_budget_per_minute: row.payload_budget_per_minute, database: row.database_name };
 }
 
 /** The answer to an ingest key: its project, no such key (401), or cannot be told right now (503). */
 export type IngestKeyCheck = { ok: true; key: AuthenticatedKey } | { ok: false; status: 401 | 503 };
 
-function keyStateOf(row: (ApiKeyRow & { payload_budget_per_minute: number }) | null): KeyState | null {
+function keyStateOf(row: KeyWithProject | null): KeyState | null {
   if (!row) return null;
-  return { key_sha256: row.key_sha256, project_id: row.project_id, kind: row.kind, revoked: row.revoked_at_ms !== null, payload_budget_per_minute: row.payload_budget_per_minute };
+  return { key_sha256: row.key_sha256, project_id: row.project_id, kind: row.kind, revoked: row.revoked_at_ms !== null, payload_budget_per_minute: row.payload_budget_per_minute, database: row.database_name };
 }
 
 async function admitByState(state: KeyState | null, keyId: string, digest: string): Promise<IngestKeyCheck> {
   if (!state || state.kind !== "ingest" || state.revoked || !(await timingSafeEqual(state.key_sha256, digest))) return { ok: false, status: 401 };
-  return { ok: true, key: { project_id: state.project_id, key_id: keyId, payload_budget_per_minute: state.payload_budget_per_minute } };
+  return { ok: true, key: { project_id: state.project_id, key_id: keyId, payload_budget_per_minute: state.payload_budget_per_minute, database: state.database ?? null } };
 }
 
 function logKeyCheck(event: string, keyId: string, err: unknown): void {
@@ -185,15 +187,27 @@ export async function checkBearerKey<T>(
 }
 
 /**
+ * What a request knows once its key is checked: the project, the key, and the project's database,
+ * resolved here once for the whole request (SPEC §7) and passed down as `c.var.db`.
+ */
+export function setAuthenticated(c: Context<AppEnv>, auth: AuthenticatedKey): void {
+  const database = databaseOf(c.env, auth.database);
+  c.set("projectId", auth.project_id);
+  c.set("keyId", auth.key_id);
+  c.set("payloadBudgetPerMinute", auth.payload_budget_per_minute);
+  c.set("database", database.name);
+  c.set("db", database.db);
+}
+
+/**
  * Middleware: requires a live key of `kind` in `Authorization: Bearer` (checkBearerKey), else 401
- * `{"error": …, "code": "UNAUTHORIZED"}`; sets `c.var.projectId` / `c.var.keyId` for the handlers after it.
+ * `{"error": …, "code": "UNAUTHORIZED"}`; sets `c.var.projectId` / `c.var.keyId` and the project's
+ * database (`c.var.db`) for the handlers after it.
  */
 export function requireKey(kind: KeyKind): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const auth = await checkBearerKey(c.env, c.req.raw, `${kind} key`, (token) => authenticateKey(c.env.DB, token, kind));
-    c.set("projectId", auth.project_id);
-    c.set("keyId", auth.key_id);
-    c.set("payloadBudgetPerMinute", auth.payload_budget_per_minute);
+    const auth = await checkBearerKey(c.env, c.req.raw, `${kind} key`, (token) => authenticateKey(directoryDb(c.env), token, kind));
+    setAuthenticated(c, auth);
     await next();
   };
 }

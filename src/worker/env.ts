@@ -4,7 +4,10 @@ import type { IngestHealth } from "./health/ingest-health.ts";
 import type { SignInThrottle } from "./throttle/sign-in-throttle.ts";
 
 export interface Env {
+  /** The first database: the directory, keys and dashboard sessions, and projects (SPEC §7; databases.ts). */
   DB: D1Database;
+  /** Further databases for projects: every binding named DB_<suffix> (databases.ts lists them). */
+  [database: `DB_${string}`]: D1Database | undefined;
   CALLS_AE: AnalyticsEngineDataset;
   KEY_BUDGET: DurableObjectNamespace<KeyBudget>;
   /** Ingest's durability counters, backlog and dead letters (one instance). */
@@ -13,6 +16,8 @@ export interface Env {
   SIGN_IN_THROTTLE: DurableObjectNamespace<SignInThrottle>;
   /** Batches D1 could not take yet; producer and consumer check messages with their Zod schema (queues/ingest-writes.ts). */
   INGEST_QUEUE: Queue<unknown>;
+  /** One rollup or retention job per database per cron run (queues/rollup-jobs.ts, SPEC §7). */
+  ROLLUP_QUEUE: Queue<unknown>;
   /** Base delay of the D1 write retries after a 202, in ms (default 250: waits of 0.25, 1 and 4 s). */
   INGEST_RETRY_BASE_MS?: string;
   ADMIN_TOKEN?: string;
@@ -28,8 +33,11 @@ export interface Env {
   LOCAL_DEV?: string;
 }
 
-/** What an authenticated request knows: its project (and nothing else — SPEC §3). Set by requireKey. */
-export type AuthVariables = { projectId: string; keyId: string; payloadBudgetPerMinute: number };
+/**
+ * What an authenticated request knows: its project (and nothing else — SPEC §3), and the project's
+ * database, resolved once per request (SPEC §7). Set by requireKey (auth.ts setAuthenticated).
+ */
+export type AuthVariables = { projectId: string; keyId: string; payloadBudgetPerMinute: number; database: string; db: D1Database };
 
 /** The Hono environment of the whole app: bindings plus what requireKey sets. */
 export type AppEnv = { Bindings: Env; Variables: AuthVariables };

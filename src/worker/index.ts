@@ -1,10 +1,9 @@
 // Worker entry: wiring only (fetch + scheduled + queue). Export nothing but handlers and Durable Objects.
-import { runAlertStep } from "./alerts/index.ts";
 import { app } from "./app.ts";
 import type { Env } from "./env.ts";
 import { INGEST_DEAD_LETTER_QUEUE_NAME, consumeDeadLetters } from "./queues/ingest-dead-letters.ts";
 import { consumeIngestWrites } from "./queues/ingest-writes.ts";
-import { handleScheduled } from "./rollup/index.ts";
+import { ROLLUP_QUEUE_NAME, consumeRollupJobs, fanOutScheduled } from "./queues/rollup-jobs.ts";
 
 export { KeyBudget } from "./budget/key-budget.ts";
 export { IngestHealth } from "./health/ingest-health.ts";
@@ -12,13 +11,13 @@ export { SignInThrottle } from "./throttle/sign-in-throttle.ts";
 
 export default {
   fetch: app.fetch,
+  // One job per database (SPEC §7): the rollup and its alert step, or the retention.
   scheduled: async (controller, env) => {
-    const rollup = await handleScheduled(controller, env);
-    // After the rollup has committed; the alert step never throws (SPEC §5).
-    if (rollup) await runAlertStep(env, controller.scheduledTime, rollup);
+    await fanOutScheduled(controller, env);
   },
   queue: async (batch, env) => {
     if (batch.queue === INGEST_DEAD_LETTER_QUEUE_NAME) await consumeDeadLetters(batch, env);
+    else if (batch.queue === ROLLUP_QUEUE_NAME) await consumeRollupJobs(batch, env);
     else await consumeIngestWrites(batch, env);
   },
 } satisfies ExportedHandler<Env>;

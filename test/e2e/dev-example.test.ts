@@ -2,7 +2,7 @@
 // output repeats the migration table after each migration) and records the URL it serves, and
 // `npm run example` finds the worker there — or says exactly what to set.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as devSupport from "../../scripts/dev-support.mjs";
 import { startWorker, type RunningWorker } from "./dashboard/start-worker.ts";
 
-const { devUrlFor, migrationSummary, readDevUrl } = devSupport as {
+const { databaseBindings, devUrlFor, migrationSummary, readDevUrl } = devSupport as {
+  databaseBindings: (toml?: string) => string[];
   devUrlFor: (args: string[]) => string;
   migrationSummary: (output: string) => string | null;
   readDevUrl: (env: Record<string, string | undefined>) => string | null;
@@ -72,6 +73,23 @@ describe("npm run dev", () => {
     expect(migrationSummary(apply())).toBe("The local D1 is up to date: no pending migrations.");
     // Output it does not know is not guessed at: the caller then prints wrangler's own.
     expect(migrationSummary("something else")).toBeNull();
+  }, 120_000);
+
+  it("applies every migration to every database of wrangler.toml: two locally (SPEC §7)", () => {
+    expect(databaseBindings()).toEqual(["DB", "DB_2"]);
+    expect(databaseBindings('[[d1_databases]]\nbinding = "DB"\n[vars]\nX = "1"\n[[d1_databases]]\nbinding = "DB_EU"\n[[queues.producers]]\nbinding = "Q"\n')).toEqual(["DB", "DB_EU"]);
+    const persistTo = tempDir();
+    const script = readFileSync(join(ROOT, "scripts", "dev.mjs"), "utf8");
+    expect(script).toContain("for (const binding of databaseBindings())");
+    for (const binding of databaseBindings()) {
+      const run = spawnSync(process.execPath, [WRANGLER, "d1", "migrations", "apply", binding, "--local", "--persist-to", persistTo], {
+        cwd: ROOT,
+        encoding: "utf8",
+        env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" },
+      });
+      expect(run.status).toBe(0);
+      expect(migrationSummary(run.stdout)).toBe(`Applied ${migrations.length} migrations to the local D1: ${migrations[0]} … ${migrations.at(-1)}.`);
+    }
   }, 120_000);
 
   it("records the URL it serves for the options it was given", () => {

@@ -31,12 +31,23 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** The local D1 database's SQLite file (Miniflare keeps one per database under d1/). */
+/**
+ * The SQLite file of the local D1 database that holds the keys and the test's project: the first
+ * one, DB (Miniflare keeps one file per database under d1/, and wrangler.toml has two, SPEC §7).
+ */
 function d1File(): string {
   const entries = readdirSync(join(dir, "d1"), { recursive: true, withFileTypes: true });
-  const file = entries.find((e) => e.isFile() && e.name.endsWith(".sqlite") && e.name !== "metadata.sqlite");
-  if (!file) throw new Error("no local D1 file");
-  return join(file.parentPath, file.name);
+  const files = entries.filter((e) => e.isFile() && e.name.endsWith(".sqlite") && e.name !== "metadata.sqlite");
+  const first = files.find((e) => {
+    const probe = new DatabaseSync(join(e.parentPath, e.name), { readOnly: true });
+    try {
+      return (probe.prepare("SELECT COUNT(*) AS n FROM api_keys").get() as { n: number }).n > 0;
+    } finally {
+      probe.close();
+    }
+  });
+  if (!first) throw new Error("no local D1 file holds the keys");
+  return join(first.parentPath, first.name);
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

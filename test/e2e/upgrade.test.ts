@@ -226,6 +226,17 @@ test("a first-release database migrated to head answers every metric as a fresh 
   targets[0]!.rows = storedPayloadRows;
   await rollBoth();
 
+  // More than one database (SPEC §7, migration 0020): the one-database deployment keeps its project
+  // where it was — no directory row is written, and a project without one lives in the first
+  // database, which the upgraded worker (now with DB and DB_2) reads and writes as before.
+  const adminGet = async (path: string) =>
+    (await fetch(`${upgraded.url}${path}`, { headers: { authorization: `Bearer ${upgraded.adminToken}` } })).json();
+  expect((await upgraded.db.prepare("SELECT COUNT(*) AS n FROM project_databases").first<{ n: number }>())!.n).toBe(0);
+  expect(((await adminGet("/v1/admin/projects")) as { projects: { project_id: string; database: string }[] }).projects).toEqual([
+    expect.objectContaining({ project_id: targets[0]!.project.project_id, database: "DB" }),
+  ]);
+  expect(((await adminGet("/v1/admin/databases")) as { databases: { name: string; projects: number }[] }).databases.map((d) => [d.name, d.projects])).toEqual([["DB", 1], ["DB_2", 0]]);
+
   // The migrated layout keeps taking data: more late calls between folded ones, and a new session
   // with a retry chain, ingested by the head worker into both databases.
   await sendCalls([

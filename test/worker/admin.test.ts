@@ -52,7 +52,8 @@ describe("admin routes", () => {
     const res = await admin("/projects", { method: "POST", body: JSON.stringify({ name: "  shop  " }) });
     expect(res.status).toBe(201);
     const body = await res.json<Record<string, string>>();
-    expect(Object.keys(body).sort()).toEqual(["ingest_key", "name", "project_id", "read_key"]);
+    expect(Object.keys(body).sort()).toEqual(["database", "ingest_key", "name", "project_id", "read_key"]);
+    expect(["DB", "DB_2"]).toContain(body.database);
     expect(body.name).toBe("shop");
     const rows = await env.DB.prepare("SELECT * FROM api_keys WHERE project_id = ?1 ORDER BY kind")
       .bind(body.project_id)

@@ -3,7 +3,7 @@
 // first-release database stored the same order, merging the day rows that become duplicates. The
 // case that tells code points from JavaScript's UTF-16 `<`: an astral character (🚀 U+1F680, sent as
 // the surrogates D83D DE80) against one in U+E000–U+FFFF (ﬁ U+FB01), where the two orders disagree.
-import { createScheduledController, env } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { compareByCodePoint } from "../../src/shared/index.ts";
 import { agreementPairOrder } from "../../src/worker/db/raw-writes.ts";
@@ -11,6 +11,7 @@ import worker from "../../src/worker/index.ts";
 import { agreementPayload, postIngest, storedRows } from "./helpers/ingest.ts";
 import { createProject } from "./helpers/projects.ts";
 import { getJson } from "./metrics/seed.ts";
+import { runCron } from "./helpers/cron.ts";
 
 const ROCKET = "🚀launch"; // U+1F680: first by UTF-16 unit, last by code point
 const LIGATURE = "\ufb01nd"; // U+FB01 "ﬁnd"
@@ -22,9 +23,6 @@ const MIGRATION = "0002_agreement_pair_order.sql";
 
 type AgreementBody = { agreement: { field: string; tool_a: string; tool_b: string; checks: number; disagreements: number }[] };
 
-async function runCron(): Promise<void> {
-  await worker.scheduled!(createScheduledController({ scheduledTime: Date.now(), cron: "*/5 * * * *" }), env);
-}
 
 describe("the order itself", () => {
   it("is code-point order, not JavaScript's UTF-16 order, for astral against U+E000–U+FFFF", () => {

@@ -1,7 +1,7 @@
 // A project's requests between two rollup runs share one call_batches row (migration 0025): appended
 // in receive order up to APPEND_LIMIT_CHARS, closed by the run before it takes rows, emptied when
 // folded in. Driven through the ingest write (persistBatch) and the rollup, on the real schema.
-import { createScheduledController, env } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { beforeEach, describe, expect, it } from "vitest";
 import { APPEND_LIMIT_CHARS, persistBatch, type BatchTuples } from "../../src/worker/db/raw-writes.ts";
@@ -11,6 +11,7 @@ import worker from "../../src/worker/index.ts";
 import { resetDb, snapshot } from "./rollup/fixtures.ts";
 import { postIngest, startupPayload } from "./helpers/ingest.ts";
 import { adminHeaders, createProject } from "./helpers/projects.ts";
+import { runCron } from "./helpers/cron.ts";
 
 const db = env.DB;
 const T0 = Date.UTC(2026, 10, 20, 12, 0);
@@ -84,7 +85,7 @@ describe("call_batches appends", () => {
 
 describe("startup and verdict numbers (migration 0026)", () => {
   const deleteProject = (id: string) => exports.default.fetch(`http://worker/v1/admin/projects/${id}`, { method: "DELETE", headers: adminHeaders() });
-  const rollup = (ms: number) => worker.scheduled!(createScheduledController({ scheduledTime: ms, cron: "*/5 * * * *" }), env);
+  const rollup = (ms: number) => runCron(ms);
   const registered = async (projectId: string) =>
     (await env.DB.prepare("SELECT tool_name FROM registered_tools WHERE project_id = ?1").bind(projectId).all<{ tool_name: string }>()).results.map((r) => r.tool_name);
 

@@ -56,8 +56,9 @@ const MAY_IMPORT: Record<string, string[]> = {
   "budget/": [],
   "throttle/": [],
   "health/": [],
-  // A queue module: producer and consumer of one queue (STYLE.md), writing through db/.
-  "queues/": ["db/", "health/"],
+  // A queue module: producer and consumer of one queue (STYLE.md), writing through db/; the rollup
+  // queue's job is one database's rollup run and alert step (SPEC §7).
+  "queues/": ["db/", "health/", "databases.ts", "rollup/", "alerts/"],
   // The rollup writes the counters the one counter list names (metrics/counters.ts imports only leaves);
   // the hour-row fold keeps the hours schema regressions compare (metrics/schema-change.ts, leaves only).
   "rollup/": ["db/", "metrics/counters.ts", "metrics/schema-change.ts"],
@@ -67,8 +68,10 @@ const MAY_IMPORT: Record<string, string[]> = {
   // Alerts evaluate with the read side's counter definitions (SPEC §5: the read API's figures).
   "alerts/": ["metrics/", "db/", "auth.ts"],
   // The ingest key is checked by its Durable Object (budget/), D1 only to refresh it.
-  "auth.ts": ["db/", "budget/", "throttle/"],
-  "routes/": ["metrics/", "dashboard/", "mcp/", "alerts/", "db/", "auth.ts", "analytics/", "budget/", "queues/", "health/", "throttle/"],
+  "auth.ts": ["db/", "budget/", "throttle/", "databases.ts"],
+  // The list of databases and a project's database, resolved once per request or job (SPEC §7).
+  "databases.ts": ["db/"],
+  "routes/": ["metrics/", "dashboard/", "mcp/", "alerts/", "db/", "auth.ts", "analytics/", "budget/", "queues/", "health/", "throttle/", "databases.ts"],
   "app.ts": ["routes/"],
   "index.ts": ["app.ts", "rollup/", "alerts/", "budget/", "queues/", "health/", "throttle/"],
   "time.ts": [],

@@ -3,7 +3,7 @@
 // 202 (retried with backoff, then the ingest queue), the queue itself (503 when it refuses before
 // the answer), and the queue's consumer (stored once, retried, dead-lettered). Log lines carry the
 // project and counts, never a payload.
-import { createMessageBatch, createScheduledController, env, getQueueResult, runInDurableObject, createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { createMessageBatch, env, getQueueResult, runInDurableObject, createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import worker from "../../src/worker/index.ts";
 import type { KeyBudget } from "../../src/worker/budget/key-budget.ts";
@@ -14,6 +14,7 @@ import type { Env } from "../../src/worker/env.ts";
 import { capturingQueue, failingD1 } from "./helpers/faults.ts";
 import { agreementPayload, callPayload, postIngest, startupPayload, storedRows } from "./helpers/ingest.ts";
 import { adminHeaders, createProject, revokeKey } from "./helpers/projects.ts";
+import { runCron } from "./helpers/cron.ts";
 
 const batch = [
   callPayload({ tool_name: "SECRET_TOOL", client_name: "SECRET_CLIENT" }),
@@ -409,7 +410,7 @@ describe("GET /v1/admin/health", () => {
     expect((await postIngest({ batch: [callPayload(), callPayload(), startupPayload()] }, { key: p.ingest_key })).status).toBe(202);
     const behind = (await adminHealth()).rollup.projects_behind as Record<string, unknown>[];
     expect(behind.find((r) => r.project_id === p.project_id)).toMatchObject({ pending_requests: 1, pending_calls: 2, pending_startups: 1 });
-    await worker.scheduled!(createScheduledController({ scheduledTime: Date.now(), cron: "*/5 * * * *" }), env);
+    await runCron(Date.now());
     const after = await adminHealth();
     expect(after.rollup.projects_behind.find((r: Record<string, unknown>) => r.project_id === p.project_id)).toBeUndefined();
     expect(after.rollup.as_of).not.toBeNull();

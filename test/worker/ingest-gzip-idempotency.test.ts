@@ -2,7 +2,7 @@
 // inflated bytes, a gzip bomb, invalid gzip, other encodings) and Idempotency-Key (its format at
 // 7/8/64/65 characters; a resend within the hour stored once — by the key's Durable Object, by the
 // D1 guard after the object restarted, and across the queue path).
-import { createMessageBatch, createScheduledController, env, runInDurableObject, createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { createMessageBatch, env, runInDurableObject, createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { MAX_BODY_BYTES } from "../../src/shared/index.ts";
 import worker from "../../src/worker/index.ts";
@@ -11,6 +11,7 @@ import { INGEST_QUEUE_NAME, resetD1FailingForTests, type IngestWriteMessage } fr
 import { capturingQueue, failingD1 } from "./helpers/faults.ts";
 import { callPayload, postIngest, storedRows } from "./helpers/ingest.ts";
 import { createProject } from "./helpers/projects.ts";
+import { runCron } from "./helpers/cron.ts";
 
 beforeEach(() => resetD1FailingForTests());
 
@@ -34,7 +35,7 @@ async function errorOf(res: Response, status: number): Promise<string> {
 }
 
 const gz = { "content-encoding": "gzip" };
-const rollup = () => worker.scheduled!(createScheduledController({ scheduledTime: Date.now(), cron: "*/5 * * * *" }), env);
+const rollup = () => runCron(Date.now());
 
 describe("gzip bodies", () => {
   it("accepts a gzip body that inflates to exactly 1 MiB, and one just under", async () => {
@@ -180,7 +181,7 @@ describe("Idempotency-Key", () => {
     await rollup();
     const rows = () => env.DB.prepare("SELECT COUNT(*) AS n FROM call_batches WHERE project_id = ?1").bind(p.project_id).first<{ n: number }>();
     const lastReceived = (await env.DB.prepare("SELECT last_received_at_ms AS t FROM call_batches WHERE project_id = ?1").bind(p.project_id).first<{ t: number }>())!.t;
-    const runAt = (ms: number) => worker.scheduled!(createScheduledController({ scheduledTime: ms, cron: "*/5 * * * *" }), env);
+    const runAt = (ms: number) => runCron(ms);
     await runAt(lastReceived + 3_600_000);
     expect((await rows())!.n).toBe(1);
     await runAt(lastReceived + 3_600_001);

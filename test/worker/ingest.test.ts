@@ -1,6 +1,6 @@
 // POST /v1/ingest through the real worker: every row of the SPEC §1.1 table, the check order,
 // the caps at and over their limits, and what reaches D1 (SPEC §1.2, migrations/).
-import { createScheduledController, env, runInDurableObject } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { MAX_BODY_BYTES } from "../../src/shared/index.ts";
@@ -8,6 +8,7 @@ import { codeOfStatus } from "../../src/worker/errors.ts";
 import worker from "../../src/worker/index.ts";
 import { agreementPayload, callPayload, isoAgo, postIngest, startupPayload, storedRows, streamOf } from "./helpers/ingest.ts";
 import { createProject, createKey, revokeKey, setPayloadBudget } from "./helpers/projects.ts";
+import { runCron } from "./helpers/cron.ts";
 
 const calls = (n: number, extra: (i: number) => Record<string, unknown> = () => ({})) =>
   Array.from({ length: n }, (_, i) => callPayload({ tool_name: `tool_${i % 7}`, ...extra(i) }));
@@ -29,7 +30,7 @@ async function expectError(res: Response, status: number) {
 }
 
 /** One rollup run (the 5-minute cron), now. */
-const rollup = () => worker.scheduled!(createScheduledController({ scheduledTime: Date.now(), cron: "*/5 * * * *" }), env);
+const rollup = () => runCron(Date.now());
 
 describe("202: a valid envelope of 0–1,000 items", () => {
   it("answers 202 with an empty body and stores the batch", async () => {
@@ -351,7 +352,7 @@ describe("what is stored", () => {
     const rows = await storedRows(p.project_id);
     expect(rows.startups.map((r) => [r.session_id, r.transport])).toEqual([["php", "unknown"], ["other", "unknown"]]);
     // The tool list, what the startup is for, survives: registered tools, dead tools, policies.
-    await worker.scheduled!(createScheduledController({ scheduledTime: Date.now(), cron: "*/5 * * * *" }), env);
+    await runCron(Date.now());
     const res = await exports.default.fetch("http://worker/v1/metrics/tools", { headers: { authorization: `Bearer ${p.read_key}` } });
     const { tools } = await res.json<{ tools: { tool_name: string; registered: boolean }[] }>();
     expect(tools.filter((t) => t.registered).map((t) => t.tool_name)).toEqual(["other_tool"]);

@@ -1,12 +1,13 @@
 // Projects have a lifecycle (SPEC §3): list projects, list a project's keys (never a key or its
 // hash), and delete a project with every row stored for it — while another project keeps all of its.
-import { createScheduledController, env } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import worker from "../../src/worker/index.ts";
 import { tablesWithProjectRows } from "../../src/worker/db/projects.ts";
 import { agreementPayload, callPayload, postIngest, startupPayload } from "./helpers/ingest.ts";
 import { adminHeaders, createKey, createProject, revokeKey, type TestProject } from "./helpers/projects.ts";
+import { runCron } from "./helpers/cron.ts";
 
 const admin = (path: string, init: RequestInit = {}) =>
   exports.default.fetch(`http://worker/v1/admin${path}`, { ...init, headers: { ...adminHeaders(), ...(init.headers ?? {}) } });
@@ -35,7 +36,7 @@ async function filledProject(name: string): Promise<TestProject> {
     agreementPayload({ agreed: false }),
   ];
   expect((await postIngest({ batch }, { key: p.ingest_key })).status).toBe(202);
-  await worker.scheduled!(createScheduledController({ scheduledTime: Date.now(), cron: "*/5 * * * *" }), env);
+  await runCron(Date.now());
   // More raw rows the rollup has not taken in yet.
   expect((await postIngest({ batch: [callPayload({ started_at: iso(t + 9_000) })] }, { key: p.ingest_key })).status).toBe(202);
   return p;
@@ -48,7 +49,7 @@ describe("project lifecycle", () => {
     expect(res.status).toBe(200);
     const { projects } = await res.json<{ projects: Record<string, unknown>[] }>();
     const mine = projects.find((x) => x.project_id === p.project_id);
-    expect(mine).toEqual({ project_id: p.project_id, name: "listed", created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/), payload_budget_per_minute: 10_000 });
+    expect(mine).toEqual({ project_id: p.project_id, name: "listed", database: "DB", created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/), payload_budget_per_minute: 10_000 });
     expect(JSON.stringify(projects)).not.toContain("mp_");
   });
 

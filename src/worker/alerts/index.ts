@@ -21,11 +21,13 @@ export function parseQueriesPerInvocation(value: string | undefined): number {
 export type AlertStepReport = { evaluation: EvaluationReport | null; delivery: DeliveryReport | null; error?: string };
 
 /**
- * Runs after a rollup run that spent `rollup.queries` statements. Evaluates only when the rollup
- * caught up: a run that left calls pending would compare incomplete counters (a false traffic drop).
+ * Runs after a rollup run of database `db` that spent `rollup.queries` statements, on the rules of
+ * that database's projects. Evaluates only when the rollup caught up: a run that left calls pending
+ * would compare incomplete counters (a false traffic drop).
  */
 export async function runAlertStep(
   env: Env,
+  db: D1Database,
   scheduledTimeMs: number,
   rollup: { queries: number; caughtUp: boolean },
 ): Promise<AlertStepReport> {
@@ -34,10 +36,10 @@ export async function runAlertStep(
   try {
     if (rollup.caughtUp) {
       // Delivery's statements are kept back, so a large evaluation never starves the outbox.
-      report.evaluation = await evaluateAlerts(env.DB, scheduledTimeMs, { maxStatements: budget - DELIVERY_STATEMENTS, publicUrl: env.PUBLIC_URL });
+      report.evaluation = await evaluateAlerts(db, scheduledTimeMs, { maxStatements: budget - DELIVERY_STATEMENTS, publicUrl: env.PUBLIC_URL });
       budget -= report.evaluation.statements;
     }
-    report.delivery = await deliverDue(env.DB, scheduledTimeMs, { maxStatements: budget, local: runsLocally(env) });
+    report.delivery = await deliverDue(db, scheduledTimeMs, { maxStatements: budget, local: runsLocally(env) });
   } catch (err) {
     // The error's name only: a message could quote a URL.
     report.error = (err as { name?: string } | null)?.name ?? "Error";

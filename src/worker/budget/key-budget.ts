@@ -15,7 +15,7 @@
 // confirmed made every ingest request wait on a storage flush.
 //
 // The same object answers the key check without D1 (SPEC §1.1, turn 3): it holds what the check
-// needs (hash, project, kind, revoked, the project's budget), loaded from D1 by the worker on first
+// needs (hash, project, kind, revoked, the project's budget and database), loaded from D1 by the worker on first
 // use and refreshed at most every KEY_STATE_MAX_AGE_MS; a revocation or a project deletion tells it
 // at once. The state is written to storage only when it changes (a refresh that finds the same row
 // writes nothing), so after a restart during a D1 outage the object still knows its key. And it
@@ -35,6 +35,8 @@ export type KeyState = {
   kind: "ingest" | "read";
   revoked: boolean;
   payload_budget_per_minute: number;
+  /** The project's database (SPEC §7); null or absent (a state stored before there were several): the first. */
+  database?: string | null;
 };
 
 /** A key's state is read from D1 again when it is older than this (SPEC §1.1: a revocation within 60 s). */

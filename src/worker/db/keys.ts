@@ -12,19 +12,22 @@ export type ApiKeyRow = {
   revoked_at_ms: number | null;
 };
 
-/** The key named `keyId`, with its project's payload budget (one query on the ingest path). */
-export async function findKeyById(
-  db: D1Database,
-  keyId: string,
-): Promise<(ApiKeyRow & { payload_budget_per_minute: number }) | null> {
+/** A key with what its check needs of its project: the payload budget and the database it lives in. */
+export type KeyWithProject = ApiKeyRow & { payload_budget_per_minute: number; database_name: string | null };
+
+/**
+ * The key named `keyId`, with its project's payload budget and database (`database_name` null: the
+ * first database — SPEC §7), in one query on the directory's database.
+ */
+export async function findKeyById(db: D1Database, keyId: string): Promise<KeyWithProject | null> {
   return db
     .prepare(
       "SELECT k.key_id, k.project_id, k.kind, k.key_sha256, k.created_at_ms, k.revoked_at_ms, " +
-        "p.payload_budget_per_minute FROM api_keys AS k JOIN projects AS p ON p.project_id = k.project_id " +
-        "WHERE k.key_id = ?1",
+        "p.payload_budget_per_minute, d.database_name FROM api_keys AS k JOIN projects AS p ON p.project_id = k.project_id " +
+        "LEFT JOIN project_databases AS d ON d.project_id = k.project_id WHERE k.key_id = ?1",
     )
     .bind(keyId)
-    .first<ApiKeyRow & { payload_budget_per_minute: number }>();
+    .first<KeyWithProject>();
 }
 
 export function insertKeyStatement(

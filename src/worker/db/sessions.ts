@@ -29,15 +29,16 @@ export async function insertSession(db: D1Database, row: SessionRow): Promise<vo
  * The project of a live read session: not expired, and its key not revoked (one statement per
  * page, as checking the key itself was).
  */
-export async function findReadSession(db: D1Database, sessionSha256: string, nowMs: number): Promise<{ project_id: string; key_id: string } | null> {
+export async function findReadSession(db: D1Database, sessionSha256: string, nowMs: number): Promise<{ project_id: string; key_id: string; database_name: string | null } | null> {
   return db
     .prepare(
-      `SELECT s.project_id, s.key_id FROM dashboard_sessions AS s JOIN api_keys AS k ON k.key_id = s.key_id
+      `SELECT s.project_id, s.key_id, d.database_name FROM dashboard_sessions AS s JOIN api_keys AS k ON k.key_id = s.key_id
+       LEFT JOIN project_databases AS d ON d.project_id = s.project_id
        WHERE s.session_sha256 = ?1 AND s.kind = 'read' AND s.expires_at_ms > ?2
          AND k.revoked_at_ms IS NULL AND k.kind = 'read' AND k.project_id = s.project_id`,
     )
     .bind(sessionSha256, nowMs)
-    .first<{ project_id: string; key_id: string }>();
+    .first<{ project_id: string; key_id: string; database_name: string | null }>();
 }
 
 /** Whether an admin session is live. */

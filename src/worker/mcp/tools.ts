@@ -14,7 +14,8 @@ import { MAX_CLIENT_NAME_CHARS, MAX_TOOL_NAME_CHARS } from "../../shared/limits.
 import { AlertDelivery, AlertRuleAnswer, ClientRow, Insight, PairRow, RangeFields, SchemaRegression, Sessions, ToolRow } from "./schemas.ts";
 
 /** Who is asking: the project named by the read key, and the worker's bindings. */
-export type ToolContext = { env: Env; projectId: string; nowMs: number };
+/** One tool call: the env (for its variables), the project and its database (resolved by the request), the clock. */
+export type ToolContext = { env: Env; db: D1Database; projectId: string; nowMs: number };
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
@@ -45,7 +46,7 @@ function asQuery<T extends z.ZodType>(schema: T, args: Record<string, string | u
 }
 
 /** One read scope per tool call: its project, its clock, `as_of` read once. */
-const scopeOf = (ctx: ToolContext): ReadScope => openReadScope(ctx.env.DB, ctx.projectId, ctx.nowMs);
+const scopeOf = (ctx: ToolContext): ReadScope => openReadScope(ctx.db, ctx.projectId, ctx.nowMs);
 
 function top<T>(rows: T[], n: number | undefined): { rows: T[]; total: number; truncated: boolean } {
   const size = n ?? DEFAULT_LIMIT;
@@ -287,7 +288,7 @@ export const MCP_TOOLS: McpToolDefinition[] = [
       deliveries: z.array(AlertDelivery),
     }),
     async run(ctx, args) {
-      const report = await alertsReport(ctx.env.DB, ctx.projectId, args.limit ?? DEFAULT_LIMIT);
+      const report = await alertsReport(ctx.db, ctx.projectId, args.limit ?? DEFAULT_LIMIT);
       const firing = (r: (typeof report.rules)[number]) => r.states.filter((s) => s.state === "firing").length;
       const pending = (r: (typeof report.rules)[number]) => r.states.filter((s) => s.state === "pending").length;
       const sorted = [...report.rules].sort((a, b) => firing(b) - firing(a) || pending(b) - pending(a));

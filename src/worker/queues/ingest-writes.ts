@@ -6,6 +6,7 @@
 // dead-letter queue (./ingest-dead-letters.ts).
 import { z } from "zod";
 import type { Env } from "../env.ts";
+import { resolveProjectDatabase, type Database } from "../databases.ts";
 import { INGEST_HEALTH_NAME, type IngestEvent } from "../health/ingest-health.ts";
 import {
   DEFAULT_WRITE_RETRY_BASE_MS,
@@ -42,16 +43,17 @@ const MESSAGES_PER_SEND = 2;
 
 /** How long the worker sends new batches straight to the queue after a write failed every attempt. */
 export const D1_FAILING_HOLD_MS = 10_000;
-let d1FailingUntilMs = 0;
+/** Per database (SPEC §7): one database failing never sends another's batches to the queue. */
+const d1FailingUntilMs = new Map<string, number>();
 
-/** True while the last D1 write of this isolate failed every attempt (within D1_FAILING_HOLD_MS). */
-export function d1WritesFailing(nowMs: number): boolean {
-  return nowMs < d1FailingUntilMs;
+/** True while the last D1 write of this isolate to `database` failed every attempt (within D1_FAILING_HOLD_MS). */
+export function d1WritesFailing(nowMs: number, database: string): boolean {
+  return nowMs < (d1FailingUntilMs.get(database) ?? 0);
 }
 
 /** For tests: forget that D1 was failing. */
 export function resetD1FailingForTests(): void {
-  d1FailingUntilMs = 0;
+  d1FailingUntilMs.clear();
 }
 
 export function messagesOf(batch: StoredBatch): IngestWriteMessage[] {
@@ -84,16 +86,17 @@ export async function noteIngestEvent(env: Env, event: IngestEvent): Promise<voi
 }
 
 /**
- * After the 202: writes the batch to D1 with retries, and what still cannot be written goes to the
- * queue. Only when the queue refuses too is the batch lost — logged and counted, never silent.
+ * After the 202: writes the batch to its project's database (resolved by the request) with retries,
+ * and what still cannot be written goes to the queue. Only when the queue refuses too is the batch
+ * lost — logged and counted, never silent.
  */
-export async function writeOrEnqueue(env: Env, batch: StoredBatch): Promise<void> {
+export async function writeOrEnqueue(env: Env, database: Database, batch: StoredBatch): Promise<void> {
   const retryBaseMs = Number(env.INGEST_RETRY_BASE_MS ?? DEFAULT_WRITE_RETRY_BASE_MS);
-  const result = await persistBatch(env.DB, batch, { retryBaseMs });
+  const result = await persistBatch(database.db, batch, { retryBaseMs });
   const retries = result.stored ? result.failedAttempts : result.failedAttempts - 1;
   if (retries > 0) await noteIngestEvent(env, { kind: "write_retries", project_id: batch.projectId, count: retries });
   if (result.stored) return;
-  d1FailingUntilMs = Date.now() + D1_FAILING_HOLD_MS;
+  d1FailingUntilMs.set(database.name, Date.now() + D1_FAILING_HOLD_MS);
   await enqueueOrCount(env, batch);
 }
 
@@ -137,12 +140,16 @@ export function storedBatchOf(message: IngestWriteMessage): StoredBatch {
 }
 
 /**
- * The consumer: each message's part is stored once (a redelivery, or a part already written by a
- * retry that did commit, is acknowledged as a duplicate); a D1 failure retries the message with
- * backoff. A message that does not parse can never be written: logged, counted lost, acknowledged.
+ * The consumer: each message's part is stored once in its project's database (looked up in the
+ * directory once per project and invocation, so a message written after a move lands where the
+ * project is now); a redelivery, or a part already written by a retry that did commit, is
+ * acknowledged as a duplicate; a D1 failure retries the message with backoff. A message that does
+ * not parse can never be written: logged, counted lost, acknowledged.
  */
 export async function consumeIngestWrites(batch: MessageBatch<unknown>, env: Env, nowMs: number = Date.now()): Promise<void> {
   const written = new Map<string, number>();
+  const databaseOfProject = new Map<string, Database>();
+  const writtenTo = new Map<string, D1Database>();
   for (const message of batch.messages) {
     const parsed = IngestWriteMessage.safeParse(message.body);
     if (!parsed.success) {
@@ -152,7 +159,13 @@ export async function consumeIngestWrites(batch: MessageBatch<unknown>, env: Env
       continue;
     }
     try {
-      const outcome = await storeBatchOnce(env.DB, storedBatchOf(parsed.data), nowMs);
+      let database = databaseOfProject.get(parsed.data.project_id);
+      if (!database) {
+        database = await resolveProjectDatabase(env, parsed.data.project_id);
+        databaseOfProject.set(parsed.data.project_id, database);
+      }
+      const outcome = await storeBatchOnce(database.db, storedBatchOf(parsed.data), nowMs);
+      writtenTo.set(database.name, database.db);
       message.ack();
       written.set(parsed.data.project_id, (written.get(parsed.data.project_id) ?? 0) + 1);
       if (outcome === "duplicate") console.error(JSON.stringify({ event: "ingest_queue_duplicate", project_id: parsed.data.project_id, batch_id: parsed.data.batch_id }));
@@ -162,9 +175,9 @@ export async function consumeIngestWrites(batch: MessageBatch<unknown>, env: Env
     }
   }
   for (const [projectId, batches] of written) await noteIngestEvent(env, { kind: "written_from_queue", project_id: projectId, batches });
-  if (written.size > 0) {
+  for (const db of writtenTo.values()) {
     try {
-      await env.DB.prepare("DELETE FROM ingest_receipts WHERE written_at_ms < ?1").bind(nowMs - RECEIPT_RETENTION_MS).run();
+      await db.prepare("DELETE FROM ingest_receipts WHERE written_at_ms < ?1").bind(nowMs - RECEIPT_RETENTION_MS).run();
     } catch {
       // The next consumer run deletes them.
     }

@@ -17,12 +17,28 @@ import { deleteProject, findProject, insertProjectStatement, listProjects, setPa
 import { readRecompute, requestRecompute, type RecomputeRow } from "../db/recomputes.ts";
 import { INGEST_HEALTH_NAME } from "../health/ingest-health.ts";
 import { healthRoutes } from "./health.ts";
+import { insertDirectoryStatement, listDirectory } from "../db/directory.ts";
+import {
+  FIRST_DATABASE,
+  databaseOf,
+  databases,
+  directoryDb,
+  placeNewProject,
+  projectDatabaseOfParam,
+  resolveProjectDatabase,
+  summarizeDatabases,
+  type Database,
+} from "../databases.ts";
 
 export const MAX_PROJECT_NAME_CHARS = 200;
 /** Upper bound of a settable budget: far above what one key can send, low enough to stay an integer. */
 export const MAX_PAYLOAD_BUDGET_PER_MINUTE = 100_000_000;
 
-const CreateProjectBody = z.object({ name: z.string().trim().min(1).max(MAX_PROJECT_NAME_CHARS) });
+const CreateProjectBody = z.object({
+  name: z.string().trim().min(1).max(MAX_PROJECT_NAME_CHARS),
+  /** The database to place the project in (SPEC §7); default: the one with the fewest stored bytes. */
+  database: z.string().min(1).max(64).optional(),
+});
 const CreateKeyBody = z.object({ kind: z.enum(["ingest", "read"]) });
 const UpdateProjectBody = z.object({
   payload_budget_per_minute: z.number().int().min(1).max(MAX_PAYLOAD_BUDGET_PER_MINUTE),
@@ -86,28 +102,56 @@ async function newKeyRow(kind: KeyKind, projectId: string, nowMs: number) {
   return { key, row: { key_id: keyIdOf(key), project_id: projectId, kind, key_sha256: await sha256Hex(key), created_at_ms: nowMs } };
 }
 
+/** The database a new project goes to: the one the body names (400 when there is none of that name), else placement. */
+async function databaseForNewProject(env: AppEnv["Bindings"], named: string | undefined): Promise<Database> {
+  if (named !== undefined) {
+    const found = databases(env).find((d) => d.name === named);
+    if (!found) throw apiError("BAD_REQUEST", `database must be one of: ${databases(env).map((d) => d.name).join(", ")}`);
+    return found;
+  }
+  return databaseOf(env, placeNewProject(await summarizeDatabases(env)));
+}
+
 adminRoutes.post("/projects", validBody(CreateProjectBody), async (c) => {
-  const { name } = c.req.valid("json");
+  const { name, database: named } = c.req.valid("json");
+  const database = await databaseForNewProject(c.env, named);
   const nowMs = Date.now();
   const projectId = "prj_" + randomBase62(16);
   const ingest = await newKeyRow("ingest", projectId, nowMs);
   const read = await newKeyRow("read", projectId, nowMs);
-  await c.env.DB.batch([
-    insertProjectStatement(c.env.DB, { project_id: projectId, name, created_at_ms: nowMs }),
-    insertKeyStatement(c.env.DB, ingest.row),
-    insertKeyStatement(c.env.DB, read.row),
-  ]);
-  return c.json({ project_id: projectId, name, ingest_key: ingest.key, read_key: read.key }, 201);
+  const directory = directoryDb(c.env);
+  const project = { project_id: projectId, name, created_at_ms: nowMs };
+  // In another database the project's row is written there first (its rows' writes check it), then
+  // the directory's batch makes the project and its keys exist at once; if that fails, the lone row goes.
+  const elsewhere = database.name !== FIRST_DATABASE;
+  if (elsewhere) await insertProjectStatement(database.db, project).run();
+  try {
+    await directory.batch([
+      insertProjectStatement(directory, project),
+      insertDirectoryStatement(directory, projectId, database.name),
+      insertKeyStatement(directory, ingest.row),
+      insertKeyStatement(directory, read.row),
+    ]);
+  } catch (err) {
+    if (elsewhere) await deleteProject(database.db, projectId).catch(() => false);
+    throw err;
+  }
+  return c.json({ project_id: projectId, name, database: database.name, ingest_key: ingest.key, read_key: read.key }, 201);
+});
+
+adminRoutes.get("/databases", async (c) => {
+  return c.json({ databases: await summarizeDatabases(c.env) });
 });
 
 const isoOrNull = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 adminRoutes.get("/projects", async (c) => {
-  const projects = await listProjects(c.env.DB);
+  const [projects, directory] = await Promise.all([listProjects(directoryDb(c.env)), listDirectory(directoryDb(c.env))]);
   return c.json({
     projects: projects.map((p) => ({
       project_id: p.project_id,
       name: p.name,
+      database: directory.get(p.project_id) ?? FIRST_DATABASE,
       created_at: isoOrNull(p.created_at_ms),
       payload_budget_per_minute: p.payload_budget_per_minute,
     })),
@@ -116,8 +160,14 @@ adminRoutes.get("/projects", async (c) => {
 
 adminRoutes.delete("/projects/:id", async (c) => {
   const projectId = c.req.param("id");
-  const keys = await listKeys(c.env.DB, projectId);
-  if (!(await deleteProject(c.env.DB, projectId))) throw apiError("NOT_FOUND", "no such project");
+  const directory = directoryDb(c.env);
+  const database = await resolveProjectDatabase(c.env, projectId);
+  const keys = await listKeys(directory, projectId);
+  // Its rows in its own database first (one transaction there), then the directory's rows (keys
+  // first, the directory row and the project last): a failure between the two leaves the project
+  // listed, and a second DELETE finishes it.
+  if (database.name !== FIRST_DATABASE) await deleteProject(database.db, projectId);
+  if (!(await deleteProject(directory, projectId))) throw apiError("NOT_FOUND", "no such project");
   // Its ingest keys stop at once where their objects hold them (SPEC §3), not after their refresh.
   await revokeKeyStates(c.env, keys.filter((k) => k.kind === "ingest").map((k) => k.key_id));
   await forgetProjectHealth(c.env, projectId);
@@ -126,8 +176,8 @@ adminRoutes.delete("/projects/:id", async (c) => {
 
 adminRoutes.get("/projects/:id/keys", async (c) => {
   const projectId = c.req.param("id");
-  if (!(await findProject(c.env.DB, projectId))) throw apiError("NOT_FOUND", "no such project");
-  const keys = await listKeys(c.env.DB, projectId);
+  if (!(await findProject(directoryDb(c.env), projectId))) throw apiError("NOT_FOUND", "no such project");
+  const keys = await listKeys(directoryDb(c.env), projectId);
   return c.json({
     keys: keys.map((k) => ({ key_id: k.key_id, kind: k.kind, created_at: isoOrNull(k.created_at_ms), revoked_at: isoOrNull(k.revoked_at_ms) })),
   });
@@ -135,7 +185,7 @@ adminRoutes.get("/projects/:id/keys", async (c) => {
 
 adminRoutes.patch("/projects/:id", validBody(UpdateProjectBody), async (c) => {
   const { payload_budget_per_minute } = c.req.valid("json");
-  const project = await setPayloadBudget(c.env.DB, c.req.param("id"), payload_budget_per_minute);
+  const project = await setPayloadBudget(directoryDb(c.env), c.req.param("id"), payload_budget_per_minute);
   if (!project) throw apiError("NOT_FOUND", "no such project");
   return c.json(
     { project_id: project.project_id, name: project.name, payload_budget_per_minute: project.payload_budget_per_minute },
@@ -146,27 +196,27 @@ adminRoutes.patch("/projects/:id", validBody(UpdateProjectBody), async (c) => {
 adminRoutes.post("/projects/:id/keys", validBody(CreateKeyBody), async (c) => {
   const { kind } = c.req.valid("json");
   const projectId = c.req.param("id");
-  if (!(await findProject(c.env.DB, projectId))) throw apiError("NOT_FOUND", "no such project");
+  if (!(await findProject(directoryDb(c.env), projectId))) throw apiError("NOT_FOUND", "no such project");
   const created = await newKeyRow(kind, projectId, Date.now());
-  await insertKeyStatement(c.env.DB, created.row).run();
+  await insertKeyStatement(directoryDb(c.env), created.row).run();
   return c.json({ key: created.key, key_id: created.row.key_id }, 201);
 });
 
 adminRoutes.delete("/keys/:key_id", async (c) => {
   const keyId = c.req.param("key_id");
-  if (!(await revokeKey(c.env.DB, keyId, Date.now()))) {
+  if (!(await revokeKey(directoryDb(c.env), keyId, Date.now()))) {
     throw apiError("NOT_FOUND", "no such key");
   }
   // Immediate where the worker can see it: the key's object refuses it from now on (SPEC §1.1).
   if (keyId.startsWith("mp_live_")) await revokeKeyStates(c.env, [keyId]);
   // Its dashboard sessions end with it (the session check also joins the key, so they already could not be used).
-  await deleteSessionsOfKey(c.env.DB, keyId);
+  await deleteSessionsOfKey(directoryDb(c.env), keyId);
   return c.body(null, 204);
 });
 
 /** Ends every admin session of the dashboard, in every browser, without rotating ADMIN_TOKEN. */
 adminRoutes.delete("/admin-sessions", async (c) => {
-  return c.json({ ended: await deleteAdminSessions(c.env.DB) }, 200);
+  return c.json({ ended: await deleteAdminSessions(directoryDb(c.env)) }, 200);
 });
 
 /** A recompute and its progress as the admin API shows them (docs/migrations.md, "Recomputing counters"). */
@@ -190,17 +240,20 @@ function recomputeBody(r: RecomputeRow) {
  * Recomputes the project's chain figures and pairs from the raw calls still kept, in bounded steps
  * that the rollup cron runs (202: progress at the Location). 409 while one is under way.
  */
+// A recompute runs in the project's own database (its raw calls and counters), resolved once.
+adminRoutes.use("/projects/:id/recompute", projectDatabaseOfParam);
+
 adminRoutes.post("/projects/:id/recompute", async (c) => {
   const projectId = c.req.param("id");
-  if (!(await findProject(c.env.DB, projectId))) throw apiError("NOT_FOUND", "no such project");
-  if (!(await requestRecompute(c.env.DB, projectId, Date.now()))) throw apiError("CONFLICT", "a recompute of this project is under way");
-  const recompute = await readRecompute(c.env.DB, projectId);
+  if (!(await findProject(directoryDb(c.env), projectId))) throw apiError("NOT_FOUND", "no such project");
+  if (!(await requestRecompute(c.var.db, projectId, Date.now()))) throw apiError("CONFLICT", "a recompute of this project is under way");
+  const recompute = await readRecompute(c.var.db, projectId);
   if (!recompute) throw apiError("NOT_FOUND", "no such project");
   return c.json(recomputeBody(recompute), 202, { Location: `/v1/admin/projects/${encodeURIComponent(projectId)}/recompute` });
 });
 
 adminRoutes.get("/projects/:id/recompute", async (c) => {
-  const recompute = await readRecompute(c.env.DB, c.req.param("id"));
+  const recompute = await readRecompute(c.var.db, c.req.param("id"));
   if (!recompute) throw apiError("NOT_FOUND", "no recompute of this project");
   return c.json(recomputeBody(recompute), 200);
 });

@@ -25,11 +25,12 @@ import {
 import { runsLocally } from "../alerts/targets.ts";
 import { alertsReport, DELIVERY_LOG_LIMIT, ruleAnswer } from "../alerts/report.ts";
 import { requireAdmin } from "./admin.ts";
+import { projectDatabaseOfParam } from "../databases.ts";
 
 export const alertRoutes = new Hono<AppEnv>();
 
 function manageContext(c: Context<AppEnv>): ManageContext {
-  return { db: c.env.DB, local: runsLocally(c.env), publicUrl: c.env.PUBLIC_URL, nowMs: Date.now() };
+  return { db: c.var.db, local: runsLocally(c.env), publicUrl: c.env.PUBLIC_URL, nowMs: Date.now() };
 }
 
 /** The service's value, or its refusal as the API's error (the code of its status, a fixed message). */
@@ -55,10 +56,10 @@ async function requireProject(db: D1Database, projectId: string) {
 // Destinations
 // ---------------------------------------------------------------------------------------------
 
-alertRoutes.use("/admin/projects/:id/alert-destinations", requireAdmin);
-alertRoutes.use("/admin/projects/:id/alert-destinations/*", requireAdmin);
-alertRoutes.use("/admin/projects/:id/alert-rules", requireAdmin);
-alertRoutes.use("/admin/projects/:id/alert-rules/*", requireAdmin);
+// Admin first, then the project's database (SPEC §7), resolved once for the request.
+for (const path of ["/admin/projects/:id/alert-destinations", "/admin/projects/:id/alert-destinations/*", "/admin/projects/:id/alert-rules", "/admin/projects/:id/alert-rules/*"]) {
+  alertRoutes.use(path, requireAdmin, projectDatabaseOfParam);
+}
 
 alertRoutes.post("/admin/projects/:id/alert-destinations", validBody(JsonObjectBody), async (c) => {
   const d = valueOf(await createDestination(manageContext(c), c.req.param("id"), c.req.valid("json")));
@@ -67,8 +68,8 @@ alertRoutes.post("/admin/projects/:id/alert-destinations", validBody(JsonObjectB
 
 alertRoutes.get("/admin/projects/:id/alert-destinations", async (c) => {
   const projectId = c.req.param("id");
-  await requireProject(c.env.DB, projectId);
-  return c.json({ destinations: await destinationList(c.env.DB, projectId) });
+  await requireProject(c.var.db, projectId);
+  return c.json({ destinations: await destinationList(c.var.db, projectId) });
 });
 
 alertRoutes.delete("/admin/projects/:id/alert-destinations/:dest", async (c) => {
@@ -93,16 +94,16 @@ alertRoutes.post("/admin/projects/:id/alert-rules", validBody(JsonObjectBody), a
 
 alertRoutes.get("/admin/projects/:id/alert-rules", async (c) => {
   const projectId = c.req.param("id");
-  await requireProject(c.env.DB, projectId);
-  const [rules, states] = await Promise.all([listRules(c.env.DB, projectId), listProjectStates(c.env.DB, projectId)]);
+  await requireProject(c.var.db, projectId);
+  const [rules, states] = await Promise.all([listRules(c.var.db, projectId), listProjectStates(c.var.db, projectId)]);
   return c.json({ rules: rules.map((r) => ruleAnswer(r, states)) });
 });
 
 alertRoutes.get("/admin/projects/:id/alert-rules/:rule", async (c) => {
   const projectId = c.req.param("id");
-  const record = await findRule(c.env.DB, projectId, c.req.param("rule"));
+  const record = await findRule(c.var.db, projectId, c.req.param("rule"));
   if (!record) throw apiError("NOT_FOUND", MANAGE_ERROR_MESSAGES.no_such_rule);
-  const states = await listProjectStates(c.env.DB, projectId);
+  const states = await listProjectStates(c.var.db, projectId);
   return c.json(ruleAnswer(record, states));
 });
 
@@ -122,5 +123,5 @@ alertRoutes.delete("/admin/projects/:id/alert-rules/:rule", async (c) => {
 
 alertRoutes.get("/metrics/alerts", requireKey("read"), async (c) => {
   c.header("Cache-Control", "private, no-store");
-  return c.json(await alertsReport(c.env.DB, c.var.projectId, DELIVERY_LOG_LIMIT));
+  return c.json(await alertsReport(c.var.db, c.var.projectId, DELIVERY_LOG_LIMIT));
 });

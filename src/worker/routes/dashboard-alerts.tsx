@@ -78,15 +78,16 @@ function refusalMessage(refusal: Refusal, what: "rule" | "destination"): string 
 async function alertsPage(
   c: Ctx,
   projectId: string,
+  db: D1Database,
   extra: { suggested?: SuggestedRule | null; notice?: string; error?: string; created?: CreatedDestination },
   status: 200 | 400 | 404 | 409 = 200,
 ): Promise<Response> {
-  const scope = openReadScope(c.env.DB, projectId);
+  const scope = openReadScope(db, projectId);
   const admin = await hasAdminSession(c, Date.now());
   const [projectName, report, destinations] = await Promise.all([
     loadProjectName(scope),
-    alertsReport(c.env.DB, projectId, DELIVERY_LOG_LIMIT),
-    admin ? destinationList(c.env.DB, projectId) : Promise.resolve(null),
+    alertsReport(db, projectId, DELIVERY_LOG_LIMIT),
+    admin ? destinationList(db, projectId) : Promise.resolve(null),
   ]);
   return render(
     c,
@@ -111,7 +112,7 @@ dashboardAlertsApp.get("/alerts", async (c) => {
   return withBadParameters(c, async () => {
     const q = parseQuery(pageQuery, new URL(c.req.url));
     const suggested = q.suggest ? ruleForInsight(q.suggest, q.tool ?? null) : null;
-    return alertsPage(c, auth.projectId, { suggested, ...(q.done ? { notice: NOTICES[q.done] } : {}) });
+    return alertsPage(c, auth.projectId, auth.db, { suggested, ...(q.done ? { notice: NOTICES[q.done] } : {}) });
   });
 });
 
@@ -187,10 +188,11 @@ const requireDashboardAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
     return render(c, <ErrorPage message="Only a signed-in admin can change alerts. Sign in as admin on the alerts page." />, 403);
   }
   c.set("projectId", session.projectId);
+  c.set("db", session.db);
   await next();
 };
 
-const manageOf = (c: Ctx): ManageContext => ({ db: c.env.DB, local: runsLocally(c.env), publicUrl: c.env.PUBLIC_URL, nowMs: Date.now() });
+const manageOf = (c: Ctx): ManageContext => ({ db: c.var.db, local: runsLocally(c.env), publicUrl: c.env.PUBLIC_URL, nowMs: Date.now() });
 
 /** Mounted at /alerts: every POST below it passes the three checks first (GET /alerts is the page, above). */
 const adminForms = new Hono<AppEnv>();
@@ -198,7 +200,7 @@ adminForms.post("*", sameOriginForm, formBodyOnly, requireDashboardAdmin);
 
 /** A refusal as the alerts page with the reason on top, answered with the admin API's status for it. */
 function refused(c: Ctx, refusal: Refusal, what: "rule" | "destination"): Promise<Response> {
-  return alertsPage(c, c.var.projectId, { error: refusalMessage(refusal, what) }, MANAGE_ERRORS[refusal.error]);
+  return alertsPage(c, c.var.projectId, c.var.db, { error: refusalMessage(refusal, what) }, MANAGE_ERRORS[refusal.error]);
 }
 
 const done = (c: Ctx, notice: Notice) => c.redirect(`${ADMIN_HOME}?done=${notice}`, 303);
@@ -222,7 +224,7 @@ adminForms.post("/rules/:rule/delete", async (c) => {
 adminForms.post("/destinations", async (c) => {
   const outcome = await createDestination(manageOf(c), c.var.projectId, destinationInputFromForm(await c.req.parseBody({ all: true })));
   if (!outcome.ok) return refused(c, outcome, "destination");
-  return alertsPage(c, c.var.projectId, { created: outcome.value });
+  return alertsPage(c, c.var.projectId, c.var.db, { created: outcome.value });
 });
 
 adminForms.post("/destinations/:dest/delete", async (c) => {

@@ -13,6 +13,7 @@
 // step with `api_keys` and project deletion (which deletes every row carrying the project's id).
 //
 // Cookies are HttpOnly, SameSite=Strict, Secure except on localhost.
+import { databaseOf, directoryDb } from "../databases.ts";
 import type { Context } from "hono";
 import { deleteCookie, getCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 import { randomBase62, sha256Hex } from "../auth.ts";
@@ -74,7 +75,7 @@ async function startSession(c: Ctx, kind: SessionKind, owner: { project_id: stri
   const { name, lifetimeMs } = COOKIES[kind];
   const id = randomBase62(SESSION_ID_CHARS);
   const expiresMs = nowMs + lifetimeMs;
-  await insertSession(c.env.DB, {
+  await insertSession(directoryDb(c.env), {
     session_sha256: await sha256Hex(id),
     kind,
     project_id: owner?.project_id ?? null,
@@ -104,7 +105,8 @@ export function startAdminSession(c: Ctx, nowMs: number): Promise<boolean> {
   return startSession(c, "admin", null, nowMs);
 }
 
-export type ReadSession = { projectId: string } | "none" | "ended";
+/** A live read session: its project, and the project's database (resolved with it, SPEC §7). */
+export type ReadSession = { projectId: string; db: D1Database } | "none" | "ended";
 
 /**
  * The project of this browser's read session: one D1 statement when a well-signed cookie is present,
@@ -113,19 +115,19 @@ export type ReadSession = { projectId: string } | "none" | "ended";
 export async function readSession(c: Ctx, nowMs: number): Promise<ReadSession> {
   const signed = await signedSessionId(c, "read", nowMs);
   if (signed === "none") return "none";
-  const row = signed === "invalid" ? null : await findReadSession(c.env.DB, await sha256Hex(signed.id), nowMs);
+  const row = signed === "invalid" ? null : await findReadSession(directoryDb(c.env), await sha256Hex(signed.id), nowMs);
   if (!row) {
     clearCookie(c, "read");
     return "ended";
   }
-  return { projectId: row.project_id };
+  return { projectId: row.project_id, db: databaseOf(c.env, row.database_name).db };
 }
 
 /** Whether this browser holds a live admin session (no query without a well-signed admin cookie). */
 export async function hasAdminSession(c: Ctx, nowMs: number): Promise<boolean> {
   const signed = await signedSessionId(c, "admin", nowMs);
   if (signed === "none" || signed === "invalid") return false;
-  return adminSessionLive(c.env.DB, await sha256Hex(signed.id), nowMs);
+  return adminSessionLive(directoryDb(c.env), await sha256Hex(signed.id), nowMs);
 }
 
 /** Ends this browser's sessions of the given kinds on the server, and clears their cookies. */
@@ -136,11 +138,11 @@ export async function endSessions(c: Ctx, kinds: SessionKind[], nowMs: number): 
     if (typeof signed === "object") ended.push(await sha256Hex(signed.id));
     clearCookie(c, kind);
   }
-  await deleteSessions(c.env.DB, ended);
+  await deleteSessions(directoryDb(c.env), ended);
 }
 
 /** Ends every admin session, in every browser (ADMIN_TOKEN unchanged); answers how many there were. */
 export async function endAllAdminSessions(c: Ctx): Promise<number> {
   clearCookie(c, "admin");
-  return deleteAdminSessions(c.env.DB);
+  return deleteAdminSessions(directoryDb(c.env));
 }

@@ -5,6 +5,7 @@
 // session id, never the key, and every page checks it against D1, where sign-out, the key's
 // revocation or project deletion ends it — so a page can only ever show the key's own project
 // (SPEC §3). Wrong keys are throttled per client network and key prefix (throttle/credentials.ts).
+import { databaseOf, directoryDb } from "../databases.ts";
 import { Hono, type Context } from "hono";
 import { csrf } from "hono/csrf";
 import { HTTPException } from "hono/http-exception";
@@ -65,12 +66,13 @@ async function checkSignInKey(c: Ctx, key: string): Promise<{ auth: Awaited<Retu
   const nowMs = Date.now();
   const before = await guardBeforeCheck(c.env, attempt, nowMs, { authoritative: true });
   if (before !== null) return { auth: null, wait: before };
-  const auth = key ? await authenticateKey(c.env.DB, key, "read") : null;
+  const auth = key ? await authenticateKey(directoryDb(c.env), key, "read") : null;
   if (auth) return { auth, wait: null };
   return { auth: null, wait: await recordFailedCredential(c.env, attempt, nowMs) };
 }
 
-export type PageAuth = { projectId: string } | { response: Response };
+/** The page's project and its database (resolved once for the request, SPEC §7), or the answer instead of the page. */
+export type PageAuth = { projectId: string; db: D1Database } | { response: Response };
 
 /**
  * The project of this page request: the cookie, else the sign-in page. A `?key=` link is answered
@@ -86,7 +88,7 @@ export async function authenticatePage(c: Ctx): Promise<PageAuth> {
     if (wait !== null) return { response: await tooManySignIns(c, wait, (error) => <SignInPage error={error} />) };
     if (!auth) return { response: await render(c, <SignInPage error="That is not a valid read key." />, 401) };
     url.searchParams.delete("key");
-    const projectName = await loadProjectName(openReadScope(c.env.DB, auth.project_id));
+    const projectName = await loadProjectName(openReadScope(databaseOf(c.env, auth.database).db, auth.project_id));
     const next = safeNextPath(url.pathname + url.search);
     return { response: await render(c, <ConfirmSignInPage projectName={projectName} signInKey={key} next={next} />) };
   }
@@ -96,7 +98,7 @@ export async function authenticatePage(c: Ctx): Promise<PageAuth> {
   if (session === "ended") {
     return { response: await render(c, <SignInPage error="Your session has ended (signed out, expired, or its key revoked). Sign in again." next={next} />, 401) };
   }
-  return { projectId: session.projectId };
+  return { projectId: session.projectId, db: session.db };
 }
 
 export async function withBadParameters(c: Ctx, page: () => Promise<Response>): Promise<Response> {
@@ -126,7 +128,7 @@ dashboardApp.get("/", async (c) => {
     // Range, client, search and page by the API's own schemas (metrics/query.ts).
     const q = parseQuery(pageQuery, new URL(c.req.url));
     const props = common(c, "", q);
-    const scope = openReadScope(c.env.DB, auth.projectId);
+    const scope = openReadScope(auth.db, auth.projectId);
     const [projectName, data] = await Promise.all([loadProjectName(scope), loadOverview(scope, q, props.pricePerMillion)]);
     return render(c, <OverviewPage {...props} projectName={projectName} data={data} />, 200, await dataNotice(c, scope));
   });
@@ -139,7 +141,7 @@ dashboardApp.get("/tool", async (c) => {
   return withBadParameters(c, async () => {
     const q = parseQuery(toolPageQuery, new URL(c.req.url));
     const props = common(c, "", q);
-    const scope = openReadScope(c.env.DB, auth.projectId);
+    const scope = openReadScope(auth.db, auth.projectId);
     const [projectName, data] = await Promise.all([loadProjectName(scope), loadToolPage(scope, q.tool, q, props.pricePerMillion)]);
     return render(c, <ToolPage {...props} projectName={projectName} tool={q.tool} data={data} />, 200, await dataNotice(c, scope));
   });

@@ -7,6 +7,7 @@ import type { AppEnv } from "../env.ts";
 import { rollupLagByProject, type RollupLag } from "../db/rollup-lag.ts";
 import { INGEST_HEALTH_NAME } from "../health/ingest-health.ts";
 import { requeueDeadLetters } from "../queues/ingest-dead-letters.ts";
+import { databases } from "../databases.ts";
 
 export const healthRoutes = new Hono<AppEnv>();
 
@@ -18,14 +19,25 @@ export const REQUEUE_LIMIT = 100;
 healthRoutes.get("/", async (c) => {
   const health = c.env.INGEST_HEALTH.get(c.env.INGEST_HEALTH.idFromName(INGEST_HEALTH_NAME));
   const snapshot = await health.snapshot();
-  // D1 may be the very thing that is down: the answer then says so instead of failing.
-  let database: "ok" | "unavailable" = "ok";
-  let lag: RollupLag = { as_of_ms: null, projects: [] };
-  try {
-    lag = await rollupLagByProject(c.env.DB, Date.now());
-  } catch {
-    database = "unavailable";
-  }
+  // Every database on its own (SPEC §7). D1 may be the very thing that is down: the answer then
+  // says so for that database instead of failing.
+  const nowMs = Date.now();
+  const perDatabase = await Promise.all(
+    databases(c.env).map(async (d) => {
+      try {
+        return { name: d.name, state: "ok" as const, lag: await rollupLagByProject(d.db, nowMs) };
+      } catch {
+        return { name: d.name, state: "unavailable" as const, lag: { as_of_ms: null, projects: [] } as RollupLag };
+      }
+    }),
+  );
+  const database: "ok" | "unavailable" = perDatabase.every((d) => d.state === "ok") ? "ok" : "unavailable";
+  // The deployment's rollup is as fresh as its least fresh database; the projects behind, of all of them.
+  const asOfs = perDatabase.map((d) => d.lag.as_of_ms);
+  const lag: RollupLag = {
+    as_of_ms: asOfs.some((a) => a === null) ? null : Math.min(...(asOfs as number[])),
+    projects: perDatabase.flatMap((d) => d.lag.projects).sort((a, b) => a.oldest_pending_received_at_ms - b.oldest_pending_received_at_ms || (a.project_id < b.project_id ? -1 : 1)),
+  };
   const pending = snapshot.pending.sort((a, b) => a.oldest_received_at_ms - b.oldest_received_at_ms);
   return c.json({
     database,
@@ -40,6 +52,13 @@ healthRoutes.get("/", async (c) => {
       projects: snapshot.dead_letters.projects,
     },
     last_24h: snapshot.last_24h,
+    databases: perDatabase.map((d) => ({
+      name: d.name,
+      state: d.state,
+      rollup_as_of: isoOrNull(d.lag.as_of_ms),
+      lag_ms: d.lag.as_of_ms === null ? null : Math.max(0, nowMs - d.lag.as_of_ms),
+      projects_behind: d.lag.projects.length,
+    })),
     // A project whose backlog is pathological falls behind on its own (docs/metrics.md): listed
     // here, most behind first, with what waits for it.
     rollup: {

@@ -10,7 +10,8 @@ import { bodyLimit } from "hono/body-limit";
 import { MAX_BATCH_ITEMS, MAX_BODY_BYTES, parseBatch, type Payload } from "../../shared/index.ts";
 import type { AppEnv } from "../env.ts";
 import { writeCallDataPoints, callDataPoints } from "../analytics/calls-dataset.ts";
-import { authenticateIngestKey, checkBearerKey } from "../auth.ts";
+import { authenticateIngestKey, checkBearerKey, setAuthenticated } from "../auth.ts";
+import { directoryDb, type Database } from "../databases.ts";
 import type { BudgetDecision } from "../budget/key-budget.ts";
 import { batchTuples, type StoredBatch } from "../db/raw-writes.ts";
 import type { Env } from "../env.ts";
@@ -36,13 +37,11 @@ const unavailable = (): never => {
  */
 const requireIngestKey: MiddlewareHandler<AppEnv> = async (c, next) => {
   const key = await checkBearerKey(c.env, c.req.raw, "ingest key", async (token) => {
-    const check = await authenticateIngestKey(c.env, c.env.DB, token);
+    const check = await authenticateIngestKey(c.env, directoryDb(c.env), token);
     if (check.ok) return check.key;
     return check.status === 503 ? unavailable() : null;
   });
-  c.set("projectId", key.project_id);
-  c.set("keyId", key.key_id);
-  c.set("payloadBudgetPerMinute", key.payload_budget_per_minute);
+  setAuthenticated(c, key);
   await next();
 };
 
@@ -156,7 +155,7 @@ ingestRoutes.post(
         resendGuard: idempotencyKey !== null,
         tuples: batchTuples(parsed.payloads),
       };
-      if (d1WritesFailing(receivedAtMs)) {
+      if (d1WritesFailing(receivedAtMs, c.var.database)) {
         // D1 failed every attempt moments ago: the queue takes the batch before the answer, or
         // nothing is promised (503, and the producer resends with the same key).
         if (!(await enqueueBeforeAnswer(c.env, batch))) {
@@ -167,7 +166,7 @@ ingestRoutes.post(
         c.executionCtx.waitUntil(recordAnalytics(c.env, c.var.projectId, parsed.payloads));
         return c.body(null, 202);
       }
-      c.executionCtx.waitUntil(recordBatch(c.env, batch, parsed.payloads));
+      c.executionCtx.waitUntil(recordBatch(c.env, { name: c.var.database, db: c.var.db }, batch, parsed.payloads));
     }
     return c.body(null, 202);
   },
@@ -222,8 +221,8 @@ async function recordAnalytics(env: Env, projectId: string, payloads: readonly P
   }
 }
 
-/** After the 202: the Analytics Engine points, then the D1 rows (retried, else queued). */
-export async function recordBatch(env: Env, batch: StoredBatch, payloads: readonly Payload[]): Promise<void> {
+/** After the 202: the Analytics Engine points, then the D1 rows in the project's database (retried, else queued). */
+export async function recordBatch(env: Env, database: Database, batch: StoredBatch, payloads: readonly Payload[]): Promise<void> {
   await recordAnalytics(env, batch.projectId, payloads);
-  await writeOrEnqueue(env, batch);
+  await writeOrEnqueue(env, database, batch);
 }

@@ -57,7 +57,7 @@ export const mcpApp = new Hono<AppEnv>();
 mcpApp.use("*", requireKey("read"));
 
 mcpApp.all("/", async (c) => {
-  const ctx: ToolContext = { env: c.env, projectId: c.var.projectId, nowMs: Date.now() };
+  const ctx: ToolContext = { env: c.env, db: c.var.db, projectId: c.var.projectId, nowMs: Date.now() };
   const handler = createMcpHandler(() => buildMcpServer(ctx), {
     legacy: "stateless",
     maxRequestBodySize: MAX_MCP_BODY_BYTES,

@@ -41,48 +41,48 @@ metricsApp.use("*", async (c, next) => {
 
 metricsApp.get("/tools", validQuery(toolsQuery), async (c) => {
   const { range, filters } = c.req.valid("query");
-  return c.json(await toolsReport(openReadScope(c.env.DB, c.var.projectId), range, filters));
+  return c.json(await toolsReport(openReadScope(c.var.db, c.var.projectId), range, filters));
 });
 
 metricsApp.get("/clients", validQuery(clientsQuery), async (c) => {
   const { range, filters } = c.req.valid("query");
-  return c.json(await clientsReport(openReadScope(c.env.DB, c.var.projectId), range, filters));
+  return c.json(await clientsReport(openReadScope(c.var.db, c.var.projectId), range, filters));
 });
 
 metricsApp.get("/pairs", validQuery(pairsQuery), async (c) => {
   const { range, filters } = c.req.valid("query");
-  return c.json(await pairsReport(openReadScope(c.env.DB, c.var.projectId), range, filters));
+  return c.json(await pairsReport(openReadScope(c.var.db, c.var.projectId), range, filters));
 });
 
 metricsApp.get("/sessions", validQuery(sessionsQuery), async (c) => {
   const { range, filters } = c.req.valid("query");
   const price = pricePerMillionTokens(c.env.PRICE_PER_MILLION_TOKENS_USD);
-  return c.json(await sessionsReport(openReadScope(c.env.DB, c.var.projectId), range, filters, price));
+  return c.json(await sessionsReport(openReadScope(c.var.db, c.var.projectId), range, filters, price));
 });
 
 metricsApp.get("/timeseries", validQuery(timeseriesQuery), async (c) => {
   const { range, grain, filters } = c.req.valid("query");
-  const scope = openReadScope(c.env.DB, c.var.projectId);
+  const scope = openReadScope(c.var.db, c.var.projectId);
   requireHoursKept(range, grain, scope.nowMs);
   return c.json(await timeseriesReport(scope, range, grain, filters));
 });
 
 metricsApp.get("/descriptions", validQuery(descriptionsQuery), async (c) => {
   const { filters } = c.req.valid("query");
-  return c.json(await descriptionsReport(openReadScope(c.env.DB, c.var.projectId), filters));
+  return c.json(await descriptionsReport(openReadScope(c.var.db, c.var.projectId), filters));
 });
 
 metricsApp.get("/agreement", validQuery(agreementQuery), async (c) => {
   const { range, filters } = c.req.valid("query");
-  return c.json(await agreementReport(openReadScope(c.env.DB, c.var.projectId), range, filters));
+  return c.json(await agreementReport(openReadScope(c.var.db, c.var.projectId), range, filters));
 });
 
 metricsApp.get("/insights", validQuery(insightsQuery), async (c) => {
   const { range, filters } = c.req.valid("query");
-  return c.json(await insightsReport(openReadScope(c.env.DB, c.var.projectId), range, filters));
+  return c.json(await insightsReport(openReadScope(c.var.db, c.var.projectId), range, filters));
 });
 
 metricsApp.get("/schema-regressions", validQuery(schemaRegressionsQuery), async (c) => {
   const { filters } = c.req.valid("query");
-  return c.json(await schemaRegressionsReport(openReadScope(c.env.DB, c.var.projectId), filters));
+  return c.json(await schemaRegressionsReport(openReadScope(c.var.db, c.var.projectId), filters));
 });

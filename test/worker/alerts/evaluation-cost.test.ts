@@ -5,11 +5,13 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { evaluateAlerts } from "../../../src/worker/alerts/evaluate.ts";
 import { runAlertStep } from "../../../src/worker/alerts/index.ts";
+import { runDatabaseJob } from "../../../src/worker/queues/rollup-jobs.ts";
 import worker from "../../../src/worker/index.ts";
 import { createScheduledController } from "cloudflare:test";
 import { callPayload, postIngest } from "../helpers/ingest.ts";
 import { createProject } from "../helpers/projects.ts";
 import { createRule, outboxOf } from "./helpers.ts";
+import { runCron } from "../helpers/cron.ts";
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -23,7 +25,7 @@ describe("evaluation cost", () => {
     const p = await createProject();
     const t = Date.now();
     await postIngest({ batch: Array.from({ length: 30 }, (_, i) => callPayload({ started_at: iso(t - 60_000 - i), tool_name: `tool_${i % 5}`, outcome: i % 3 ? "ok" : "crashed", args_hash: "aaaaaaaaaaaa", session_id: `s_${i}` })) }, { key: p.ingest_key });
-    await worker.scheduled!(createScheduledController({ scheduledTime: t, cron: "*/5 * * * *" }), env);
+    await runCron(t);
     const kinds = [
       { metric: "crash_rate", op: ">", threshold: 0.1, tool: "*" },
       { metric: "p95_ms", op: ">", threshold: 10, client: "*" },
@@ -87,16 +89,16 @@ describe("failure isolation", () => {
       },
     });
     const brokenEnv = { ...env, DB: broken as D1Database };
-    await worker.scheduled!(createScheduledController({ scheduledTime: t, cron: "*/5 * * * *" }), brokenEnv);
+    await runDatabaseJob(brokenEnv, { kind: "rollup", database: "DB", scheduledTimeMs: t });
     const rolled = await env.DB.prepare("SELECT SUM(calls) AS n FROM tool_hour_metrics WHERE project_id = ?1").bind(p.project_id).first<{ n: number }>();
     expect(rolled?.n).toBe(1);
-    const report = await runAlertStep(brokenEnv, t, { queries: 2, caughtUp: true });
+    const report = await runAlertStep(brokenEnv, brokenEnv.DB, t, { queries: 2, caughtUp: true });
     expect(report.error).toBe("Error");
     expect(JSON.stringify(report)).not.toContain("secret.example");
   });
 
   it("does not evaluate when the rollup left work for the next run (incomplete counters)", async () => {
-    const report = await runAlertStep(env, Date.now(), { queries: 48, caughtUp: false });
+    const report = await runAlertStep(env, env.DB, Date.now(), { queries: 48, caughtUp: false });
     expect(report.evaluation).toBeNull();
     // 2 statements left of 50: delivery (3) waits too.
     expect(report.delivery).toMatchObject({ skipped: "budget" });

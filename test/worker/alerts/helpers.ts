@@ -1,9 +1,11 @@
 // Test helpers for the alert routes and the cron: create destinations and rules through the real
 // admin routes, run the 5-minute cron at a chosen time, read the outbox.
-import { createScheduledController, env } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import worker from "../../../src/worker/index.ts";
 import { adminHeaders } from "../helpers/projects.ts";
+/** Runs the 5-minute cron (one job per database: rollup, then the alert step) at `scheduledTime`. */
+export { runCron } from "../helpers/cron.ts";
 
 type Json = Record<string, unknown>;
 
@@ -27,10 +29,6 @@ export async function createRule(projectId: string, body: Json): Promise<{ id: s
   return res.json();
 }
 
-/** Runs the 5-minute cron (rollup, then the alert step) at `scheduledTime`. */
-export async function runCron(scheduledTime: number): Promise<void> {
-  await worker.scheduled!(createScheduledController({ scheduledTime, cron: "*/5 * * * *" }), env);
-}
 
 export type OutboxRow = { notification_id: number; rule_id: string | null; kind: string; status: string; attempts: number; payload_json: string; destination_id: string };
 

@@ -3,19 +3,23 @@
 import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 
-export type TestProject = { project_id: string; name: string; ingest_key: string; read_key: string };
+export type TestProject = { project_id: string; name: string; database: string; ingest_key: string; read_key: string };
 
 /** Headers of an admin request (vitest.config.ts sets ADMIN_TOKEN for the worker tests). */
 export function adminHeaders(): Record<string, string> {
   return { authorization: `Bearer ${env.ADMIN_TOKEN}`, "content-type": "application/json" };
 }
 
-/** A new project with one ingest key and one read key. */
-export async function createProject(name = "test project"): Promise<TestProject> {
+/**
+ * A new project with one ingest key and one read key, in the database `database` (SPEC §7). The
+ * default is the first database, which the tests read as env.DB; tests of the other database and
+ * of placement name theirs.
+ */
+export async function createProject(name = "test project", database = "DB"): Promise<TestProject> {
   const res = await exports.default.fetch("http://worker/v1/admin/projects", {
     method: "POST",
     headers: adminHeaders(),
-    body: JSON.stringify({ name }),
+    body: JSON.stringify({ name, database }),
   });
   if (res.status !== 201) throw new Error(`createProject: HTTP ${res.status}`);
   return res.json<TestProject>();

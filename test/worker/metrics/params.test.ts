@@ -1,10 +1,10 @@
 // Every bad parameter of the read API answers 400 {"error", "code": "BAD_REQUEST"}; limits are tested at, under and over.
-import { createScheduledController, env } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { describe, expect, it, onTestFinished, vi } from "vitest";
-import worker from "../../../src/worker/index.ts";
 import { callPayload, postIngest } from "../helpers/ingest.ts";
 import { createKey, createProject, revokeKey } from "../helpers/projects.ts";
 import { getJson } from "./seed.ts";
+import { runCron } from "../helpers/cron.ts";
 
 const ENDPOINTS = [
   "tools", "clients", "pairs", "sessions", "timeseries", "descriptions", "agreement", "insights", "schema-regressions",
@@ -149,7 +149,7 @@ describe("read API parameters", () => {
     const client = "🦊".repeat(128);
     const batch = [callPayload({ tool_name: tool, client_name: client }), callPayload({ tool_name: "other" })];
     expect((await postIngest({ batch }, { key: p.ingest_key })).status).toBe(202);
-    await worker.scheduled!(createScheduledController({ scheduledTime: Date.now(), cron: "*/5 * * * *" }), env);
+    await runCron(Date.now());
     const query = `tool=${encodeURIComponent(tool)}&client=${encodeURIComponent(client)}`;
     const { status, body } = await getJson<{ tools: { tool_name: string; calls: number }[] }>(`/v1/metrics/tools?${query}`, p.read_key);
     expect(status).toBe(200);

@@ -2,12 +2,13 @@
 // twice used to be dropped at ingest, although SPEC §1.2 drops a startup only for an invalid entry.
 // It is now stored and rolled up: the last entry of the name is the registered one, and the
 // session's schema bytes are the sum over the whole list (SPEC §2.4, docs/metrics.md).
-import { createScheduledController, env } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { expect, it } from "vitest";
 import worker from "../../../src/worker/index.ts";
 import { postIngest, startupPayload } from "../helpers/ingest.ts";
 import { createProject } from "../helpers/projects.ts";
+import { runCron } from "../helpers/cron.ts";
 
 it("keeps a startup naming a tool twice: the last entry registers, the session counts both", async () => {
   const project = await createProject("duplicate tool names");
@@ -24,7 +25,7 @@ it("keeps a startup naming a tool twice: the last entry registers, the session c
   const stored = await env.DB.prepare("SELECT COUNT(*) AS n FROM raw_startups WHERE project_id = ?1").bind(project.project_id).first<{ n: number }>();
   expect(stored?.n).toBe(1);
 
-  await worker.scheduled!(createScheduledController({ scheduledTime: Date.now(), cron: "*/5 * * * *" }), env);
+  await runCron(Date.now());
 
   const read = await exports.default.fetch("http://worker/v1/metrics/tools", { headers: { authorization: `Bearer ${project.read_key}` } });
   const body = await read.json<{ tools: { tool_name: string; schema_bytes: number | null; dead: boolean; policy: unknown }[] }>();

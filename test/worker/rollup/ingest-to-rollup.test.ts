@@ -1,12 +1,13 @@
 // End to end through the real worker: POST /v1/ingest, then the 5-minute cron, then the rollup
 // tables and the read API (SPEC §1, §2).
-import { createScheduledController, env } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { expect, it } from "vitest";
 import worker from "../../../src/worker/index.ts";
 import { agreementPayload, callPayload, postIngest, startupPayload } from "../helpers/ingest.ts";
 import { createProject } from "../helpers/projects.ts";
 import { snapshot } from "./fixtures.ts";
+import { runCron } from "../helpers/cron.ts";
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -28,7 +29,7 @@ it("rolls up what ingest stored: retries, first-call success, pairs, sessions, r
   const stored = await env.DB.prepare("SELECT (SELECT COALESCE(SUM(call_count), 0) FROM call_state WHERE project_id = ?1) + (SELECT COALESCE(SUM(call_count), 0) FROM call_batches WHERE project_id = ?1) AS n").bind(project.project_id).first<{ n: number }>();
   expect(stored?.n).toBe(4);
 
-  await worker.scheduled!(createScheduledController({ scheduledTime: Date.now(), cron: "*/5 * * * *" }), env);
+  await runCron(Date.now());
 
   const snap = await snapshot(env.DB);
   const mine = <T extends { project_id: string }>(rows: T[]) => rows.filter((r) => r.project_id === project.project_id);

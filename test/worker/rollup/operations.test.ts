@@ -1,6 +1,6 @@
 // How the rollup runs: late arrivals, idempotency, chunking, the per-invocation query budget,
 // as_of, and the cron dispatch (SPEC §2.2, §2.6).
-import { createScheduledController, env } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { beforeEach, describe, expect, it } from "vitest";
 import worker from "../../../src/worker/index.ts";
 import { CALL_CHUNK_STATEMENTS } from "../../../src/worker/rollup/calls.ts";
@@ -9,6 +9,7 @@ import { STARTUP_CHUNK_STATEMENTS } from "../../../src/worker/rollup/startups.ts
 import { AS_OF, DEFAULT_ROLLUP_OPTIONS, ROLLUP_FIXED_STATEMENTS, parseMaxQueries, runRollup } from "../../../src/worker/rollup/index.ts";
 import { call, calls, countingDb, deliver, resetDb, snapshot, type TestCall } from "./fixtures.ts";
 import { referenceRollup } from "./reference.ts";
+import { runCron } from "../helpers/cron.ts";
 
 const db = env.DB;
 const T = Date.UTC(2026, 10, 20, 23, 59, 0); // a minute before UTC midnight
@@ -240,25 +241,25 @@ describe("as_of (SPEC §2.6)", () => {
 describe("scheduled handler", () => {
   it("runs the rollup on the 5-minute cron with the controller's time", async () => {
     await deliver(db, calls(sessionCalls(4)), NOW - 1_000);
-    const controller = createScheduledController({ scheduledTime: NOW, cron: "*/5 * * * *" });
-    await worker.scheduled!(controller, env);
+    const jobs = await runCron(NOW);
+    expect(jobs.map((j) => [j.kind, j.database])).toEqual([["rollup", "DB"], ["rollup", "DB_2"]]);
     expect(await asOf()).toBe(NOW);
     expect((await snapshot(db)).sessions[0]!.calls).toBe(4);
   });
 
   it("runs retention on the daily cron, and nothing on an unknown cron", async () => {
     await runRollup(db, NOW);
-    const controller = createScheduledController({ scheduledTime: NOW, cron: "30 3 * * *" });
-    await worker.scheduled!(controller, env);
+    const jobs = await runCron(NOW, "30 3 * * *");
+    expect(jobs.map((j) => [j.kind, j.database])).toEqual([["retention", "DB"], ["retention", "DB_2"]]);
     const kept = await db.prepare("SELECT value FROM rollup_state WHERE name = 'raw_kept_from_ms'").first<{ value: number }>();
     expect(kept?.value).toBe(Date.UTC(2026, 9, 22)); // 30 days and an hour back, on the hour
     await resetDb(db);
-    await worker.scheduled!(createScheduledController({ scheduledTime: NOW, cron: "0 0 * * *" }), env);
+    expect(await runCron(NOW, "0 0 * * *")).toEqual([]);
     expect(await asOf()).toBeNull();
   });
 
   it("runs the rollup on a manual trigger without a cron", async () => {
-    await worker.scheduled!(createScheduledController({ scheduledTime: NOW, cron: "" }), env);
+    await runCron(NOW, "");
     expect(await asOf()).toBe(NOW);
   });
 });

@@ -1,0 +1,110 @@
+// The rollup queue (SPEC §7: rollups per database, each with its own statement budget): producer
+// and consumer in one module, and the job itself (one database's rollup run, then the alert step
+// of its projects; or its raw-row retention). The cron sends one message per database; each
+// message is consumed in its own invocation (max_batch_size = 1, wrangler.toml), so every database
+// gets a whole invocation's D1 budget, and one database's failure or backlog never delays another's.
+// A job is idempotent (the rollup works behind its watermarks), so a redelivery is harmless.
+import { z } from "zod";
+import type { Env } from "../env.ts";
+import { runAlertStep } from "../alerts/index.ts";
+import { databaseNamed, databases } from "../databases.ts";
+import { RETENTION_CRON, ROLLUP_CRON, parseMaxQueries, parseRetentionDays, runRetention, runRollup } from "../rollup/index.ts";
+
+/** The queue's name in wrangler.toml (the worker's `queue()` tells its queues apart by name). */
+export const ROLLUP_QUEUE_NAME = "mcpulse-rollup";
+
+export const RollupJobMessage = z.object({
+  v: z.literal(1),
+  kind: z.enum(["rollup", "retention"]),
+  /** The database's binding name (databases.ts). */
+  database: z.string().min(1).max(64),
+  /** The cron's scheduled time: the job's clock. */
+  scheduled_time_ms: z.number().int().nonnegative(),
+});
+export type RollupJobMessage = z.infer<typeof RollupJobMessage>;
+
+export function jobMessage(job: DatabaseJob): RollupJobMessage {
+  return { v: 1, kind: job.kind, database: job.database, scheduled_time_ms: job.scheduledTimeMs };
+}
+
+/** One database's share of a cron run. */
+export type DatabaseJob = { kind: "rollup" | "retention"; database: string; scheduledTimeMs: number };
+
+/** The job kind of a cron trigger, or null for a cron this worker does not know (logged). */
+export function jobKindOf(cron: string): DatabaseJob["kind"] | null {
+  if (cron === RETENTION_CRON) return "retention";
+  // A manual trigger without a cron (`wrangler dev --test-scheduled`, `/__scheduled`) runs the
+  // rollup: it is idempotent, so an extra run is always safe.
+  if (cron === ROLLUP_CRON || cron === "") return "rollup";
+  console.error(JSON.stringify({ event: "unknown_cron", cron }));
+  return null;
+}
+
+/**
+ * One database's job: its handle resolved once here, from the job's database name, then the rollup
+ * run and the alert step of that database's projects in what is left of the invocation's budget
+ * (it never throws), or the retention. Throws only what the rollup or the retention throws.
+ */
+export async function runDatabaseJob(env: Env, job: DatabaseJob): Promise<void> {
+  const db = databaseNamed(env, job.database);
+  if (!db) {
+    console.error(JSON.stringify({ event: "rollup_job_unknown_database", database: job.database }));
+    return;
+  }
+  const now = job.scheduledTimeMs;
+  if (job.kind === "retention") {
+    const r = await runRetention(db, now, { retentionDays: parseRetentionDays(env.RAW_RETENTION_DAYS) });
+    console.log(JSON.stringify({ event: "retention", database: job.database, ...r }));
+    return;
+  }
+  const r = await runRollup(db, now, { maxQueries: parseMaxQueries(env.ROLLUP_MAX_QUERIES) });
+  console.log(JSON.stringify({ event: "rollup", database: job.database, ...r }));
+  // After the rollup has committed; the alert step never throws (SPEC §5).
+  await runAlertStep(env, db, now, r);
+}
+
+/** Runs a job, logging (never throwing) a failure: one database's failure stops nothing else. */
+async function runLogged(env: Env, job: DatabaseJob): Promise<boolean> {
+  try {
+    await runDatabaseJob(env, job);
+    return true;
+  } catch (err) {
+    console.error(JSON.stringify({ event: "rollup_job_failed", kind: job.kind, database: job.database, error: err instanceof Error ? err.name : typeof err }));
+    return false;
+  }
+}
+
+/**
+ * The scheduled handler: one job per database, sent to the rollup queue. If the queue refuses, the
+ * jobs run here, one after the other, each failure logged and the next one still run (they then
+ * share this invocation's budget: a degraded mode, logged).
+ */
+export async function fanOutScheduled(controller: ScheduledController, env: Env): Promise<DatabaseJob[]> {
+  const kind = jobKindOf(controller.cron);
+  if (!kind) return [];
+  const jobs = databases(env).map((d): DatabaseJob => ({ kind, database: d.name, scheduledTimeMs: controller.scheduledTime }));
+  try {
+    await env.ROLLUP_QUEUE.sendBatch(jobs.map((job) => ({ body: jobMessage(job) })));
+  } catch (err) {
+    console.error(JSON.stringify({ event: "rollup_queue_unavailable", jobs: jobs.length, error: err instanceof Error ? err.name : typeof err }));
+    for (const job of jobs) await runLogged(env, job);
+  }
+  return jobs;
+}
+
+/**
+ * The consumer: each message is one database's job. It is acknowledged whether it succeeded or
+ * not — the next cron run does the same work again from the watermarks, so retrying an old job
+ * would only repeat it with an older clock. A message that does not parse is logged and dropped.
+ */
+export async function consumeRollupJobs(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+  for (const message of batch.messages) {
+    const parsed = RollupJobMessage.safeParse(message.body);
+    if (!parsed.success) {
+      console.error(JSON.stringify({ event: "rollup_job_invalid", id: message.id }));
+    } else {
+      await runLogged(env, { kind: parsed.data.kind, database: parsed.data.database, scheduledTimeMs: parsed.data.scheduled_time_ms });
+    }
+    message.ack();
+  }
+}
