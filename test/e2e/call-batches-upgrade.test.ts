@@ -1,29 +1,19 @@
 // Migration 0025 (call_batches appended to) on a database with requests still waiting for the
 // rollup: they are kept, closed (never appended to), counted once by the next run, and their
 // Idempotency-Keys still recognise a resend.
-import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { applyMigrations, readMigrations } from "../../scripts/migrations.ts";
+import { useScratchD1 } from "./helpers/scratch-d1.ts";
 import { persistBatch } from "../../src/worker/db/raw-writes.ts";
 import { runRollup } from "../../src/worker/rollup/index.ts";
 
-let mf: Miniflare;
-let db: D1Database;
-
-beforeAll(async () => {
-  mf = new Miniflare(convertV4MiniflareOptions({
-    modules: true, script: "export default { fetch() { return new Response(''); } }", d1Databases: ["DB"], compatibilityDate: "2026-11-01",
-  }));
-  db = (await mf.getD1Database("DB")) as unknown as D1Database;
-});
-afterAll(async () => {
-  await mf?.dispose();
-});
+const scratch = useScratchD1({ beforeAll, afterAll });
 
 const T0 = Date.UTC(2026, 10, 20, 12, 0);
 const tuple = (tool: string, startedAtMs: number) => ["s1", "claude-ai", tool, startedAtMs, 10, "ok", 5, 0, "a1b2c3d4e5f6", 0];
 
 test("requests waiting when 0025 runs are kept, closed, counted once, and guard their resends", async () => {
+  const db = scratch();
   const migrations = await readMigrations();
   const at = migrations.findIndex((m) => m.name.startsWith("0025_"));
   expect(at).toBeGreaterThan(0);

@@ -1,27 +1,17 @@
 // Migration 0027 (a project's tool versions as one JSON row, `tool_versions` a view over it): every
 // version row a database held reads back the same through the view, and the rollup adds to it.
-import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { applyMigrations, readMigrations } from "../../scripts/migrations.ts";
+import { useScratchD1 } from "./helpers/scratch-d1.ts";
 import { runRollup } from "../../src/worker/rollup/index.ts";
 
-let mf: Miniflare;
-let db: D1Database;
-
-beforeAll(async () => {
-  mf = new Miniflare(convertV4MiniflareOptions({
-    modules: true, script: "export default { fetch() { return new Response(''); } }", d1Databases: ["DB"], compatibilityDate: "2026-11-01",
-  }));
-  db = (await mf.getD1Database("DB")) as unknown as D1Database;
-});
-afterAll(async () => {
-  await mf?.dispose();
-});
+const scratch = useScratchD1({ beforeAll, afterAll });
 
 const T0 = Date.UTC(2026, 10, 20, 12, 0);
 const ALL = "SELECT project_id, tool_name, schema_hash, description_hash, description_norm, first_seen_ms, last_seen_ms, startups FROM tool_versions ORDER BY 1, 2, 3, 4";
 
 test("the version rows read back equal through the view, and a startup adds to them", async () => {
+  const db = scratch();
   const migrations = await readMigrations();
   const at = migrations.findIndex((m) => m.name.startsWith("0027_"));
   expect(at).toBeGreaterThan(0);

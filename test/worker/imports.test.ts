@@ -2,6 +2,7 @@
 // The worker's import graph (docs/architecture.md): no cycles, type-only imports included, and every
 // layer imports only the layers below it. Sources are read by Vite at transform time (?raw).
 import { describe, expect, it } from "vitest";
+import { findCycles } from "../helpers/import-cycles.ts";
 
 const SOURCES = import.meta.glob("../../src/worker/**/*.{ts,tsx}", { query: "?raw", import: "default", eager: true }) as Record<string, string>;
 const ROOT = "../../src/worker/";
@@ -21,24 +22,6 @@ function importGraph(): Map<string, string[]> {
   return graph;
 }
 
-/** Every cycle found by a depth-first walk, each as the list of files around it. */
-export function findCycles(graph: Map<string, string[]>): string[][] {
-  const cycles: string[][] = [];
-  const state = new Map<string, "open" | "done">();
-  const stack: string[] = [];
-  const visit = (node: string): void => {
-    state.set(node, "open");
-    stack.push(node);
-    for (const next of graph.get(node) ?? []) {
-      if (state.get(next) === "open") cycles.push([...stack.slice(stack.indexOf(next)), next]);
-      else if (!state.has(next)) visit(next);
-    }
-    stack.pop();
-    state.set(node, "done");
-  };
-  for (const node of [...graph.keys()].sort()) if (!state.has(node)) visit(node);
-  return cycles;
-}
 
 /** The layer of a worker file: its folder, or the file itself at the top. */
 function layerOf(path: string): string {
