@@ -32,6 +32,18 @@ CREATE TABLE registered_tools (
   PRIMARY KEY (project_id, tool_name)
 );
 
+CREATE TABLE tool_versions (
+  project_id TEXT NOT NULL,
+  tool_name TEXT NOT NULL,
+  schema_hash TEXT NOT NULL,
+  description_hash TEXT NOT NULL,
+  description_norm TEXT,
+  first_seen_ms INTEGER NOT NULL,
+  last_seen_ms INTEGER NOT NULL,
+  startups INTEGER NOT NULL,
+  PRIMARY KEY (project_id, tool_name, schema_hash, description_hash)
+);
+
 CREATE TABLE agreement_declarations (
   project_id TEXT NOT NULL,
   field TEXT NOT NULL,
@@ -397,13 +409,3 @@ CREATE TABLE "raw_agreements" (
   window_ms INTEGER NOT NULL,
   received_at_ms INTEGER NOT NULL
 );
-
-CREATE TABLE tool_version_sets (
-  project_id TEXT PRIMARY KEY,
-  versions_json TEXT NOT NULL
-) WITHOUT ROWID;
-
-CREATE VIEW tool_versions AS
-  SELECT s.project_id AS project_id, v.key ->> 0 AS tool_name, v.key ->> 1 AS schema_hash, v.key ->> 2 AS description_hash,
-    v.value ->> 3 AS description_norm, v.value ->> 0 AS first_seen_ms, v.value ->> 1 AS last_seen_ms, v.value ->> 2 AS startups
-  FROM tool_version_sets AS s, json_each(s.versions_json) AS v;

@@ -27,13 +27,6 @@ export const RAW_AGREEMENT = ["session_id", "field", "tool_a", "tool_b", "agreed
 /** A pair's key in a `pair_days` row's JSON object (migration 0019): a JSON array as text. */
 export const PAIR_KEY = ["from_tool", "to_tool"] as const;
 
-/**
- * A tool version's key and value in a `tool_version_sets` row's JSON object (migration 0027; the
- * `tool_versions` view in that migration reads the same positions).
- */
-export const TOOL_VERSION_KEY = ["tool_name", "schema_hash", "description_hash"] as const;
-export const TOOL_VERSION = ["first_seen_ms", "last_seen_ms", "startups", "description_norm"] as const;
-
 /** A span of the calls chunk, kept in its `rollup_state` row (rollup/calls.ts). */
 export const CHUNK_SPAN = ["project_id", "session_id", "client_name", "from_ms", "to_ms"] as const;
 

@@ -7,12 +7,8 @@
 // highest overall: replacing with it is exact and idempotent.
 
 import { STARTUPS_CHUNK_END, STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
-import { TOOL_VERSION, TOOL_VERSION_KEY, tupleArraySql, tupleField } from "../db/tuples.ts";
 
 const watermark = stateValueSql(STARTUPS_WATERMARK);
-
-/** SQL reading a field of a stored tool version (`o.value`, db/tuples.ts). */
-const versionField = (name: (typeof TOOL_VERSION)[number]) => tupleField(TOOL_VERSION, name, "o.value");
 
 /**
  * The chunk: at most ?1 startups above the watermark, and no more than ?2 rows of work (tool
@@ -86,39 +82,28 @@ export const STARTUP_CHUNK_SQL = {
   // Every distinct (schema_hash, description_hash) per tool ('' stands for an absent hash), with
   // first/last receive time and how many startups listed it: churn and convergence (SPEC §2.5)
   // read from here. Counts are added in the watermark's transaction (exactly once); the
-  // description_norm is the latest startup's. A project's versions are ONE row (migration 0027:
-  // a JSON object from TOOL_VERSION_KEY to TOOL_VERSION, db/tuples.ts); the chunk's versions are merged into it with the
-  // stored values of the same versions, the others kept as they are (json_patch replaces only the
-  // keys it names; no value is null).
-  upsertToolVersions: `INSERT INTO tool_version_sets (project_id, versions_json)
-    WITH ${CHUNK},
-    added AS MATERIALIZED (
-      SELECT project_id, ${tupleArraySql(TOOL_VERSION_KEY)} AS version, MAX(latest_norm) AS norm,
-        MIN(received_at_ms) AS first_ms, MAX(received_at_ms) AS last_ms, COUNT(DISTINCT startup_seq) AS startups
-      FROM (
-        SELECT r.project_id, r.startup_seq, r.received_at_ms, json_extract(t.value, '$.name') AS tool_name,
-          COALESCE(json_extract(t.value, '$.schema_hash'), '') AS schema_hash,
-          COALESCE(json_extract(t.value, '$.description_hash'), '') AS description_hash,
-          FIRST_VALUE(json_extract(t.value, '$.description_norm')) OVER (
-            PARTITION BY r.project_id, json_extract(t.value, '$.name'),
-              COALESCE(json_extract(t.value, '$.schema_hash'), ''), COALESCE(json_extract(t.value, '$.description_hash'), '')
-            ORDER BY r.startup_seq DESC, t.key DESC) AS latest_norm
-        FROM ${chunkTools})
-      GROUP BY project_id, tool_name, schema_hash, description_hash),
-    merged AS MATERIALIZED (
-      SELECT a.project_id, a.version, ${tupleArraySql(TOOL_VERSION, {
-        first_seen_ms: `MIN(a.first_ms, COALESCE(${versionField("first_seen_ms")}, a.first_ms))`,
-        last_seen_ms: `MAX(a.last_ms, COALESCE(${versionField("last_seen_ms")}, a.last_ms))`,
-        startups: `a.startups + COALESCE(${versionField("startups")}, 0)`,
-        description_norm: "a.norm",
-      })} AS value
-      FROM added a LEFT JOIN tool_version_sets s ON s.project_id = a.project_id
-        LEFT JOIN json_each(s.versions_json) AS o ON o.key = a.version)
-    SELECT m.project_id, json_patch(COALESCE((SELECT versions_json FROM tool_version_sets WHERE project_id = m.project_id), '{}'),
-      json_group_object(m.version, json(m.value)))
-    FROM merged m
-    GROUP BY m.project_id
-    ON CONFLICT (project_id) DO UPDATE SET versions_json = excluded.versions_json`,
+  // description_norm is the latest startup's.
+  upsertToolVersions: `INSERT INTO tool_versions (project_id, tool_name, schema_hash, description_hash, description_norm,
+      first_seen_ms, last_seen_ms, startups)
+    WITH ${CHUNK}
+    SELECT project_id, tool_name, schema_hash, description_hash, MAX(latest_norm), MIN(received_at_ms), MAX(received_at_ms),
+      COUNT(DISTINCT startup_seq)
+    FROM (
+      SELECT r.project_id, r.startup_seq, r.received_at_ms, json_extract(t.value, '$.name') AS tool_name,
+        COALESCE(json_extract(t.value, '$.schema_hash'), '') AS schema_hash,
+        COALESCE(json_extract(t.value, '$.description_hash'), '') AS description_hash,
+        FIRST_VALUE(json_extract(t.value, '$.description_norm')) OVER (
+          PARTITION BY r.project_id, json_extract(t.value, '$.name'),
+            COALESCE(json_extract(t.value, '$.schema_hash'), ''), COALESCE(json_extract(t.value, '$.description_hash'), '')
+          ORDER BY r.startup_seq DESC, t.key DESC) AS latest_norm
+      FROM ${chunkTools}
+    ) WHERE true
+    GROUP BY project_id, tool_name, schema_hash, description_hash
+    ON CONFLICT (project_id, tool_name, schema_hash, description_hash) DO UPDATE SET
+      description_norm = excluded.description_norm,
+      first_seen_ms = MIN(first_seen_ms, excluded.first_seen_ms),
+      last_seen_ms = MAX(last_seen_ms, excluded.last_seen_ms),
+      startups = startups + excluded.startups`,
 
   upsertDeclarations: `INSERT INTO agreement_declarations (project_id, field, tool_name, last_declared_ms)
     WITH ${CHUNK}

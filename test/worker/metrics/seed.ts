@@ -85,10 +85,9 @@ export async function seedVersion(
   tool: string,
   v: { schemaHash: string; descriptionHash: string; firstSeenMs: number; lastSeenMs: number; startups?: number; norm?: string },
 ): Promise<void> {
-  // A project's versions are one JSON row (migration 0027); `tool_versions` is its view.
   await env.DB.prepare(
-    `INSERT INTO tool_version_sets (project_id, versions_json) VALUES (?1, json_object(json_array(?2, ?3, ?4), json_array(?6, ?7, ?8, ?5)))
-     ON CONFLICT (project_id) DO UPDATE SET versions_json = json_patch(versions_json, excluded.versions_json)`,
+    "INSERT INTO tool_versions (project_id, tool_name, schema_hash, description_hash, description_norm, first_seen_ms, " +
+      "last_seen_ms, startups) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
   )
     .bind(projectId, tool, v.schemaHash, v.descriptionHash, v.norm ?? null, v.firstSeenMs, v.lastSeenMs, v.startups ?? 1)
     .run();

@@ -62,7 +62,7 @@ const TABLES_TO_RESET = [
   "tool_day_metrics",
   "pair_days",
   "registered_tools",
-  "tool_version_sets",
+  "tool_versions",
   "agreement_days",
   "agreement_declarations",
   "rollup_state",
