@@ -204,6 +204,12 @@ export function generateWorkload(g: Gen, nowMs: number, options: { sessionless?:
   }
   const verdicts = g(fc.integer, { min: 0, max: 25 });
   for (let v = 0; v < verdicts; v++) {
+    // Some verdicts exactly on, or 1 ms before, a UTC midnight (the day of checked_at decides). The
+    // hour added after it stays in the past whatever the time of day the test runs at: in the first
+    // hour after midnight, `midnight - 1 + up to an hour` would be more than the 5 minutes ahead
+    // SPEC §1.2 accepts, and ingest would rightly drop it.
+    const checkedBase = pick(g, [...sessionStarts, midnight - DAY_MS, midnight - DAY_MS - 1, midnight - 1]);
+    const checkedOffset = pick(g, [0, 0, g(fc.integer, { min: 0, max: HOUR_MS })]);
     items.push({
       type: "agreement",
       session_id: "s_verdicts",
@@ -211,8 +217,7 @@ export function generateWorkload(g: Gen, nowMs: number, options: { sessionless?:
       tool_a: pick(g, CALLED_TOOLS.slice(0, 3)),
       tool_b: pick(g, CALLED_TOOLS.slice(0, 3)),
       agreed: g(fc.boolean),
-      // Some verdicts exactly on, or 1 ms before, a UTC midnight (the day of checked_at decides).
-      checkedMs: pick(g, [...sessionStarts, midnight - DAY_MS, midnight - DAY_MS - 1, midnight - 1]) + pick(g, [0, 0, g(fc.integer, { min: 0, max: HOUR_MS })]),
+      checkedMs: checkedBase + Math.min(checkedOffset, Math.max(0, nowMs - 60_000 - checkedBase)),
       // Any whole number (SPEC §1.2 gives window_ms no cap), a day and more included.
       window_ms: pick(g, [0, 300_000, 300_000, 86_400_001, 2_147_483_648]),
     });
