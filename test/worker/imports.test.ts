@@ -41,7 +41,9 @@ const MAY_IMPORT: Record<string, string[]> = {
   "health/": [],
   // A queue module: producer and consumer of one queue (STYLE.md), writing through db/; the rollup
   // queue's job is one database's rollup run and alert step (SPEC §7).
-  "queues/": ["db/", "health/", "databases.ts", "rollup/", "alerts/"],
+  "queues/": ["db/", "health/", "databases.ts", "rollup/", "alerts/", "moves/"],
+  // A project's move between databases (SPEC §7): its steps write through db/, in the databases it resolves.
+  "moves/": ["db/", "databases.ts", "auth.ts"],
   // The rollup writes the counters the one counter list names (metrics/counters.ts imports only leaves);
   // the hour-row fold keeps the hours schema regressions compare (metrics/schema-change.ts, leaves only).
   "rollup/": ["db/", "metrics/counters.ts", "metrics/schema-change.ts"],
@@ -54,7 +56,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   "auth.ts": ["db/", "budget/", "throttle/", "databases.ts"],
   // The list of databases and a project's database, resolved once per request or job (SPEC §7).
   "databases.ts": ["db/"],
-  "routes/": ["metrics/", "dashboard/", "mcp/", "alerts/", "db/", "auth.ts", "analytics/", "budget/", "queues/", "health/", "throttle/", "databases.ts"],
+  "routes/": ["metrics/", "dashboard/", "mcp/", "alerts/", "db/", "auth.ts", "analytics/", "budget/", "queues/", "health/", "throttle/", "databases.ts", "moves/"],
   "app.ts": ["routes/"],
   "index.ts": ["app.ts", "rollup/", "alerts/", "budget/", "queues/", "health/", "throttle/"],
   "time.ts": [],

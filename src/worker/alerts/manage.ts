@@ -20,6 +20,7 @@ import {
   type StateRow,
 } from "../db/alerts.ts";
 import { findProject } from "../db/projects.ts";
+import { isBeingMovedAway } from "../db/moves.ts";
 import { dashboardUrl, type NotificationPayload } from "./notification.ts";
 import {
   AlertRuleSchema,
@@ -48,6 +49,7 @@ export const MANAGE_ERRORS = {
   too_many_rules: 409,
   too_many_destinations: 409,
   destination_in_use: 409,
+  project_moving: 409,
 } as const;
 export type ManageError = keyof typeof MANAGE_ERRORS;
 
@@ -64,6 +66,7 @@ export const MANAGE_ERROR_MESSAGES: Record<ManageError, string> = {
   too_many_rules: "too many rules",
   too_many_destinations: "too many destinations",
   destination_in_use: "destination used by a rule",
+  project_moving: "the project is being moved to another database; change its alerts when the move is done",
 };
 
 /**
@@ -87,6 +90,15 @@ function failedFields(issues: readonly { path: readonly PropertyKey[] }[], known
 
 const RULE_FIELD_NAMES: readonly string[] = Object.keys(UpdateRuleBody.shape);
 const DESTINATION_FIELD_NAMES: readonly string[] = Object.keys(CreateDestinationBody.shape);
+
+/**
+ * Alerts of a project being copied to another database stay as they are until the move is done
+ * (SPEC §7): an edit would be lost with the source's rows. The source's triggers refuse it too
+ * (migration 0027), whatever path it comes by.
+ */
+async function refuseWhileMoving(ctx: ManageContext, projectId: string): Promise<Refusal | null> {
+  return (await isBeingMovedAway(ctx.db, projectId)) ? refuse("project_moving") : null;
+}
 
 export type ManageContext = {
   db: D1Database;
@@ -122,6 +134,8 @@ export async function createDestination(ctx: ManageContext, projectId: string, i
   if (!parsed.success) return refuse("invalid_body", failedFields(parsed.error.issues, DESTINATION_FIELD_NAMES));
   const body = parsed.data;
   if (!(await findProject(ctx.db, projectId))) return refuse("no_such_project");
+  const moving = await refuseWhileMoving(ctx, projectId);
+  if (moving) return moving;
   const target = checkTarget(body.url, ctx.local);
   // The reason, never the URL: it is a secret.
   if (!target.ok) return refuse(TARGET_REFUSALS[target.reason]);
@@ -145,6 +159,8 @@ export async function createDestination(ctx: ManageContext, projectId: string, i
 
 /** Deletes a destination no rule uses. */
 export async function removeDestination(ctx: ManageContext, projectId: string, destinationId: string): Promise<Outcome<null>> {
+  const moving = await refuseWhileMoving(ctx, projectId);
+  if (moving) return moving;
   if ((await rulesUsingDestination(ctx.db, projectId, destinationId)).length > 0) return refuse("destination_in_use");
   if (!(await deleteDestination(ctx.db, projectId, destinationId))) return refuse("no_such_destination");
   return { ok: true, value: null };
@@ -154,6 +170,8 @@ export async function removeDestination(ctx: ManageContext, projectId: string, d
 export async function queueTestNotification(ctx: ManageContext, projectId: string, destinationId: string): Promise<Outcome<{ notification_id: number | null }>> {
   const project = await findProject(ctx.db, projectId);
   if (!project) return refuse("no_such_project");
+  const moving = await refuseWhileMoving(ctx, projectId);
+  if (moving) return moving;
   if ((await existingDestinationIds(ctx.db, projectId, [destinationId])).size === 0) return refuse("no_such_destination");
   const scope = { tool: null, client: null };
   const payload: NotificationPayload = {
@@ -195,6 +213,8 @@ export async function createRule(ctx: ManageContext, projectId: string, input: u
   const parsed = CreateRuleBody.safeParse(input);
   if (!parsed.success) return refuse("invalid_body", failedFields(parsed.error.issues, RULE_FIELD_NAMES));
   if (!(await findProject(ctx.db, projectId))) return refuse("no_such_project");
+  const moving = await refuseWhileMoving(ctx, projectId);
+  if (moving) return moving;
   if (!(await destinationsKnown(ctx.db, projectId, parsed.data.destinations))) return refuse("unknown_destination");
   if ((await countProjectAlerts(ctx.db, projectId)).rules >= MAX_RULES_PER_PROJECT) return refuse("too_many_rules");
   const rule: AlertRule = { ...parsed.data, id: "rul_" + randomBase62(16), project_id: projectId, created_at_ms: ctx.nowMs, updated_at_ms: ctx.nowMs };
@@ -212,6 +232,8 @@ export async function updateRule(ctx: ManageContext, projectId: string, ruleId: 
   if (!patch.success) return refuse("invalid_body", failedFields(patch.error.issues, RULE_FIELD_NAMES));
   const record = await findRule(ctx.db, projectId, ruleId);
   if (!record) return refuse("no_such_rule");
+  const moving = await refuseWhileMoving(ctx, projectId);
+  if (moving) return moving;
   const current = record;
   const { id, project_id, created_at_ms, updated_at_ms: _previous, ...currentFields } = current;
   const merged = AlertRuleSchema.safeParse({ ...currentFields, ...patch.data });
@@ -225,6 +247,8 @@ export async function updateRule(ctx: ManageContext, projectId: string, ruleId: 
 
 /** Deletes a rule and its states. */
 export async function removeRule(ctx: ManageContext, projectId: string, ruleId: string): Promise<Outcome<null>> {
+  const moving = await refuseWhileMoving(ctx, projectId);
+  if (moving) return moving;
   if (!(await deleteRule(ctx.db, projectId, ruleId))) return refuse("no_such_rule");
   return { ok: true, value: null };
 }

@@ -16,9 +16,9 @@
 //
 // The same object answers the key check without D1 (SPEC §1.1, turn 3): it holds what the check
 // needs (hash, project, kind, revoked, the project's budget and database), loaded from D1 by the worker on first
-// use and refreshed at most every KEY_STATE_MAX_AGE_MS; a revocation or a project deletion tells it
-// at once. The state is written to storage only when it changes (a refresh that finds the same row
-// writes nothing), so after a restart during a D1 outage the object still knows its key. And it
+// use and refreshed at most every KEY_STATE_MAX_AGE_MS; a revocation, a project deletion and a
+// project's move to another database tell it at once. The state is written to storage only when it
+// changes (a refresh that finds the same row writes nothing), so after a restart during a D1 outage the object still knows its key. And it
 // remembers the Idempotency-Keys it admitted for an hour, in memory: the dedup of a resend costs
 // no row (docs/ingest.md says what a restart of the object leaves to the D1 guard).
 import { DurableObject } from "cloudflare:workers";
@@ -118,6 +118,15 @@ export class KeyBudget extends DurableObject {
     await this.keyState();
     if (this.#keyState) await this.setKeyState({ ...this.#keyState, revoked: true });
     else this.keyStateLoadedAtMs = 0;
+  }
+
+  /**
+   * The key's project moved to another database (SPEC §7): ingest writes there from now on, without
+   * waiting for the state's refresh. Nothing to do when the object holds no state (it reads D1 first).
+   */
+  async moveTo(database: string): Promise<void> {
+    await this.keyState();
+    if (this.#keyState) await this.setKeyState({ ...this.#keyState, database });
   }
 
   /** Forgets an Idempotency-Key admitted by `take` whose batch could not be accepted after all (a 503). */

@@ -9,6 +9,7 @@
 // logged and left out, never allowed to stop the other rules.
 import { z } from "zod";
 import { DAY_MS, HOUR_MS } from "../time.ts";
+import { NOT_HELD } from "./moves.ts";
 
 /** Metrics a rule compares with a threshold (SPEC §5); rates follow SPEC §2 exactly. */
 export const ALERT_METRICS = [
@@ -273,8 +274,9 @@ export async function listProjectStates(db: D1Database, projectId: string): Prom
 // Evaluation: reads over every rule at once
 // ---------------------------------------------------------------------------------------------
 
+/** Every rule, those of a project a move holds aside (its alert rows are being moved as they are, db/moves.ts). */
 export function allRulesStatement(db: D1Database): D1PreparedStatement {
-  return db.prepare(`SELECT ${RULE_COLUMNS} FROM alert_rules ORDER BY rule_id`);
+  return db.prepare(`SELECT ${RULE_COLUMNS} FROM alert_rules WHERE ${NOT_HELD} ORDER BY rule_id`);
 }
 
 export function allStatesStatement(db: D1Database): D1PreparedStatement {
@@ -521,7 +523,7 @@ export function dueNotificationsStatement(db: D1Database, nowMs: number, limit: 
            ROW_NUMBER() OVER (PARTITION BY o.destination_id ORDER BY o.next_attempt_at_ms, o.notification_id) AS turn
          FROM alert_outbox AS o
          LEFT JOIN alert_destinations AS d ON d.destination_id = o.destination_id
-         WHERE o.status = 'pending' AND o.next_attempt_at_ms <= ?1
+         WHERE o.status = 'pending' AND o.next_attempt_at_ms <= ?1 AND o.${NOT_HELD}
        )
        WHERE turn <= ?3
        ORDER BY turn, due_ms, notification_id

@@ -149,7 +149,7 @@ const startupField = (name: (typeof RAW_STARTUP)[number]) => tupleField(RAW_STAR
  * project). This is what AUTOINCREMENT gave, without its sqlite_sequence row per statement
  * (migration 0026). Both reads are seeks to the end of a key.
  */
-const seqBaseSql = (table: string, seq: string, watermark: string) =>
+export const seqBaseSql = (table: string, seq: string, watermark: string) =>
   `seq_base AS MATERIALIZED (SELECT MAX(COALESCE((SELECT MAX(${seq}) FROM ${table}), 0), ${stateValueSql(watermark)}) AS base)`;
 
 const INSERT_STARTUPS_SQL = `INSERT INTO raw_startups (startup_seq, project_id, session_id, client_name, received_at_ms, sdk,

@@ -4,16 +4,21 @@
 // message is consumed in its own invocation (max_batch_size = 1, wrangler.toml), so every database
 // gets a whole invocation's D1 budget, and one database's failure or backlog never delays another's.
 // A job is idempotent (the rollup works behind its watermarks), so a redelivery is harmless.
+// The same queue drives project moves (moves/steps.ts): a move job runs a few bounded steps and
+// sends itself again until the move is finished; the cron sends one for every unfinished move, so a
+// lost message never strands a move.
 import { z } from "zod";
 import type { Env } from "../env.ts";
 import { runAlertStep } from "../alerts/index.ts";
-import { databaseNamed, databases } from "../databases.ts";
+import { databaseNamed, databases, directoryDb } from "../databases.ts";
+import { unfinishedMoveIds } from "../db/moves.ts";
+import { runMoveSteps, type MoveOptions } from "../moves/steps.ts";
 import { RETENTION_CRON, ROLLUP_CRON, parseMaxQueries, parseRetentionDays, runRetention, runRollup } from "../rollup/index.ts";
 
 /** The queue's name in wrangler.toml (the worker's `queue()` tells its queues apart by name). */
 export const ROLLUP_QUEUE_NAME = "mcpulse-rollup";
 
-export const RollupJobMessage = z.object({
+export const DatabaseJobMessage = z.object({
   v: z.literal(1),
   kind: z.enum(["rollup", "retention"]),
   /** The database's binding name (databases.ts). */
@@ -21,9 +26,19 @@ export const RollupJobMessage = z.object({
   /** The cron's scheduled time: the job's clock. */
   scheduled_time_ms: z.number().int().nonnegative(),
 });
+/** A move's next steps (moves/steps.ts); its clock is the cron's scheduled time when the cron sent it, else the time it runs. */
+export const MoveJobMessage = z.object({
+  v: z.literal(1),
+  kind: z.literal("move"),
+  move_id: z.string().min(1).max(64),
+  scheduled_time_ms: z.number().int().nonnegative().optional(),
+});
+export type MoveJobMessage = z.infer<typeof MoveJobMessage>;
+export type DatabaseJobMessage = z.infer<typeof DatabaseJobMessage>;
+export const RollupJobMessage = z.discriminatedUnion("kind", [DatabaseJobMessage, MoveJobMessage]);
 export type RollupJobMessage = z.infer<typeof RollupJobMessage>;
 
-export function jobMessage(job: DatabaseJob): RollupJobMessage {
+export function jobMessage(job: DatabaseJob): DatabaseJobMessage {
   return { v: 1, kind: job.kind, database: job.database, scheduled_time_ms: job.scheduledTimeMs };
 }
 
@@ -63,6 +78,35 @@ export async function runDatabaseJob(env: Env, job: DatabaseJob): Promise<void> 
   await runAlertStep(env, db, now, r);
 }
 
+/** Longest delay the queue allows for a message (Cloudflare Queues: 12 hours). */
+const MAX_QUEUE_DELAY_SECONDS = 43_200;
+
+/**
+ * Runs a move's next steps, then sends its job again: at once when it can go on, delayed until its
+ * wait ends otherwise (a failed send is logged: the cron continues the move). Never throws.
+ */
+export async function runMoveJob(env: Env, moveId: string, nowMs: number, options: MoveOptions = {}): Promise<void> {
+  try {
+    const r = await runMoveSteps(env, moveId, nowMs, options);
+    console.log(JSON.stringify({ event: "move_steps", move_id: moveId, ...r }));
+    if (r.finished || r.busy) return;
+    const delaySeconds = r.waitUntilMs === null ? 0 : Math.min(MAX_QUEUE_DELAY_SECONDS, Math.max(1, Math.ceil((r.waitUntilMs - nowMs) / 1000)));
+    await sendMoveJob(env, moveId, delaySeconds);
+  } catch (err) {
+    console.error(JSON.stringify({ event: "move_job_failed", move_id: moveId, error: err instanceof Error ? err.name : typeof err }));
+  }
+}
+
+/** Sends a move's job (logged, never thrown, when the queue refuses: the cron sends it again within 5 minutes). */
+export async function sendMoveJob(env: Env, moveId: string, delaySeconds = 0): Promise<void> {
+  const body: MoveJobMessage = { v: 1, kind: "move", move_id: moveId };
+  try {
+    await env.ROLLUP_QUEUE.send(body, delaySeconds > 0 ? { delaySeconds } : undefined);
+  } catch (err) {
+    console.error(JSON.stringify({ event: "rollup_queue_unavailable", jobs: 1, move_id: moveId, error: err instanceof Error ? err.name : typeof err }));
+  }
+}
+
 /** Runs a job, logging (never throwing) a failure: one database's failure stops nothing else. */
 async function runLogged(env: Env, job: DatabaseJob): Promise<boolean> {
   try {
@@ -83,11 +127,22 @@ export async function fanOutScheduled(controller: ScheduledController, env: Env)
   const kind = jobKindOf(controller.cron);
   if (!kind) return [];
   const jobs = databases(env).map((d): DatabaseJob => ({ kind, database: d.name, scheduledTimeMs: controller.scheduledTime }));
+  // The 5-minute run continues every unfinished move (a job that finds the move busy or waiting does nothing).
+  let moves: string[] = [];
+  if (kind === "rollup") {
+    try {
+      moves = await unfinishedMoveIds(directoryDb(env));
+    } catch (err) {
+      console.error(JSON.stringify({ event: "moves_unreadable", error: err instanceof Error ? err.name : typeof err }));
+    }
+  }
+  const moveJobs = moves.map((moveId): MoveJobMessage => ({ v: 1, kind: "move", move_id: moveId, scheduled_time_ms: controller.scheduledTime }));
   try {
-    await env.ROLLUP_QUEUE.sendBatch(jobs.map((job) => ({ body: jobMessage(job) })));
+    await env.ROLLUP_QUEUE.sendBatch([...jobs.map((job) => ({ body: jobMessage(job) })), ...moveJobs.map((body) => ({ body }))]);
   } catch (err) {
-    console.error(JSON.stringify({ event: "rollup_queue_unavailable", jobs: jobs.length, error: err instanceof Error ? err.name : typeof err }));
+    console.error(JSON.stringify({ event: "rollup_queue_unavailable", jobs: jobs.length + moveJobs.length, error: err instanceof Error ? err.name : typeof err }));
     for (const job of jobs) await runLogged(env, job);
+    for (const moveId of moves) await runMoveSteps(env, moveId, controller.scheduledTime).catch(() => undefined);
   }
   return jobs;
 }
@@ -102,6 +157,8 @@ export async function consumeRollupJobs(batch: MessageBatch<unknown>, env: Env):
     const parsed = RollupJobMessage.safeParse(message.body);
     if (!parsed.success) {
       console.error(JSON.stringify({ event: "rollup_job_invalid", id: message.id }));
+    } else if (parsed.data.kind === "move") {
+      await runMoveJob(env, parsed.data.move_id, parsed.data.scheduled_time_ms ?? Date.now());
     } else {
       await runLogged(env, { kind: parsed.data.kind, database: parsed.data.database, scheduledTimeMs: parsed.data.scheduled_time_ms });
     }

@@ -3,11 +3,15 @@
 // transaction that moves the `agreements_seq` watermark past the chunk, so each verdict counts
 // exactly once and the sums survive raw retention.
 import { AGREEMENTS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
+import { NOT_HELD } from "../db/moves.ts";
 import { dayStartSql } from "../time.ts";
 
 const watermark = stateValueSql(AGREEMENTS_WATERMARK);
-/** The chunk: the next ?1 verdicts above the watermark (the same rows in each statement of the batch). */
-const chunk = `(SELECT * FROM raw_agreements WHERE agreement_seq > ${watermark} ORDER BY agreement_seq LIMIT ?1)`;
+/**
+ * The chunk: the next ?1 verdicts above the watermark (the same rows in each statement of the batch),
+ * of projects no move holds (their verdicts are moved unfolded, db/moves.ts).
+ */
+const chunk = `(SELECT * FROM raw_agreements WHERE agreement_seq > ${watermark} AND ${NOT_HELD} ORDER BY agreement_seq LIMIT ?1)`;
 
 export const AGREEMENT_CHUNK_SQL = {
   addVerdicts: `INSERT INTO agreement_days (project_id, day_start_ms, field, tool_a, tool_b, checks, disagreements)
@@ -21,7 +25,7 @@ export const AGREEMENT_CHUNK_SQL = {
     SELECT '${AGREEMENTS_WATERMARK}', top FROM (SELECT MAX(agreement_seq) AS top FROM ${chunk}) WHERE top IS NOT NULL
     ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
 
-  report: `SELECT EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${watermark}) AS more`,
+  report: `SELECT EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${watermark} AND ${NOT_HELD}) AS more`,
 } as const;
 
 export const AGREEMENT_CHUNK_STATEMENTS = 3;

@@ -51,6 +51,7 @@ import { CALLS_CHUNK, CALLS_WATERMARK, INGEST_EPOCH, stateValueSql } from "../db
 import { CALL_BATCH_CALL, CALL_STATE_CALL, CHUNK_SPAN, PAIR_KEY, tupleArraySql, tupleField } from "../db/tuples.ts";
 import { COUNTER_NAMES } from "../metrics/counters.ts";
 import { RECOMPUTING_PROJECTS_SQL } from "../db/recomputes.ts";
+import { NOT_HELD } from "../db/moves.ts";
 
 /**
  * The counter columns an hour row's change carries: the one counter list (metrics/counters.ts). The
@@ -147,6 +148,8 @@ export const DURATIONS_AFTER_MS = MAX_RETRY_REACH_MS;
  * its raw calls or counters under the recompute; they are folded in once it is done.
  */
 export const NOT_RECOMPUTING = `project_id NOT IN ${RECOMPUTING_PROJECTS_SQL}`;
+/** Requests the chunks take: neither recomputed nor held by a move (its requests are moved unfolded, db/moves.ts). */
+export const FOLDABLE = `${NOT_RECOMPUTING} AND ${NOT_HELD}`;
 
 /**
  * How many of the oldest waiting requests take turns (their small columns only are read): a
@@ -186,7 +189,7 @@ export const CHUNK_SELECTION_SQL =
   `INSERT INTO rollup_state (name, value)
     WITH pending AS MATERIALIZED (
       SELECT batch_seq, project_id, call_count, ROW_NUMBER() OVER (PARTITION BY project_id ORDER BY batch_seq) AS turn
-      FROM (SELECT batch_seq, project_id, call_count FROM call_batches WHERE ${WAITING_CLOSED} AND ${NOT_RECOMPUTING} ORDER BY batch_seq LIMIT ${TURN_WINDOW_REQUESTS})),
+      FROM (SELECT batch_seq, project_id, call_count FROM call_batches WHERE ${WAITING_CLOSED} AND ${FOLDABLE} ORDER BY batch_seq LIMIT ${TURN_WINDOW_REQUESTS})),
     ordered AS MATERIALIZED (
       SELECT batch_seq, project_id, call_count, ROW_NUMBER() OVER w AS k, SUM(call_count) OVER w - call_count AS calls_before
       FROM pending WINDOW w AS (ORDER BY turn, project_id IS (${chunkSql} ->> '$.leader'), batch_seq ROWS UNBOUNDED PRECEDING)),
@@ -272,7 +275,7 @@ export const CHUNK_SELECTION_SQL =
         FROM spans WHERE k <= (SELECT MAX(k) FROM chosen)), '[]')),
       'calls', (SELECT COALESCE(SUM(call_count), 0) FROM chosen),
       'touched', (SELECT COALESCE(MAX(touched), 0) FROM chosen),
-      'more', (SELECT COUNT(*) FROM call_batches WHERE ${WAITING_CLOSED} AND ${NOT_RECOMPUTING}) > (SELECT COUNT(*) FROM chosen),
+      'more', (SELECT COUNT(*) FROM call_batches WHERE ${WAITING_CLOSED} AND ${FOLDABLE}) > (SELECT COUNT(*) FROM chosen),
       'leader', (SELECT project_id FROM chosen WHERE k = 1))
     WHERE true
     ON CONFLICT (name) DO UPDATE SET value = excluded.value

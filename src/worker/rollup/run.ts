@@ -4,7 +4,8 @@
 // `as_of`. Whatever is left waits for the next run; each chunk is its own transaction behind its
 // watermark, so nothing is lost or counted twice when an invocation stops (or dies) half-way.
 import { AGREEMENT_CHUNK_STATEMENTS, rollupAgreementChunk } from "./agreements.ts";
-import { CALL_CHUNK_STATEMENTS, NOT_RECOMPUTING, rollupCallChunk } from "./calls.ts";
+import { CALL_CHUNK_STATEMENTS, FOLDABLE, rollupCallChunk } from "./calls.ts";
+import { NOT_HELD } from "../db/moves.ts";
 import { RECOMPUTE_STEP_STATEMENTS, runRecomputeStep } from "./recompute.ts";
 import { AGREEMENTS_WATERMARK, AS_OF, INGEST_EPOCH, STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
 import { IDEMPOTENCY_WINDOW_MS } from "../time.ts";
@@ -106,21 +107,21 @@ const DELETE_EMPTIED_BATCHES_SQL = `DELETE FROM call_batches WHERE batch_seq IN 
 export const ROLLUP_FIXED_STATEMENTS = 4;
 
 const PENDING_SQL = `SELECT
-  EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND ${NOT_RECOMPUTING}) AS calls,
+  EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND ${FOLDABLE}) AS calls,
   EXISTS (SELECT 1 FROM recomputes WHERE state <> 'done') AS recompute,
-  EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${stateValueSql(STARTUPS_WATERMARK)}) AS startups,
-  EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)}) AS agreements`;
+  EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${stateValueSql(STARTUPS_WATERMARK)} AND ${NOT_HELD}) AS startups,
+  EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)} AND ${NOT_HELD}) AS agreements`;
 
 /** The first payload not folded in yet of one stream: everything received before it is in. */
 const firstPendingReceivedSql = (table: string, seq: string, watermarkName: string) =>
-  `COALESCE((SELECT received_at_ms - 1 FROM ${table} WHERE ${seq} > ${stateValueSql(watermarkName)} ORDER BY ${seq} LIMIT 1), ?1)`;
+  `COALESCE((SELECT received_at_ms - 1 FROM ${table} WHERE ${seq} > ${stateValueSql(watermarkName)} AND ${NOT_HELD} ORDER BY ${seq} LIMIT 1), ?1)`;
 
 // SPEC §2.6 as_of = the time the data is complete up to: the run's scheduled time when caught up,
-// else just before the earliest-received payload still pending (receive order follows *_seq).
-// It never moves backwards.
+// else just before the earliest-received payload still pending (receive order follows *_seq), a
+// project held by a move aside (its payloads are folded where it moves to). It never moves backwards.
 const AS_OF_SQL = `INSERT INTO rollup_state (name, value)
   SELECT '${AS_OF}', MAX(${stateValueSql(AS_OF)}, MIN(?1,
-    COALESCE((SELECT received_at_ms - 1 FROM call_batches WHERE call_count > 0 ORDER BY batch_seq LIMIT 1), ?1),
+    COALESCE((SELECT received_at_ms - 1 FROM call_batches WHERE call_count > 0 AND ${NOT_HELD} ORDER BY batch_seq LIMIT 1), ?1),
     ${firstPendingReceivedSql("raw_startups", "startup_seq", STARTUPS_WATERMARK)},
     ${firstPendingReceivedSql("raw_agreements", "agreement_seq", AGREEMENTS_WATERMARK)}))
   WHERE true

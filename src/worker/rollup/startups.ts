@@ -7,6 +7,7 @@
 // highest overall: replacing with it is exact and idempotent.
 
 import { STARTUPS_CHUNK_END, STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
+import { NOT_HELD } from "../db/moves.ts";
 
 const watermark = stateValueSql(STARTUPS_WATERMARK);
 
@@ -25,14 +26,17 @@ const CHOSEN = `chosen AS MATERIALIZED (
       SELECT startup_seq, ROW_NUMBER() OVER w AS n, SUM(cost) OVER w AS running FROM (
         SELECT startup_seq, json_array_length(tools_json)
           + (SELECT COALESCE(SUM(json_array_length(d.value, '$.tools')), 0) FROM json_each(agree_declared_json) AS d) AS cost
-        FROM raw_startups WHERE startup_seq > ${watermark} ORDER BY startup_seq LIMIT ?1)
+        FROM raw_startups WHERE startup_seq > ${watermark} AND ${NOT_HELD} ORDER BY startup_seq LIMIT ?1)
       WINDOW w AS (ORDER BY startup_seq ROWS UNBOUNDED PRECEDING))
     WHERE n = 1 OR running <= ?2)`;
 
-/** The chunk `chooseStartups` wrote, as every later statement of the batch reads it. */
+/**
+ * The chunk `chooseStartups` wrote, as every later statement of the batch reads it. Startups of a
+ * project a move holds are left out (they are moved unfolded, db/moves.ts).
+ */
 const CHUNK = `chunk AS MATERIALIZED (
     SELECT startup_seq FROM raw_startups
-    WHERE startup_seq > ${watermark} AND startup_seq <= ${stateValueSql(STARTUPS_CHUNK_END)})`;
+    WHERE startup_seq > ${watermark} AND startup_seq <= ${stateValueSql(STARTUPS_CHUNK_END)} AND ${NOT_HELD})`;
 
 /** The chunk's startups joined to their rows, with each tool entry of their list. */
 const chunkTools = `chunk s CROSS JOIN raw_startups r ON r.startup_seq = s.startup_seq, json_each(r.tools_json) AS t`;

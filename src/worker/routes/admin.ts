@@ -1,6 +1,7 @@
 // Admin routes (SPEC §3): create, list and delete projects, issue, list and revoke keys (which ends
 // the key's dashboard sessions), set a project's payload budget, end every admin session, recompute a
-// project's counters from its raw calls (rollup/recompute.ts) and read how far that got.
+// project's counters from its raw calls (rollup/recompute.ts) and read how far that got, and move a
+// project to another database (routes/moves.ts).
 // Every route needs `Authorization: Bearer <ADMIN_TOKEN>`; without a configured token none works.
 // Wrong tokens and malformed headers are throttled per client network (throttle/credentials.ts).
 import { Hono, type Context, type MiddlewareHandler } from "hono";
@@ -17,7 +18,9 @@ import { deleteProject, findProject, insertProjectStatement, listProjects, setPa
 import { readRecompute, requestRecompute, type RecomputeRow } from "../db/recomputes.ts";
 import { INGEST_HEALTH_NAME } from "../health/ingest-health.ts";
 import { healthRoutes } from "./health.ts";
+import { moveRoutes } from "./moves.ts";
 import { insertDirectoryStatement, listDirectory } from "../db/directory.ts";
+import { findRunningMove } from "../db/moves.ts";
 import {
   FIRST_DATABASE,
   databaseOf,
@@ -87,6 +90,7 @@ export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
 
 adminRoutes.use("*", requireAdmin);
 adminRoutes.route("/health", healthRoutes);
+adminRoutes.route("/", moveRoutes);
 
 /** A deleted project's queue backlog and dead letters are forgotten with it (best effort, logged). */
 async function forgetProjectHealth(env: AppEnv["Bindings"], projectId: string): Promise<void> {
@@ -162,6 +166,7 @@ adminRoutes.delete("/projects/:id", async (c) => {
   const projectId = c.req.param("id");
   const directory = directoryDb(c.env);
   const database = await resolveProjectDatabase(c.env, projectId);
+  if (await findRunningMove(directory, projectId)) throw apiError("CONFLICT", "a move of this project is under way; delete it when the move is finished");
   const keys = await listKeys(directory, projectId);
   // Its rows in its own database first (one transaction there), then the directory's rows (keys
   // first, the directory row and the project last): a failure between the two leaves the project
@@ -246,6 +251,7 @@ adminRoutes.use("/projects/:id/recompute", projectDatabaseOfParam);
 adminRoutes.post("/projects/:id/recompute", async (c) => {
   const projectId = c.req.param("id");
   if (!(await findProject(directoryDb(c.env), projectId))) throw apiError("NOT_FOUND", "no such project");
+  if (await findRunningMove(directoryDb(c.env), projectId)) throw apiError("CONFLICT", "a move of this project is under way; recompute it when the move is finished");
   if (!(await requestRecompute(c.var.db, projectId, Date.now()))) throw apiError("CONFLICT", "a recompute of this project is under way");
   const recompute = await readRecompute(c.var.db, projectId);
   if (!recompute) throw apiError("NOT_FOUND", "no such project");

@@ -69,6 +69,7 @@ function refusalMessage(refusal: Refusal, what: "rule" | "destination"): string 
     too_many_rules: "The rule was not saved: a project has at most 100 rules.",
     too_many_destinations: "The destination was not added: a project has at most 20 destinations.",
     destination_in_use: "The destination was not deleted: a rule still notifies it. Remove it from the rule first.",
+    project_moving: "Nothing was changed: the project is being moved to another database. Change its alerts when the move is done.",
   };
   const fields = refusal.fields?.length ? ` Check: ${refusal.fields.join(", ")}.` : "";
   return sentences[refusal.error] + fields;

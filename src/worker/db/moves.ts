@@ -1,0 +1,397 @@
+// The SQL of moving a project between databases (SPEC §7, migration 0027; the steps are
+// moves/steps.ts): the `moves` rows of the directory, the holds and cursors of the databases a move
+// works in, and the table-by-table copy, drain and delete of one bounded page.
+import { AGREEMENTS_WATERMARK, CALLS_WATERMARK, STARTUPS_WATERMARK, stateValueSql } from "./rollup-state.ts";
+import { seqBaseSql } from "./raw-writes.ts";
+import { IDEMPOTENCY_WINDOW_MS } from "../time.ts";
+
+export const MOVE_STATES = ["copying", "switching", "draining", "done", "failed"] as const;
+export type MoveState = (typeof MOVE_STATES)[number];
+export const MOVE_PHASES = ["hold", "settle", "copy", "switch", "grace", "drain", "release", "cleanup", "rollback", "unhold", "finished"] as const;
+export type MovePhase = (typeof MOVE_PHASES)[number];
+
+export type MoveRow = {
+  move_id: string;
+  project_id: string;
+  source: string;
+  target: string;
+  state: MoveState;
+  phase: MovePhase;
+  step_table: string | null;
+  source_calls_seq: number | null;
+  counts_json: string;
+  steps: number;
+  max_step_rows: number;
+  failures: number;
+  error: string | null;
+  created_at_ms: number;
+  wait_until_ms: number;
+  switched_at_ms: number | null;
+  finished_at_ms: number | null;
+  lease_until_ms: number;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Which table a move treats how. Every table with a project_id column must be named here: a move
+// refuses to start otherwise (a table a later migration adds is never silently left behind).
+// ---------------------------------------------------------------------------------------------
+
+/** The directory's tables (first database): they stay where they are; only the directory row changes. */
+export const DIRECTORY_TABLES = ["api_keys", "project_databases", "dashboard_sessions", "moves"] as const;
+/** The move's own bookkeeping in each database. */
+export const MOVE_TABLES = ["project_holds"] as const;
+/**
+ * The project's derived rows, copied page by page in key order while the source holds the project
+ * (its rollup, alerts and edits leave them as they are). Hours before days: inserting an hour row
+ * adds it to its day row (the triggers of migration 0013), and the day rows then overwrite that
+ * with the source's (days whose hours were folded away hold more than their hours). The outbox
+ * before the attempts, which name their notification by the target's new number.
+ */
+export const COPIED_TABLES = [
+  "projects", "registered_tools", "tool_versions", "agreement_declarations", "agreement_days", "pair_days", "sessions",
+  "call_state", "tool_hour_metrics", "tool_day_metrics", "recomputes", "recompute_hours", "recompute_pairs",
+  "alert_destinations", "alert_rules", "alert_states", "alert_outbox", "alert_delivery_attempts",
+] as const;
+/**
+ * The raw rows ingest may still write into the source until the grace period after the switch
+ * ends: drained into the target after it, as new raw rows the target's rollup folds in.
+ */
+export const DRAINED_TABLES = ["call_batches", "raw_startups", "raw_agreements", "ingest_receipts"] as const;
+
+/** Tables deleted (source after the move, target after a failed one), page by page, in this order; the project row last. */
+export const DELETED_TABLES = [...DRAINED_TABLES, ...[...COPIED_TABLES].reverse().filter((t) => t !== "projects")];
+
+const KNOWN_TABLES: readonly string[] = [...DIRECTORY_TABLES, ...MOVE_TABLES, ...COPIED_TABLES, ...DRAINED_TABLES];
+
+/** Tables with a project_id column that no list above names (a move refuses to start while there is one). */
+export function unknownTables(tables: readonly string[]): string[] {
+  return tables.filter((t) => !KNOWN_TABLES.includes(t));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The directory's `moves` rows
+// ---------------------------------------------------------------------------------------------
+
+const MOVE_COLUMNS = `move_id, project_id, source, target, state, phase, step_table, source_calls_seq, counts_json, steps,
+  max_step_rows, failures, error, created_at_ms, wait_until_ms, switched_at_ms, finished_at_ms, lease_until_ms`;
+
+/** A new move (copying, at its first step). Fails on the unique index when the project has an unfinished move. */
+export function insertMoveStatement(db: D1Database, move: { move_id: string; project_id: string; source: string; target: string; created_at_ms: number }): D1PreparedStatement {
+  return db
+    .prepare("INSERT INTO moves (move_id, project_id, source, target, state, phase, created_at_ms) VALUES (?1, ?2, ?3, ?4, 'copying', 'hold', ?5)")
+    .bind(move.move_id, move.project_id, move.source, move.target, move.created_at_ms);
+}
+
+export async function findMove(db: D1Database, moveId: string): Promise<MoveRow | null> {
+  return db.prepare(`SELECT ${MOVE_COLUMNS} FROM moves WHERE move_id = ?1`).bind(moveId).first<MoveRow>();
+}
+
+/** The project's unfinished move, if any. */
+export async function findRunningMove(db: D1Database, projectId: string): Promise<MoveRow | null> {
+  return db.prepare(`SELECT ${MOVE_COLUMNS} FROM moves WHERE project_id = ?1 AND finished_at_ms IS NULL`).bind(projectId).first<MoveRow>();
+}
+
+/** Every unfinished move (the cron continues them, so a lost job message never strands one). */
+export async function unfinishedMoveIds(db: D1Database): Promise<string[]> {
+  const { results } = await db.prepare("SELECT move_id FROM moves WHERE finished_at_ms IS NULL ORDER BY created_at_ms").all<{ move_id: string }>();
+  return results.map((r) => r.move_id);
+}
+
+/** Takes the move's lease until `untilMs` unless another job holds it: the move as it stands, or null. */
+export async function claimMove(db: D1Database, moveId: string, nowMs: number, untilMs: number): Promise<MoveRow | null> {
+  return db
+    .prepare(`UPDATE moves SET lease_until_ms = ?3 WHERE move_id = ?1 AND finished_at_ms IS NULL AND lease_until_ms <= ?2 RETURNING ${MOVE_COLUMNS}`)
+    .bind(moveId, nowMs, untilMs)
+    .first<MoveRow>();
+}
+
+export async function releaseMove(db: D1Database, moveId: string): Promise<void> {
+  await db.prepare("UPDATE moves SET lease_until_ms = 0 WHERE move_id = ?1").bind(moveId).run();
+}
+
+/** The columns a step changes. */
+export type MoveChange = Partial<Pick<MoveRow,
+  "state" | "phase" | "step_table" | "source_calls_seq" | "counts_json" | "steps" | "max_step_rows" | "failures" | "error" | "wait_until_ms" | "switched_at_ms" | "finished_at_ms">>;
+
+const CHANGEABLE: readonly (keyof MoveChange)[] = [
+  "state", "phase", "step_table", "source_calls_seq", "counts_json", "steps", "max_step_rows", "failures", "error", "wait_until_ms", "switched_at_ms", "finished_at_ms",
+];
+
+export function updateMoveStatement(db: D1Database, moveId: string, change: MoveChange): D1PreparedStatement {
+  const names = CHANGEABLE.filter((name) => change[name] !== undefined);
+  if (names.length === 0) throw new Error("updateMoveStatement: nothing to change");
+  // Column names come from CHANGEABLE, never from input.
+  const sets = names.map((name, i) => `${name} = ?${i + 2}`).join(", ");
+  return db.prepare(`UPDATE moves SET ${sets} WHERE move_id = ?1`).bind(moveId, ...names.map((name) => change[name] ?? null));
+}
+
+/** Points the directory at the project's new database (a project without a row was in the first). */
+export function setProjectDatabaseStatement(db: D1Database, projectId: string, databaseName: string): D1PreparedStatement {
+  return db
+    .prepare("INSERT INTO project_databases (project_id, database_name) VALUES (?1, ?2) ON CONFLICT (project_id) DO UPDATE SET database_name = excluded.database_name")
+    .bind(projectId, databaseName);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Holds (in the source and the target)
+// ---------------------------------------------------------------------------------------------
+
+/** SQL listing the projects this database holds for a move: the rollup, alert evaluation and delivery skip them. */
+export const HELD_PROJECTS_SQL = "(SELECT project_id FROM project_holds)";
+/** A row of a project no move holds here (the rollup's filter). */
+export const NOT_HELD = `project_id NOT IN ${HELD_PROJECTS_SQL}`;
+
+export type HoldRow = { project_id: string; move_id: string; role: "source" | "target" | "leaving"; startups_seq: number; agreements_seq: number };
+
+/**
+ * Holds the project for the move, writing the database's startup and verdict watermarks with the
+ * hold in the same statement; a hold the move already has is kept as it is (its watermarks are the
+ * ones that count). Then reads the hold back.
+ */
+export async function holdProject(db: D1Database, projectId: string, moveId: string, role: "source" | "target"): Promise<HoldRow> {
+  const [, read] = await db.batch([
+    db
+      .prepare(
+        `INSERT INTO project_holds (project_id, move_id, role, startups_seq, agreements_seq)
+         SELECT ?1, ?2, ?3, ${stateValueSql(STARTUPS_WATERMARK)}, ${stateValueSql(AGREEMENTS_WATERMARK)} WHERE true
+         ON CONFLICT (project_id) DO NOTHING`,
+      )
+      .bind(projectId, moveId, role),
+    db.prepare("SELECT project_id, move_id, role, startups_seq, agreements_seq FROM project_holds WHERE project_id = ?1").bind(projectId),
+  ]);
+  const hold = read!.results[0] as HoldRow | undefined;
+  if (!hold || hold.move_id !== moveId) throw new Error("the project is held by another move");
+  return hold;
+}
+
+export async function findHold(db: D1Database, projectId: string): Promise<HoldRow | null> {
+  return db.prepare("SELECT project_id, move_id, role, startups_seq, agreements_seq FROM project_holds WHERE project_id = ?1").bind(projectId).first<HoldRow>();
+}
+
+/** Whether the admin's edits of the project's alerts must wait (its rows are being copied away from here). */
+export async function isBeingMovedAway(db: D1Database, projectId: string): Promise<boolean> {
+  const row = await db.prepare("SELECT 1 AS held FROM project_holds WHERE project_id = ?1 AND role = 'source'").bind(projectId).first<{ held: number }>();
+  return row !== null;
+}
+
+export function setHoldRoleStatement(db: D1Database, projectId: string, moveId: string, role: HoldRow["role"]): D1PreparedStatement {
+  return db.prepare("UPDATE project_holds SET role = ?3 WHERE project_id = ?1 AND move_id = ?2").bind(projectId, moveId, role);
+}
+
+/** The database's calls_seq watermark (the target numbers the moved project's calls above the source's). */
+export async function callsWatermark(db: D1Database): Promise<number> {
+  const row = await db.prepare(`SELECT ${stateValueSql(CALLS_WATERMARK)} AS value`).first<{ value: number }>();
+  return row?.value ?? 0;
+}
+
+/**
+ * Ends the hold in one transaction, after renumbering the project's raw startups and verdicts
+ * above `fence` (every one the hold kept from being folded: the rollup's watermark may have passed
+ * them while it skipped the project) above the table's highest number and the watermark, in
+ * receive order, so the rollup folds each exactly once. With `batches` (the target), the project's
+ * waiting call_batches rows are renumbered in receive order too (the drained rows of the source
+ * arrived after the target's first rows; the rollup numbers calls in row order, SPEC §2.2 ties),
+ * and the calls watermark is raised to `callsSeq` (the moved call_state rows hold numbers up to it).
+ */
+export function releaseHoldStatements(
+  db: D1Database,
+  hold: { project_id: string; move_id: string; startups_seq: number; agreements_seq: number },
+  target: { callsSeq: number } | null,
+): D1PreparedStatement[] {
+  const p = hold.project_id;
+  const m = hold.move_id;
+  const base = (name: string) => `(SELECT CAST(cursor_json AS INTEGER) FROM move_cursors WHERE move_id = ?2 AND name = '${name}')`;
+  const setBase = (name: string, sql: string) =>
+    db
+      .prepare(
+        `INSERT INTO move_cursors (move_id, name, cursor_json, rows) WITH ${sql} SELECT ?1, '${name}', (SELECT base FROM seq_base), 0 WHERE true
+         ON CONFLICT (move_id, name) DO UPDATE SET cursor_json = excluded.cursor_json`,
+      )
+      .bind(m);
+  const statements: D1PreparedStatement[] = [];
+  for (const [table, seq, watermark, fence, columns] of [
+    ["raw_startups", "startup_seq", STARTUPS_WATERMARK, hold.startups_seq,
+      "project_id, session_id, client_name, received_at_ms, sdk, mcp_sdk_version, transport, protocol_version, tools_json, agree_declared_json"],
+    ["raw_agreements", "agreement_seq", AGREEMENTS_WATERMARK, hold.agreements_seq,
+      "project_id, session_id, field, tool_a, tool_b, agreed, checked_at_ms, window_ms, received_at_ms"],
+  ] as const) {
+    const name = `release:${table}`;
+    statements.push(
+      setBase(name, seqBaseSql(table, seq, watermark)),
+      db
+        .prepare(
+          `INSERT INTO ${table} (${seq}, ${columns})
+           SELECT ${base(name)} + ROW_NUMBER() OVER (ORDER BY received_at_ms, ${seq}), ${columns}
+           FROM ${table} WHERE project_id = ?1 AND ${seq} > ?3 AND ${seq} <= ${base(name)}`,
+        )
+        .bind(p, m, fence),
+      db.prepare(`DELETE FROM ${table} WHERE project_id = ?1 AND ${seq} > ?3 AND ${seq} <= ${base(name)}`).bind(p, m, fence),
+    );
+  }
+  if (target) {
+    const name = "release:call_batches";
+    const columns = "project_id, received_at_ms, last_received_at_ms, epoch, call_count, chars, batch_ids, calls_json";
+    statements.push(
+      setBase(name, "seq_base AS MATERIALIZED (SELECT COALESCE((SELECT MAX(batch_seq) FROM call_batches), 0) AS base)"),
+      db
+        .prepare(
+          `INSERT INTO call_batches (batch_seq, ${columns})
+           SELECT ${base(name)} + ROW_NUMBER() OVER (ORDER BY received_at_ms, batch_seq), project_id, received_at_ms, last_received_at_ms,
+             NULL, call_count, chars, batch_ids, calls_json
+           FROM call_batches WHERE project_id = ?1 AND call_count > 0 AND batch_seq <= ${base(name)}`,
+        )
+        .bind(p, m),
+      db.prepare(`DELETE FROM call_batches WHERE project_id = ?1 AND call_count > 0 AND batch_seq <= ${base(name)}`).bind(p, m),
+      db
+        .prepare(
+          `INSERT INTO rollup_state (name, value) VALUES ('${CALLS_WATERMARK}', ?1)
+           ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value)`,
+        )
+        .bind(target.callsSeq),
+    );
+  }
+  statements.push(
+    db.prepare("DELETE FROM move_cursors WHERE move_id = ?1 AND name LIKE 'release:%'").bind(m),
+    db.prepare("DELETE FROM project_holds WHERE project_id = ?1 AND move_id = ?2").bind(p, m),
+  );
+  return statements;
+}
+
+/** The move's cursors in this database, once it no longer needs them. */
+export function deleteCursorsStatement(db: D1Database, moveId: string): D1PreparedStatement {
+  return db.prepare("DELETE FROM move_cursors WHERE move_id = ?1").bind(moveId);
+}
+
+// ---------------------------------------------------------------------------------------------
+// One page of a table
+// ---------------------------------------------------------------------------------------------
+
+export type TableShape = { columns: string[]; key: string[] };
+
+const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
+
+/** A table's columns and its primary key without project_id (the order a move pages it in), from the schema. */
+export async function tableShape(db: D1Database, table: string): Promise<TableShape> {
+  const { results } = await db
+    .prepare("SELECT name, pk FROM pragma_table_info(?1) ORDER BY cid")
+    .bind(table)
+    .all<{ name: string; pk: number }>();
+  if (results.length === 0) throw new Error(`no table ${table}`);
+  const key = results.filter((c) => c.pk > 0 && c.name !== "project_id").sort((a, b) => a.pk - b.pk).map((c) => c.name);
+  return { columns: results.map((c) => c.name), key };
+}
+
+export type Cursor = { cursor: unknown[] | null; rows: number };
+
+/** How far the move has written `name` into this database (null cursor: nothing yet). */
+export async function readCursor(db: D1Database, moveId: string, name: string): Promise<Cursor> {
+  const row = await db.prepare("SELECT cursor_json, rows FROM move_cursors WHERE move_id = ?1 AND name = ?2").bind(moveId, name).first<{ cursor_json: string; rows: number }>();
+  return row ? { cursor: JSON.parse(row.cursor_json) as unknown[], rows: row.rows } : { cursor: null, rows: 0 };
+}
+
+/** What a page of `table` is read as: the rows of the project after the cursor, in key order. */
+export type PageQuery = { table: string; shape: TableShape; projectId: string; cursor: unknown[] | null; limit: number; nowMs: number; fence?: number };
+
+/** Extra conditions of the drained tables (?2): rows still to fold, and emptied rows a resend must still find. */
+function pageFilter(q: PageQuery): { sql: string; value: number | null } {
+  if (q.table === "call_batches") return { sql: `AND (t.call_count > 0 OR t.last_received_at_ms >= ?2 - ${IDEMPOTENCY_WINDOW_MS})`, value: q.nowMs };
+  if (q.table === "raw_startups") return { sql: "AND t.startup_seq > ?2", value: q.fence ?? 0 };
+  if (q.table === "raw_agreements") return { sql: "AND t.agreement_seq > ?2", value: q.fence ?? 0 };
+  return { sql: "", value: null };
+}
+
+/** The page's rows as arrays in `shape.columns` order (alert_delivery_attempts: its notification's dedupe_key appended). */
+export async function readPage(db: D1Database, q: PageQuery): Promise<unknown[][]> {
+  const { table, shape } = q;
+  const columns = shape.columns.map((c) => `t.${quote(c)}`);
+  if (table === "alert_delivery_attempts") columns.push("(SELECT o.dedupe_key FROM alert_outbox o WHERE o.notification_id = t.notification_id)");
+  const params: unknown[] = [q.projectId];
+  const filter = pageFilter(q);
+  if (filter.value !== null) params.push(filter.value);
+  const key = shape.key.map((c) => `t.${quote(c)}`);
+  let after = "";
+  if (q.cursor && key.length > 0) {
+    after = `AND (${key.join(", ")}) > (${key.map((_, i) => `?${params.length + i + 1}`).join(", ")})`;
+    params.push(...q.cursor);
+  }
+  const order = key.length > 0 ? `ORDER BY ${key.join(", ")}` : "";
+  return db
+    .prepare(`SELECT ${columns.join(", ")} FROM ${quote(table)} AS t WHERE t.project_id = ?1 ${filter.sql} ${after} ${order} LIMIT ${Math.trunc(q.limit)}`)
+    .bind(...params)
+    .raw<unknown[]>();
+}
+
+/** The key of a page row (its cursor once copied). */
+export function keyOf(shape: TableShape, row: readonly unknown[]): unknown[] {
+  return shape.key.map((c) => row[shape.columns.indexOf(c)]);
+}
+
+/**
+ * The statements writing one page into the target, then the cursor, in one transaction: the rows
+ * only while the cursor is still where the page was read from (a step run twice copies nothing twice).
+ */
+export function writePageStatements(
+  db: D1Database,
+  p: { moveId: string; table: string; shape: TableShape; rows: unknown[][]; previous: unknown[] | null; next: unknown[] },
+): D1PreparedStatement[] {
+  const { table, shape } = p;
+  const field = (name: string) => `value ->> ${shape.columns.indexOf(name)}`;
+  const guard = `(SELECT cursor_json FROM move_cursors WHERE move_id = ?2 AND name = ?3) IS ?4`;
+  let columns: string[];
+  let values: string[];
+  let conflict = "ON CONFLICT DO NOTHING";
+  let withSql = "";
+  if (table === "call_batches") {
+    // A new row of the target (its own number, above every waiting row), closed: nothing appends to it.
+    columns = shape.columns.filter((c) => c !== "batch_seq");
+    values = columns.map((c) => (c === "epoch" ? "NULL" : field(c)));
+    conflict = "";
+  } else if (table === "raw_startups" || table === "raw_agreements") {
+    // Numbered above the target's rows and watermark, in the source's order (db/raw-writes.ts).
+    const seq = table === "raw_startups" ? "startup_seq" : "agreement_seq";
+    withSql = `WITH ${seqBaseSql(table, seq, table === "raw_startups" ? STARTUPS_WATERMARK : AGREEMENTS_WATERMARK)}`;
+    columns = shape.columns;
+    values = columns.map((c) => (c === seq ? "(SELECT base FROM seq_base) + key + 1" : field(c)));
+    conflict = "";
+  } else if (table === "alert_outbox") {
+    // The target numbers the notification itself (AUTOINCREMENT); dedupe_key is unique, so a copy run twice is one row.
+    columns = shape.columns.filter((c) => c !== "notification_id");
+    values = columns.map(field);
+  } else if (table === "alert_delivery_attempts") {
+    columns = shape.columns;
+    const dedupe = `value ->> ${shape.columns.length}`;
+    values = columns.map((c) => (c === "notification_id" ? `(SELECT o.notification_id FROM alert_outbox o WHERE o.dedupe_key = ${dedupe})` : field(c)));
+  } else {
+    columns = shape.columns;
+    values = columns.map(field);
+    if (table === "tool_day_metrics") {
+      // Overwrites what the hour rows' trigger summed (see COPIED_TABLES).
+      const rest = columns.filter((c) => c !== "project_id" && !shape.key.includes(c));
+      conflict = `ON CONFLICT DO UPDATE SET ${rest.map((c) => `${quote(c)} = excluded.${quote(c)}`).join(", ")}`;
+    }
+  }
+  const insert = db
+    .prepare(
+      `INSERT INTO ${quote(table)} (${columns.map(quote).join(", ")}) ${withSql}
+       SELECT ${values.join(", ")} FROM json_each(?1) WHERE ${guard} ORDER BY key ${conflict}`,
+    )
+    .bind(JSON.stringify(p.rows), p.moveId, p.table, p.previous === null ? null : JSON.stringify(p.previous));
+  const cursor = db
+    .prepare(
+      `INSERT INTO move_cursors (move_id, name, cursor_json, rows) VALUES (?1, ?2, ?3, ?4)
+       ON CONFLICT (move_id, name) DO UPDATE SET cursor_json = excluded.cursor_json, rows = rows + excluded.rows WHERE move_cursors.cursor_json IS ?5`,
+    )
+    .bind(p.moveId, p.table, JSON.stringify(p.next), p.rows.length, p.previous === null ? "\u0000none" : JSON.stringify(p.previous));
+  return [insert, cursor];
+}
+
+/** Deletes up to `limit` rows of the project from `table` (by its whole primary key); answers how many. */
+export async function deletePage(db: D1Database, table: string, shape: TableShape, projectId: string, limit: number): Promise<number> {
+  const key = ["project_id", ...shape.key].filter((c, i, all) => all.indexOf(c) === i).map(quote);
+  // A table whose only key is project_id (projects) is deleted by project_id alone.
+  const sql = shape.key.length === 0
+    ? `DELETE FROM ${quote(table)} WHERE project_id = ?1`
+    : `DELETE FROM ${quote(table)} WHERE (${key.join(", ")}) IN (SELECT ${key.join(", ")} FROM ${quote(table)} WHERE project_id = ?1 LIMIT ?2)`;
+  const result = await (shape.key.length === 0 ? db.prepare(sql).bind(projectId) : db.prepare(sql).bind(projectId, limit)).run();
+  return result.meta.changes;
+}
