@@ -12,6 +12,7 @@ import { tablesWithProjectRows } from "../../src/worker/db/projects.ts";
 import { DIRECTORY_TABLES, unknownTables } from "../../src/worker/db/moves.ts";
 import { MOVE_PAGE_ROWS, runMoveSteps, type MoveOptions } from "../../src/worker/moves/steps.ts";
 import { createDestination, createRule } from "./alerts/helpers.ts";
+import { runDatabaseJob } from "../../src/worker/queues/rollup-jobs.ts";
 import { capturingQueue } from "./helpers/faults.ts";
 import { runCron } from "./helpers/cron.ts";
 import { agreementPayload, callPayload, postIngest, startupPayload } from "./helpers/ingest.ts";
@@ -232,5 +233,198 @@ describe("moving a project to another database", () => {
   it("every table with a project_id is named by a move rule", async () => {
     for (const db of [env.DB, env.DB_2!]) expect(unknownTables(await tablesWithProjectRows(db))).toEqual([]);
     expect(unknownTables(["projects", "something_new"])).toEqual(["something_new"]);
+  });
+});
+
+/** `inner`, failing every statement and batch whose SQL `matches` while `on` is set (a D1 outage at the binding). */
+function faultyD1(inner: D1Database, matches: (sql: string) => boolean) {
+  const state = { on: false, failed: 0, db: undefined as unknown as D1Database };
+  const real = new WeakMap<object, D1PreparedStatement>();
+  const sqlOf = new WeakMap<object, string>();
+  const outage = () => {
+    state.failed += 1;
+    return new Error("D1_ERROR: Network connection lost (simulated outage)");
+  };
+  const wrap = (stmt: D1PreparedStatement, sql: string): D1PreparedStatement => {
+    const proxy = new Proxy(stmt, {
+      get(target, prop) {
+        if (prop === "bind") return (...values: unknown[]) => wrap(target.bind(...values), sql);
+        if (prop === "first" || prop === "all" || prop === "run" || prop === "raw") {
+          return async (...args: unknown[]) => {
+            if (state.on && matches(sql)) throw outage();
+            return (target[prop] as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        }
+        const value = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    real.set(proxy, stmt);
+    sqlOf.set(proxy, sql);
+    return proxy;
+  };
+  state.db = new Proxy(inner, {
+    get(target, prop) {
+      if (prop === "prepare") return (sql: string) => wrap(target.prepare(sql), sql);
+      if (prop === "batch") {
+        return async (statements: D1PreparedStatement[]) => {
+          if (state.on && statements.some((s) => matches(sqlOf.get(s) ?? ""))) throw outage();
+          return target.batch(statements.map((s) => real.get(s) ?? s));
+        };
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return state;
+}
+
+/** A project in the first database with three days of history, alerts, rolled up. */
+async function seeded(name: string, clock: { now: number }, calls = 12): Promise<TestProject> {
+  const p = await createProject(name, "DB");
+  for (const day of [2, 1, 0]) {
+    expect((await postIngest({ batch: workload(clock.now - day * 86_400_000, calls, 6 * HOUR, day) }, { key: p.ingest_key, headers: { "idempotency-key": `seeded-day-${day}` } })).status).toBe(202);
+  }
+  const hook = await createDestination(p.project_id, { kind: "webhook", url: "https://hooks.example.com/hook" });
+  await createRule(p.project_id, { metric: "error_rate", op: ">", threshold: 0.1, tool: "*", min_calls: 5, for_evaluations: 1, destinations: [hook.id] });
+  await runCron(clock.now, undefined, bindings());
+  return p;
+}
+
+/** One step (its waits skipped by advancing the clock); the move as it stands after it. */
+async function step(moveId: string, clock: { now: number }, env_: Env, options: MoveOptions = {}): Promise<Move> {
+  const r = await runMoveSteps(env_, moveId, clock.now, { maxSteps: 1, retryMs: 1_000, ...options });
+  clock.now += r.waitUntilMs !== null ? Math.max(1_000, r.waitUntilMs - clock.now) : 1_000;
+  return readMove(moveId);
+}
+
+const directoryOnly = (sql: string) => /\bmoves\b/.test(sql);
+
+describe("a move that fails before the switch", () => {
+  it("at any step, retried until it is given up: the project stays whole in the source and nothing of it is left in the target", async () => {
+    const clock = { now: Date.now() };
+    // The steps before the switch, from a move that does not fail.
+    const probe = await seeded("probe", clock);
+    const probeMove = await startMove(probe.project_id, "DB_2");
+    const phases: string[] = [];
+    for (let m = await readMove(probeMove.move_id); m.state === "copying" || m.state === "switching"; m = await step(probeMove.move_id, clock, bindings())) {
+      phases.push(`${m.phase}${m.table ? ` ${m.table}` : ""}`);
+    }
+    expect(phases[0]).toBe("hold");
+    expect(phases.at(-1)).toBe("switch");
+    // Every copied table takes a step at least (its last, empty read).
+    expect(phases.filter((p) => p.startsWith("copy")).length).toBeGreaterThan(18);
+
+    for (const [k, phase] of phases.entries()) {
+      if (phase === "settle") continue; // a timer: it touches no database
+      const p = await seeded(`fails at step ${k}`, clock);
+      const source = await rowsIn(env.DB, p.project_id);
+      const move = await startMove(p.project_id, "DB_2");
+      for (let i = 0; i < k; i++) await step(move.move_id, clock, bindings());
+      // The switch reads the source; the other steps fail at the target or at the source in turn.
+      const inTarget = phase !== "switch" && k % 2 === 0;
+      const fault = inTarget ? faultyD1(env.DB_2!, () => true) : faultyD1(env.DB, (sql) => !directoryOnly(sql));
+      const faulty = bindings(inTarget ? { DB_2: fault.db } : { DB: fault.db });
+      fault.on = true;
+      let m = await readMove(move.move_id);
+      expect(`${m.phase}${m.table ? ` ${m.table}` : ""}`, `step ${k}`).toBe(phase);
+      for (let attempt = 0; attempt < 10 && m.state !== "failed"; attempt++) m = await step(move.move_id, clock, faulty);
+      expect(m.state, `step ${k} (${phase})`).toBe("failed");
+      expect(m.error).toContain(phase.split(" ")[0]);
+      expect(fault.failed).toBeGreaterThanOrEqual(5);
+      // The rollback runs once the database answers again.
+      fault.on = false;
+      for (let i = 0; i < 200 && m.finished_at === null; i++) m = await step(move.move_id, clock, bindings());
+      expect(m).toMatchObject({ state: "failed", phase: "finished" });
+      expect(await rowsIn(env.DB_2!, p.project_id, true), `step ${k}`).toEqual({});
+      expect((await env.DB_2!.prepare("SELECT COUNT(*) AS n FROM move_cursors WHERE move_id = ?1").bind(move.move_id).first<{ n: number }>())?.n).toBe(0);
+      expect(await rowsIn(env.DB, p.project_id), `step ${k}`).toEqual(source);
+      const listed = await (await admin("/projects")).json<{ projects: { project_id: string; database: string }[] }>();
+      expect(listed.projects.find((x) => x.project_id === p.project_id)?.database).toBe("DB");
+    }
+  }, 240_000);
+
+  it("with ingest during it: what the held source skipped is folded after the failure, and every answer equals a twin's", async () => {
+    const clock = { now: Date.now() };
+    const twin = await seeded("twin of a failed move", clock);
+    const p = await seeded("twin of a failed move", clock);
+    const move = await startMove(p.project_id, "DB_2");
+    let n = 0;
+    const sendBoth = async () => {
+      n += 1;
+      for (const x of [twin, p]) expect((await postIngest({ batch: workload(clock.now, 4, 20 * MINUTE, n) }, { key: x.ingest_key })).status).toBe(202);
+    };
+    // Copying, with ingest and the cron (the twin's startups and verdicts fold, moving the watermarks past the held ones).
+    for (let i = 0; i < 12; i++) {
+      await step(move.move_id, clock, bindings(), { pageRows: 5 });
+      await sendBoth();
+      // The source's rollup job (the cron's move job would take the move on with its own steps).
+      if (i % 3 === 2) await runDatabaseJob(bindings(), { kind: "rollup", database: "DB", scheduledTimeMs: clock.now });
+    }
+    const held = await env.DB.prepare("SELECT startups_seq FROM project_holds WHERE project_id = ?1").bind(p.project_id).first<{ startups_seq: number }>();
+    const watermark = await env.DB.prepare("SELECT value FROM rollup_state WHERE name = 'startups_seq'").first<{ value: number }>();
+    expect(watermark!.value).toBeGreaterThan(held!.startups_seq);
+    const fault = faultyD1(env.DB_2!, () => true);
+    fault.on = true;
+    let m = await readMove(move.move_id);
+    for (let i = 0; i < 10 && m.state !== "failed"; i++) m = await step(move.move_id, clock, bindings({ DB_2: fault.db }));
+    expect(m.state).toBe("failed");
+    fault.on = false;
+    for (let i = 0; i < 200 && m.finished_at === null; i++) m = await step(move.move_id, clock, bindings());
+    expect(await rowsIn(env.DB_2!, p.project_id, true)).toEqual({});
+    await sendBoth();
+    clock.now += 5 * MINUTE;
+    await runCron(clock.now, undefined, bindings());
+    expect(withoutEvaluationClock(await answers(p, clock.now))).toEqual(withoutEvaluationClock(await answers(twin, clock.now)));
+    const tools = (await answers(p, clock.now)).tools as { tools: { calls: number }[] };
+    expect(tools.tools.reduce((s, r) => s + r.calls, 0)).toBe(3 * 12 + n * 4);
+  }, 120_000);
+});
+
+describe("bounded steps", () => {
+  it("a step writes at most a page of rows, and a table larger than a page takes several steps", async () => {
+    const clock = { now: Date.now() };
+    const p = await seeded("bounded", clock, 30);
+    const sizes: Record<string, number> = {};
+    for (const table of ["sessions", "call_state", "tool_hour_metrics", "tool_day_metrics"]) {
+      sizes[table] = (await env.DB.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE project_id = ?1`).bind(p.project_id).first<{ n: number }>())!.n;
+    }
+    expect(sizes.tool_hour_metrics).toBeGreaterThan(10);
+    const move = await startMove(p.project_id, "DB_2");
+    const pageRows = 5;
+    const perTable: Record<string, number> = {};
+    let m = await readMove(move.move_id);
+    while (m.finished_at === null) {
+      const table = m.phase === "copy" ? m.table : null;
+      const before = m.counts[table ?? ""] ?? 0;
+      m = await step(move.move_id, clock, bindings(), { pageRows });
+      expect(m.max_step_rows).toBeLessThanOrEqual(pageRows);
+      if (table && (m.counts[table] ?? 0) > before) perTable[table] = (perTable[table] ?? 0) + 1;
+    }
+    expect(m.state).toBe("done");
+    for (const [table, rows] of Object.entries(sizes)) {
+      expect(m.counts[table], table).toBe(rows);
+      // A page of at most 5 rows: exactly ceil(rows / 5) steps wrote rows of the table.
+      expect(perTable[table], table).toBe(Math.ceil(rows / pageRows));
+    }
+    expect(m.max_step_rows).toBe(pageRows);
+  });
+
+  it("a page is bounded in characters too: at least one row, then as many as fit", async () => {
+    const clock = { now: Date.now() };
+    const p = await seeded("long rows", clock);
+    const move = await startMove(p.project_id, "DB_2");
+    let m = await readMove(move.move_id);
+    let steps = 0;
+    while (m.finished_at === null) {
+      const before = Object.values(m.counts).reduce((a, b) => a + b, 0);
+      m = await step(move.move_id, clock, bindings(), { pageChars: 1 });
+      const written = Object.values(m.counts).reduce((a, b) => a + b, 0) - before;
+      expect(written).toBeLessThanOrEqual(1);
+      if (written === 1) steps += 1;
+    }
+    expect(m.state).toBe("done");
+    // One row a step: as many writing steps as rows written.
+    expect(steps).toBe(Object.values(m.counts).reduce((a, b) => a + b, 0));
   });
 });
