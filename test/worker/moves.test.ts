@@ -10,7 +10,7 @@ import type { Env } from "../../src/worker/env.ts";
 import type { KeyBudget, KeyState } from "../../src/worker/budget/key-budget.ts";
 import { tablesWithProjectRows } from "../../src/worker/db/projects.ts";
 import { DIRECTORY_TABLES, unknownTables } from "../../src/worker/db/moves.ts";
-import { MOVE_PAGE_ROWS, runMoveSteps, type MoveOptions } from "../../src/worker/moves/steps.ts";
+import { MOVE_PAGE_ROWS, MOVE_SETTLE_MS, runMoveSteps, type MoveOptions } from "../../src/worker/moves/steps.ts";
 import { createDestination, createRule } from "./alerts/helpers.ts";
 import { runDatabaseJob } from "../../src/worker/queues/rollup-jobs.ts";
 import { capturingQueue } from "./helpers/faults.ts";
@@ -426,5 +426,129 @@ describe("bounded steps", () => {
     expect(m.state).toBe("done");
     // One row a step: as many writing steps as rows written.
     expect(steps).toBe(Object.values(m.counts).reduce((a, b) => a + b, 0));
+  });
+});
+
+describe("the admin routes of a move", () => {
+  it("POST /v1/admin/projects/:id/move: 202 with the move; 400 for a bad body, an unknown or the same database; 404 for an unknown project; 409 while one runs", async () => {
+    const p = await createProject("routes", "DB");
+    const post = (id: string, body: unknown) => admin(`/projects/${id}/move`, { method: "POST", body: JSON.stringify(body) });
+    const unknownDb = await post(p.project_id, { database: "DB_9" });
+    expect(unknownDb.status).toBe(400);
+    expect(JSON.stringify(await unknownDb.json())).toContain("DB, DB_2");
+    const same = await post(p.project_id, { database: "DB" });
+    expect(same.status).toBe(400);
+    expect(JSON.stringify(await same.json())).toContain("already in DB");
+    expect((await post(p.project_id, {})).status).toBe(400);
+    expect((await post(p.project_id, { database: "" })).status).toBe(400);
+    expect((await post(p.project_id, { database: "D".repeat(65) })).status).toBe(400);
+    expect((await post("prj_doesnotexist00", { database: "DB_2" })).status).toBe(404);
+
+    const queue = capturingQueue();
+    const res = await admin(`/projects/${p.project_id}/move`, { method: "POST", body: JSON.stringify({ database: "DB_2" }) }, bindings({ ROLLUP_QUEUE: queue.queue }));
+    expect(res.status).toBe(202);
+    const move = await res.json<Move>();
+    expect(res.headers.get("location")).toBe(`/v1/admin/moves/${move.move_id}`);
+    expect(move).toMatchObject({ project_id: p.project_id, state: "copying", source: "DB", target: "DB_2", counts: {}, steps: 0, finished_at: null });
+    expect(move.move_id).toMatch(/^mov_[0-9A-Za-z]{16}$/);
+    // Its first job is on the rollup queue.
+    expect(queue.sent).toEqual([{ v: 1, kind: "move", move_id: move.move_id }]);
+    const again = await post(p.project_id, { database: "DB_2" });
+    expect(again.status).toBe(409);
+    expect(JSON.stringify(await again.json())).toContain(move.move_id);
+    // While it runs, the project is not deleted and not recomputed.
+    expect((await admin(`/projects/${p.project_id}`, { method: "DELETE" })).status).toBe(409);
+    expect((await admin(`/projects/${p.project_id}/recompute`, { method: "POST" })).status).toBe(409);
+
+    expect(await readMove(move.move_id)).toEqual(move);
+    expect((await admin("/moves/mov_doesnotexist000")).status).toBe(404);
+    const unauthorized = await worker.fetch!(new Request(`http://worker/v1/admin/moves/${move.move_id}`) as never, bindings(), createExecutionContext());
+    expect(unauthorized.status).toBe(401);
+  });
+
+  it("the project can be moved back once a move is finished; a recompute under way refuses a move", async () => {
+    const clock = { now: Date.now() };
+    const p = await seeded("there and back", clock);
+    const before = await answers(p, clock.now);
+    for (const [to, from] of [["DB_2", "DB"], ["DB", "DB_2"]] as const) {
+      const move = await startMove(p.project_id, to);
+      expect(move.source).toBe(from);
+      let m = move;
+      for (let i = 0; i < 500 && m.finished_at === null; i++) m = await step(move.move_id, clock, bindings());
+      expect(m.state).toBe("done");
+    }
+    expect(withoutEvaluationClock(await answers(p, clock.now))).toEqual(withoutEvaluationClock(before));
+    expect(await rowsIn(env.DB_2!, p.project_id, true)).toEqual({});
+
+    expect((await admin(`/projects/${p.project_id}/recompute`, { method: "POST" })).status).toBe(202);
+    const refused = await admin(`/projects/${p.project_id}/move`, { method: "POST", body: JSON.stringify({ database: "DB_2" }) });
+    expect(refused.status).toBe(409);
+    expect(JSON.stringify(await refused.json())).toContain("recompute");
+  }, 60_000);
+
+  it("alert edits of a project being copied away answer 409, and the source's triggers refuse them whatever the path", async () => {
+    const clock = { now: Date.now() };
+    const p = await seeded("alerts held", clock);
+    const move = await startMove(p.project_id, "DB_2");
+    await step(move.move_id, clock, bindings()); // hold
+    const rule = { metric: "error_rate", op: ">", threshold: 0.5, tool: "*", min_calls: 5, for_evaluations: 1, destinations: [] };
+    const refused = await admin(`/projects/${p.project_id}/alert-rules`, { method: "POST", body: JSON.stringify(rule) });
+    expect(refused.status).toBe(409);
+    expect(JSON.stringify(await refused.json())).toContain("being moved");
+    const destination = await admin(`/projects/${p.project_id}/alert-destinations`, { method: "POST", body: JSON.stringify({ kind: "webhook", url: "https://hooks.example.com/x" }) });
+    expect(destination.status).toBe(409);
+    await expect(env.DB.prepare("DELETE FROM alert_rules WHERE project_id = ?1").bind(p.project_id).run()).rejects.toThrow(/project_moving/);
+    await expect(env.DB.prepare("UPDATE alert_destinations SET name = 'x' WHERE project_id = ?1").bind(p.project_id).run()).rejects.toThrow(/project_moving/);
+    // Other projects' alerts are not held.
+    const other = await createProject("not moving", "DB");
+    expect((await admin(`/projects/${other.project_id}/alert-rules`, { method: "POST", body: JSON.stringify(rule) })).status).toBe(201);
+    // After the move, edits go to the target.
+    let m = await readMove(move.move_id);
+    for (let i = 0; i < 500 && m.finished_at === null; i++) m = await step(move.move_id, clock, bindings());
+    expect((await admin(`/projects/${p.project_id}/alert-rules`, { method: "POST", body: JSON.stringify(rule) })).status).toBe(201);
+    expect((await env.DB_2!.prepare("SELECT COUNT(*) AS n FROM alert_rules WHERE project_id = ?1").bind(p.project_id).first<{ n: number }>())?.n).toBe(2);
+  });
+
+  it("runs as jobs on the rollup queue: each job sends the next, delayed over a wait; the cron continues a move whose job was lost", async () => {
+    const clock = { now: Date.now() };
+    const p = await seeded("queued", clock);
+    // The rollup queue, recording each message with its delay.
+    const queue = { sent: [] as unknown[], delays: [] as (number | undefined)[] };
+    const rollupQueue = {
+      async send(body: unknown, options?: { delaySeconds?: number }) {
+        queue.sent.push(structuredClone(body));
+        queue.delays.push(options?.delaySeconds);
+      },
+      async sendBatch(messages: Iterable<MessageSendRequest<unknown>>) {
+        for (const m of messages) queue.sent.push(structuredClone(m.body));
+      },
+    } as unknown as Queue<unknown>;
+    const env_ = bindings({ ROLLUP_QUEUE: rollupQueue });
+    const move = await startMove(p.project_id, "DB_2");
+    // A job: the hold, then the settle wait: the next job is sent delayed until it ends.
+    const consume = async (body: unknown) => {
+      const { createMessageBatch } = await import("cloudflare:test");
+      await worker.queue!(createMessageBatch("mcpulse-rollup", [{ id: crypto.randomUUID(), timestamp: new Date(), attempts: 1, body }]) as never, env_);
+    };
+    await consume({ v: 1, kind: "move", move_id: move.move_id, scheduled_time_ms: clock.now });
+    expect((await readMove(move.move_id)).phase).toBe("settle");
+    expect(queue.sent).toHaveLength(1);
+    expect(queue.sent[0]).toEqual({ v: 1, kind: "move", move_id: move.move_id });
+    expect(queue.delays[0]).toBe(MOVE_SETTLE_MS / 1000);
+    // The job is lost; the cron sends one for every unfinished move, and it runs up to 8 steps.
+    queue.sent.length = 0;
+    queue.delays.length = 0;
+    clock.now += 2 * MINUTE;
+    await runCron(clock.now, undefined, env_);
+    const m = await readMove(move.move_id);
+    expect(m.phase).toBe("copy");
+    expect(m.steps).toBe(1 + 8);
+    // (Other tests' unfinished moves are continued too.)
+    expect(queue.sent.filter((body) => (body as { move_id: string }).move_id === move.move_id)).toEqual([{ v: 1, kind: "move", move_id: move.move_id }]);
+    // Two jobs never run the same move at once: the lease.
+    const { claimMove } = await import("../../src/worker/db/moves.ts");
+    expect(await claimMove(env.DB, move.move_id, clock.now, clock.now + 60_000)).not.toBeNull();
+    const busy = await runMoveSteps(env_, move.move_id, clock.now);
+    expect(busy).toMatchObject({ steps: 0, busy: true });
   });
 });
