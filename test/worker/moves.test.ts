@@ -168,6 +168,8 @@ describe("moving a project to another database", () => {
         lateWritten = true;
         await runInDurableObject(keyStub(moved.ingest_key), async (instance: KeyBudget) => {
           const { state } = await instance.keyState();
+          // The switch told the object.
+          expect(state?.database).toBe("DB_2");
           await instance.setKeyState({ ...(state as KeyState), database: "DB" });
         });
         const waiting = async () =>
@@ -379,6 +381,28 @@ describe("a move that fails before the switch", () => {
     const tools = (await answers(p, clock.now)).tools as { tools: { calls: number }[] };
     expect(tools.tools.reduce((s, r) => s + r.calls, 0)).toBe(3 * 12 + n * 4);
   }, 120_000);
+});
+
+describe("a move that fails after the switch", () => {
+  it("only goes forward: a failing step is retried until the database answers, and the move ends done", async () => {
+    const clock = { now: Date.now() };
+    const p = await seeded("forward only", clock);
+    const before = await answers(p, clock.now);
+    const move = await startMove(p.project_id, "DB_2");
+    let m = await readMove(move.move_id);
+    while (m.state !== "draining" || m.phase !== "drain") m = await step(move.move_id, clock, bindings());
+    const fault = faultyD1(env.DB_2!, () => true);
+    fault.on = true;
+    for (let i = 0; i < 12; i++) m = await step(move.move_id, clock, bindings({ DB_2: fault.db }));
+    expect(m).toMatchObject({ state: "draining", phase: "drain", finished_at: null });
+    expect(m.error).toContain("drain call_batches");
+    expect(fault.failed).toBeGreaterThanOrEqual(12);
+    fault.on = false;
+    for (let i = 0; i < 500 && m.finished_at === null; i++) m = await step(move.move_id, clock, bindings());
+    expect(m).toMatchObject({ state: "done", error: null });
+    expect(Object.keys(await rowsIn(env.DB, p.project_id))).toEqual(["projects"]);
+    expect(withoutEvaluationClock(await answers(p, clock.now))).toEqual(withoutEvaluationClock(before));
+  }, 60_000);
 });
 
 describe("bounded steps", () => {
