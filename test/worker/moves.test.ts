@@ -177,11 +177,24 @@ describe("moving a project to another database", () => {
         const before = await waiting();
         await sendBoth();
         expect(await waiting()).toBe(before + 6);
+        // A resend of a request sent before the switch, after the key's object restarted (it forgot
+        // its Idempotency-Keys): the target's guard rows recognise it before the drain.
+        for (const p of [twin, moved]) {
+          await runInDurableObject(keyStub(p.ingest_key), async (instance: KeyBudget) => {
+            (instance as unknown as { idempotencyKeys: Map<string, number> }).idempotencyKeys.clear();
+          });
+        }
         // The object learns it again (as a refresh would).
         await runInDurableObject(keyStub(moved.ingest_key), async (instance: KeyBudget) => {
           const { state } = await instance.keyState();
           await instance.setKeyState({ ...(state as KeyState), database: "DB_2" });
         });
+        const inTarget = async () =>
+          (await env.DB_2!.prepare("SELECT COALESCE(SUM(call_count), 0) AS n FROM call_batches WHERE project_id = ?1").bind(moved.project_id).first<{ n: number }>())!.n;
+        const waitingBefore = await inTarget();
+        const resend = { batch: workload(t, 6, 20 * MINUTE, 3) };
+        for (const p of [twin, moved]) expect((await postIngest(resend, { key: p.ingest_key, headers: { "idempotency-key": "during-the-move" } })).status).toBe(202);
+        expect(await inTarget()).toBe(waitingBefore);
       }
     });
     expect(lateWritten).toBe(true);
@@ -319,6 +332,8 @@ describe("a move that fails before the switch", () => {
 
     for (const [k, phase] of phases.entries()) {
       if (phase === "settle") continue; // a timer: it touches no database
+      // Each move on its own clock, as the probe's (the rows a resend must still find depend on it).
+      clock.now = Date.now();
       const p = await seeded(`fails at step ${k}`, clock);
       const source = await rowsIn(env.DB, p.project_id);
       const move = await startMove(p.project_id, "DB_2");

@@ -1,13 +1,13 @@
 // The SQL of moving a project between databases (SPEC §7, migration 0027; the steps are
 // moves/steps.ts): the `moves` rows of the directory, the holds and cursors of the databases a move
 // works in, and the table-by-table copy, drain and delete of one bounded page.
-import { AGREEMENTS_WATERMARK, CALLS_WATERMARK, STARTUPS_WATERMARK, stateValueSql } from "./rollup-state.ts";
+import { AGREEMENTS_WATERMARK, CALLS_WATERMARK, INGEST_EPOCH, STARTUPS_WATERMARK, stateValueSql } from "./rollup-state.ts";
 import { seqBaseSql } from "./raw-writes.ts";
 import { IDEMPOTENCY_WINDOW_MS } from "../time.ts";
 
 export const MOVE_STATES = ["copying", "switching", "draining", "done", "failed"] as const;
 export type MoveState = (typeof MOVE_STATES)[number];
-export const MOVE_PHASES = ["hold", "settle", "copy", "switch", "grace", "drain", "release", "cleanup", "rollback", "unhold", "finished"] as const;
+export const MOVE_PHASES = ["hold", "settle", "copy", "guard", "switch", "grace", "drain", "release", "cleanup", "rollback", "unhold", "finished"] as const;
 export type MovePhase = (typeof MOVE_PHASES)[number];
 
 export type MoveRow = {
@@ -54,9 +54,14 @@ export const COPIED_TABLES = [
 ] as const;
 /**
  * The raw rows ingest may still write into the source until the grace period after the switch
- * ends: drained into the target after it, as new raw rows the target's rollup folds in.
+ * ends: drained into the target after it, as new raw rows the target's rollup folds in. (Before the
+ * switch, the batch ids of the source's call_batches rows are copied into the target as emptied
+ * rows, GUARD_CURSOR: a resend that reaches the target before the drain is recognised there.)
  */
 export const DRAINED_TABLES = ["call_batches", "raw_startups", "raw_agreements", "ingest_receipts"] as const;
+
+/** The cursor of the guard rows (see DRAINED_TABLES). */
+export const GUARD_CURSOR = "guard:call_batches";
 
 /** Tables deleted (source after the move, target after a failed one), page by page, in this order; the project row last. */
 export const DELETED_TABLES = [...DRAINED_TABLES, ...[...COPIED_TABLES].reverse().filter((t) => t !== "projects")];
@@ -290,11 +295,20 @@ export async function readCursor(db: D1Database, moveId: string, name: string): 
 }
 
 /** What a page of `table` is read as: the rows of the project after the cursor, in key order. */
-export type PageQuery = { table: string; shape: TableShape; projectId: string; cursor: unknown[] | null; limit: number; nowMs: number; fence?: number };
+export type PageQuery = {
+  table: string; shape: TableShape; projectId: string; cursor: unknown[] | null; limit: number; nowMs: number; fence?: number;
+  /** call_batches read for its guard rows: every row a resend must still find (else the rows still to fold). */
+  guard?: boolean;
+  /** call_batches: only the rows still open (appended to by ingest until the next rollup run closes them). */
+  open?: boolean;
+};
 
-/** Extra conditions of the drained tables (?2): rows still to fold, and emptied rows a resend must still find. */
+/** Extra conditions of the drained tables (?2): rows still to fold; for the guard rows, also emptied rows a resend must still find. */
 function pageFilter(q: PageQuery): { sql: string; value: number | null } {
-  if (q.table === "call_batches") return { sql: `AND (t.call_count > 0 OR t.last_received_at_ms >= ?2 - ${IDEMPOTENCY_WINDOW_MS})`, value: q.nowMs };
+  if (q.table === "call_batches" && q.open) return { sql: `AND t.call_count > 0 AND t.epoch IS ${stateValueSql(INGEST_EPOCH)}`, value: null };
+  if (q.table === "call_batches" && q.guard) return { sql: `AND (t.call_count > 0 OR t.last_received_at_ms >= ?2 - ${IDEMPOTENCY_WINDOW_MS})`, value: q.nowMs };
+  // Emptied rows all predate the hold (the source folds nothing of the project after it): the guard rows hold their ids.
+  if (q.table === "call_batches") return { sql: "AND t.call_count > 0", value: null };
   if (q.table === "raw_startups") return { sql: "AND t.startup_seq > ?2", value: q.fence ?? 0 };
   if (q.table === "raw_agreements") return { sql: "AND t.agreement_seq > ?2", value: q.fence ?? 0 };
   return { sql: "", value: null };
@@ -332,16 +346,23 @@ export function keyOf(shape: TableShape, row: readonly unknown[]): unknown[] {
  */
 export function writePageStatements(
   db: D1Database,
-  p: { moveId: string; table: string; shape: TableShape; rows: unknown[][]; previous: unknown[] | null; next: unknown[] },
+  p: { moveId: string; table: string; shape: TableShape; rows: unknown[][]; previous: unknown[] | null; next: unknown[]; guard?: boolean },
 ): D1PreparedStatement[] {
   const { table, shape } = p;
+  const cursorName = p.guard ? GUARD_CURSOR : table;
   const field = (name: string) => `value ->> ${shape.columns.indexOf(name)}`;
   const guard = `(SELECT cursor_json FROM move_cursors WHERE move_id = ?2 AND name = ?3) IS ?4`;
   let columns: string[];
   let values: string[];
   let conflict = "ON CONFLICT DO NOTHING";
   let withSql = "";
-  if (table === "call_batches") {
+  if (table === "call_batches" && p.guard) {
+    // Only the batch ids and times, as an emptied row: what ingest's resend guard reads (db/raw-writes.ts).
+    columns = shape.columns.filter((c) => c !== "batch_seq");
+    const emptied: Record<string, string> = { epoch: "NULL", call_count: "0", chars: "2", calls_json: "'[]'" };
+    values = columns.map((c) => emptied[c] ?? field(c));
+    conflict = "";
+  } else if (table === "call_batches") {
     // A new row of the target (its own number, above every waiting row), closed: nothing appends to it.
     columns = shape.columns.filter((c) => c !== "batch_seq");
     values = columns.map((c) => (c === "epoch" ? "NULL" : field(c)));
@@ -375,13 +396,13 @@ export function writePageStatements(
       `INSERT INTO ${quote(table)} (${columns.map(quote).join(", ")}) ${withSql}
        SELECT ${values.join(", ")} FROM json_each(?1) WHERE ${guard} ORDER BY key ${conflict}`,
     )
-    .bind(JSON.stringify(p.rows), p.moveId, p.table, p.previous === null ? null : JSON.stringify(p.previous));
+    .bind(JSON.stringify(p.rows), p.moveId, cursorName, p.previous === null ? null : JSON.stringify(p.previous));
   const cursor = db
     .prepare(
       `INSERT INTO move_cursors (move_id, name, cursor_json, rows) VALUES (?1, ?2, ?3, ?4)
        ON CONFLICT (move_id, name) DO UPDATE SET cursor_json = excluded.cursor_json, rows = rows + excluded.rows WHERE move_cursors.cursor_json IS ?5`,
     )
-    .bind(p.moveId, p.table, JSON.stringify(p.next), p.rows.length, p.previous === null ? "\u0000none" : JSON.stringify(p.previous));
+    .bind(p.moveId, cursorName, JSON.stringify(p.next), p.rows.length, p.previous === null ? "\u0000none" : JSON.stringify(p.previous));
   return [insert, cursor];
 }
 

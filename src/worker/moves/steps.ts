@@ -2,7 +2,7 @@
 // move's steps, each bounded (one page of at most MOVE_PAGE_ROWS rows, one D1 batch per database),
 // run by jobs on the rollup queue (queues/rollup-jobs.ts) and continued by the cron. The phases:
 //
-//   hold → settle → copy (table by table) → switch → grace → drain (table by table) → release →
+//   hold → settle → copy (table by table) → guard → switch → grace → drain (table by table) → release →
 //   cleanup (table by table) → finished;  before the switch a failure may end in
 //   rollback (the target's copy deleted, table by table) → unhold → finished (failed).
 //
@@ -23,6 +23,7 @@ import {
   COPIED_TABLES,
   DELETED_TABLES,
   DRAINED_TABLES,
+  GUARD_CURSOR,
   callsWatermark,
   claimMove,
   deleteCursorsStatement,
@@ -179,6 +180,8 @@ async function runStep(ctx: Context, move: MoveRow): Promise<StepResult> {
       return { change: { phase: "copy", step_table: COPIED_TABLES[0] }, rows: 0 };
     case "copy":
       return copyPage(ctx, move, "copy");
+    case "guard":
+      return copyPage(ctx, move, "guard");
     case "switch":
       return switchOver(ctx, move);
     case "grace":
@@ -213,35 +216,43 @@ async function hold(ctx: Context, move: MoveRow): Promise<StepResult> {
 
 const nextTable = (list: readonly string[], table: string): string | null => list[list.indexOf(table) + 1] ?? null;
 
-/** One page of a copied (or drained) table into the target, with its cursor; the next table when it is all there. */
-async function copyPage(ctx: Context, move: MoveRow, kind: "copy" | "drain"): Promise<StepResult> {
-  const table = move.step_table!;
-  const shape = await tableShape(ctx.source, table);
-  const { cursor, rows: copied } = await readCursor(ctx.target, move.move_id, table);
-  const fence = kind === "drain" && (table === "raw_startups" || table === "raw_agreements") ? await sourceFence(ctx, move, table) : 0;
-  const keyless = shape.key.length === 0;
-  const page = keyless && cursor !== null ? [] : await readPage(ctx.source, { table, shape, projectId: move.project_id, cursor, limit: ctx.o.pageRows, nowMs: ctx.nowMs, fence });
-  // Bounded in characters too: at least one row, then as many as fit.
+/** The rows of a page that fit its characters: at least one, then as many as fit. */
+function fitting(page: unknown[][], maxChars: number): unknown[][] {
   let chars = 0;
   let taken = 0;
   for (const row of page) {
     chars += JSON.stringify(row).length + 1;
-    if (taken > 0 && chars > ctx.o.pageChars) break;
+    if (taken > 0 && chars > maxChars) break;
     taken += 1;
   }
-  const rows = page.slice(0, taken);
+  return page.slice(0, taken);
+}
+
+/**
+ * One page of a copied (or drained) table into the target, with its cursor; the next table when it
+ * is all there. `guard`: the batch ids of the source's call_batches rows, as emptied rows.
+ */
+async function copyPage(ctx: Context, move: MoveRow, kind: "copy" | "guard" | "drain"): Promise<StepResult> {
+  const table = kind === "guard" ? "call_batches" : move.step_table!;
+  const guard = kind === "guard";
+  const shape = await tableShape(ctx.source, table);
+  const { cursor, rows: copied } = await readCursor(ctx.target, move.move_id, guard ? GUARD_CURSOR : table);
+  const fence = kind === "drain" && (table === "raw_startups" || table === "raw_agreements") ? await sourceFence(ctx, move, table) : 0;
+  const keyless = shape.key.length === 0;
+  const page = keyless && cursor !== null ? [] : await readPage(ctx.source, { table, shape, projectId: move.project_id, cursor, limit: ctx.o.pageRows, nowMs: ctx.nowMs, fence, guard });
+  const rows = fitting(page, ctx.o.pageChars);
   if (rows.length === 0) {
-    const list = kind === "copy" ? COPIED_TABLES : DRAINED_TABLES;
-    const next = nextTable(list, table);
+    if (kind === "guard") return { change: { phase: "switch", step_table: null }, rows: 0 };
+    const next = nextTable(kind === "copy" ? COPIED_TABLES : DRAINED_TABLES, table);
     if (next) return { change: { step_table: next }, rows: 0 };
     return kind === "copy"
-      ? { change: { state: "switching", phase: "switch", step_table: null }, rows: 0 }
+      ? { change: { state: "switching", phase: "guard", step_table: null }, rows: 0 }
       : { change: { phase: "release", step_table: null }, rows: 0 };
   }
   const counts = JSON.parse(move.counts_json) as Record<string, number>;
-  counts[table] = copied + rows.length;
+  counts[guard ? GUARD_CURSOR : table] = copied + rows.length;
   const next = keyOf(shape, rows.at(-1)!);
-  await ctx.target.batch(writePageStatements(ctx.target, { moveId: move.move_id, table, shape, rows, previous: cursor, next }));
+  await ctx.target.batch(writePageStatements(ctx.target, { moveId: move.move_id, table, shape, rows, previous: cursor, next, guard }));
   return { change: { counts_json: JSON.stringify(counts) }, rows: rows.length };
 }
 
@@ -258,8 +269,32 @@ async function sourceFence(ctx: Context, move: MoveRow, table: "raw_startups" | 
  * key whose object is not reached learns it at its next refresh, within the grace period).
  */
 async function switchOver(ctx: Context, move: MoveRow): Promise<StepResult> {
+  // The guard rows of what ingest wrote into the source since the guard pages: its new rows (a
+  // page at most: with more, this step copies them and the switch waits for the next one), and its
+  // open rows again (ingest appends requests to them).
+  const shape = await tableShape(ctx.source, "call_batches");
+  const { cursor, rows: guarded } = await readCursor(ctx.target, move.move_id, GUARD_CURSOR);
+  const query = { table: "call_batches", shape, projectId: move.project_id, limit: ctx.o.pageRows, nowMs: ctx.nowMs, guard: true };
+  const page = await readPage(ctx.source, { ...query, cursor });
+  const fresh = fitting(page, ctx.o.pageChars);
+  const counts = JSON.parse(move.counts_json) as Record<string, number>;
+  if (fresh.length === ctx.o.pageRows || fresh.length < page.length) {
+    counts[GUARD_CURSOR] = guarded + fresh.length;
+    await ctx.target.batch(writePageStatements(ctx.target, { moveId: move.move_id, table: "call_batches", shape, rows: fresh, previous: cursor, next: keyOf(shape, fresh.at(-1)!), guard: true }));
+    return { change: { counts_json: JSON.stringify(counts) }, rows: fresh.length };
+  }
+  const seen = new Set(fresh.map((row) => JSON.stringify(keyOf(shape, row))));
+  const open = cursor === null ? [] : (await readPage(ctx.source, { ...query, cursor: null, open: true })).filter((row) => !seen.has(JSON.stringify(keyOf(shape, row))));
+  const rows = fitting([...fresh, ...open], ctx.o.pageChars);
+  if (rows.length > 0) {
+    counts[GUARD_CURSOR] = guarded + rows.length;
+    const next = fresh.length > 0 ? keyOf(shape, fresh.at(-1)!) : cursor!;
+    await ctx.target.batch(writePageStatements(ctx.target, { moveId: move.move_id, table: "call_batches", shape, rows, previous: cursor, next, guard: true }));
+  }
   const callsSeq = await callsWatermark(ctx.source);
-  const change: MoveChange = { state: "draining", phase: "grace", source_calls_seq: callsSeq, switched_at_ms: ctx.nowMs, wait_until_ms: ctx.nowMs + ctx.o.graceMs };
+  const change: MoveChange = {
+    state: "draining", phase: "grace", source_calls_seq: callsSeq, switched_at_ms: ctx.nowMs, wait_until_ms: ctx.nowMs + ctx.o.graceMs, counts_json: JSON.stringify(counts),
+  };
   await ctx.directory.batch([setProjectDatabaseStatement(ctx.directory, move.project_id, move.target), updateMoveStatement(ctx.directory, move.move_id, change)]);
   const keys = await listKeys(ctx.directory, move.project_id);
   await Promise.all(
@@ -273,7 +308,7 @@ async function switchOver(ctx: Context, move: MoveRow): Promise<StepResult> {
         }
       }),
   );
-  return { change, rows: 0 };
+  return { change, rows: rows.length };
 }
 
 /** The target folds the project from now on (its raw rows renumbered in receive order); the source's rows are deleted next. */
