@@ -417,7 +417,7 @@ CREATE TABLE moves (
   source TEXT NOT NULL,
   target TEXT NOT NULL,
   state TEXT NOT NULL CHECK (state IN ('copying', 'switching', 'draining', 'done', 'failed')),
-  -- The step the move is at within its state (moves/steps.ts): `settle`, `copy`, `switch`, `grace`,
+  -- The step the move is at within its state (moves/steps.ts): `hold`, `settle`, `copy`, `guard`, `switch`, `grace`,
   -- `drain`, `release`, `cleanup`, `rollback`, `finished`; with `step_table`, the table it works on.
   phase TEXT NOT NULL,
   step_table TEXT,
