@@ -114,14 +114,14 @@ const PENDING_SQL = `SELECT
 
 /** The first payload not folded in yet of one stream: everything received before it is in. */
 const firstPendingReceivedSql = (table: string, seq: string, watermarkName: string) =>
-  `COALESCE((SELECT received_at_ms - 1 FROM ${table} WHERE ${seq} > ${stateValueSql(watermarkName)} AND ${NOT_HELD} ORDER BY ${seq} LIMIT 1), ?1)`;
+  `COALESCE((SELECT received_at_ms - 1 FROM ${table} WHERE ${seq} > ${stateValueSql(watermarkName)} ORDER BY ${seq} LIMIT 1), ?1)`;
 
 // SPEC §2.6 as_of = the time the data is complete up to: the run's scheduled time when caught up,
-// else just before the earliest-received payload still pending (receive order follows *_seq), a
-// project held by a move aside (its payloads are folded where it moves to). It never moves backwards.
+// else just before the earliest-received payload still pending (receive order follows *_seq).
+// It never moves backwards.
 const AS_OF_SQL = `INSERT INTO rollup_state (name, value)
   SELECT '${AS_OF}', MAX(${stateValueSql(AS_OF)}, MIN(?1,
-    COALESCE((SELECT received_at_ms - 1 FROM call_batches WHERE call_count > 0 AND ${NOT_HELD} ORDER BY batch_seq LIMIT 1), ?1),
+    COALESCE((SELECT received_at_ms - 1 FROM call_batches WHERE call_count > 0 ORDER BY batch_seq LIMIT 1), ?1),
     ${firstPendingReceivedSql("raw_startups", "startup_seq", STARTUPS_WATERMARK)},
     ${firstPendingReceivedSql("raw_agreements", "agreement_seq", AGREEMENTS_WATERMARK)}))
   WHERE true
