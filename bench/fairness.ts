@@ -31,7 +31,7 @@ const COMPATIBILITY_DATE = /compatibility_date\s*=\s*"([^"]+)"/.exec(readFileSyn
 const ROLLUP_CRON = "*/5 * * * *";
 const ADMIN_TOKEN = "bench-admin-token-0123456789abcdef";
 const DAY = 86_400_000;
-const MAX_QUERIES = 12;
+const MAX_QUERIES = 13;
 
 type Db = Awaited<ReturnType<Miniflare["getD1Database"]>>;
 

@@ -11,6 +11,12 @@ export const CALLS_CHUNK = "calls_chunk";
 export const STARTUPS_CHUNK_END = "startups_chunk_end";
 /** Highest raw_startups.startup_seq folded in. */
 export const STARTUPS_WATERMARK = "startups_seq";
+/**
+ * Highest raw_startups.startup_seq whose tool entries are counted in `tool_versions` (never above
+ * `startups_seq`): rollup/tool-versions.ts folds them in once an hour, reads add the ones above it.
+ * Absent (before the first startups chunk after migration 0029): the same as `startups_seq`.
+ */
+export const TOOL_VERSIONS_WATERMARK = "tool_versions_seq";
 /** Highest raw_agreements.agreement_seq folded in. */
 export const AGREEMENTS_WATERMARK = "agreements_seq";
 /** SPEC §2.6 `as_of` (epoch ms): every payload received before it is in the rollup tables. Read by the metrics API. */
@@ -27,3 +33,7 @@ export const RAW_KEPT_FROM = "raw_kept_from_ms";
 /** SQL reading one state value, `fallback` when the row is absent. */
 export const stateValueSql = (name: string, fallback = 0) =>
   `COALESCE((SELECT value FROM rollup_state WHERE name = '${name}'), ${fallback})`;
+
+/** The tool versions watermark, as SQL (`startups_seq` while it has no row of its own). */
+export const toolVersionsWatermarkSql = () =>
+  `COALESCE((SELECT value FROM rollup_state WHERE name = '${TOOL_VERSIONS_WATERMARK}'), ${stateValueSql(STARTUPS_WATERMARK)})`;
