@@ -5,7 +5,7 @@
 // startups are counted in once an hour (rollup/tool-versions.ts, behind the `tool_versions_seq`
 // watermark), and reads add the folded startups above that watermark (toolVersionsSourceSql): an
 // hour of startups at most, read from raw_startups by its key.
-import { STARTUPS_WATERMARK, stateValueSql, toolVersionsWatermarkSql } from "./rollup-state.ts";
+import { startupsWatermarkSql, toolVersionsWatermarkSql } from "./rollup-state.ts";
 
 /**
  * Per (project, tool, schema_hash, description_hash) of the startups `rows` (a FROM list naming a
@@ -34,7 +34,7 @@ export function versionsOfStartupsSql(rows: string): string {
  */
 export function toolVersionsSourceSql(projectsSql: string): string {
   const pending = versionsOfStartupsSql(`raw_startups AS r, json_each(r.tools_json) AS t
-        WHERE r.startup_seq > ${toolVersionsWatermarkSql()} AND r.startup_seq <= ${stateValueSql(STARTUPS_WATERMARK)}
+        WHERE r.startup_seq > ${toolVersionsWatermarkSql()} AND r.startup_seq <= ${startupsWatermarkSql()}
           AND r.project_id IN (${projectsSql})`);
   return `(SELECT project_id, tool_name, schema_hash, description_hash,
       CASE WHEN MAX(pending) = 1 THEN MAX(CASE WHEN pending = 1 THEN description_norm END) ELSE MAX(description_norm) END AS description_norm,

@@ -7,7 +7,7 @@ import { AGREEMENT_CHUNK_STATEMENTS, rollupAgreementChunk } from "./agreements.t
 import { CALL_CHUNK_STATEMENTS, NOT_RECOMPUTING, rollupCallChunk } from "./calls.ts";
 import { DAY_FOLD_ROWS, DAY_FOLD_SQL, DAY_FOLD_STATEMENTS, runDayFoldStep } from "./day-fold.ts";
 import { RECOMPUTE_STEP_STATEMENTS, runRecomputeStep } from "./recompute.ts";
-import { AGREEMENTS_WATERMARK, AS_OF, INGEST_EPOCH, STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
+import { AGREEMENTS_WATERMARK, AS_OF, INGEST_EPOCH, stateValueSql, startupsWatermarkSql } from "../db/rollup-state.ts";
 import { IDEMPOTENCY_WINDOW_MS, dayStartMs, hourStartMs } from "../time.ts";
 import { STARTUP_CHUNK_STATEMENTS, rollupStartupChunk } from "./startups.ts";
 import { TOOL_VERSIONS_PENDING_SQL, TOOL_VERSION_FOLD_STATEMENTS, runToolVersionFoldStep } from "./tool-versions.ts";
@@ -19,9 +19,9 @@ export interface RollupOptions {
    */
   maxQueries?: number;
   /**
-   * New calls per chunk (one transaction). Default 17,000: a chunk is 8 statements, so a free-plan
+   * New calls per chunk (one transaction). Default 17,000: a chunk is 7 statements, so a free-plan
    * run fits four even with a startups and a verdicts chunk pending (68,000 calls — over five
-   * minutes of one key at its default budget, SPEC §1.1 — and five, 85,000, when none is), and a
+   * minutes of one key at its default budget, SPEC §1.1 — and six, 102,000, when none is), and a
    * chunk holds the database for about half a second at most (bench:rollup).
    */
   chunkCalls?: number;
@@ -115,14 +115,14 @@ export const ROLLUP_FIXED_STATEMENTS = 5;
 const PENDING_SQL = `SELECT
   EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND ${NOT_RECOMPUTING}) AS calls,
   EXISTS (SELECT 1 FROM recomputes WHERE state <> 'done') AS recompute,
-  EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${stateValueSql(STARTUPS_WATERMARK)}) AS startups,
+  EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${startupsWatermarkSql()}) AS startups,
   EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)}) AS agreements,
   EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < ?1) AS days,
   ${TOOL_VERSIONS_PENDING_SQL.replaceAll("?1", "?2")} AS versions`;
 
 /** The first payload not folded in yet of one stream: everything received before it is in. */
-const firstPendingReceivedSql = (table: string, seq: string, watermarkName: string) =>
-  `COALESCE((SELECT received_at_ms - 1 FROM ${table} WHERE ${seq} > ${stateValueSql(watermarkName)} ORDER BY ${seq} LIMIT 1), ?1)`;
+const firstPendingReceivedSql = (table: string, seq: string, watermarkSql: string) =>
+  `COALESCE((SELECT received_at_ms - 1 FROM ${table} WHERE ${seq} > ${watermarkSql} ORDER BY ${seq} LIMIT 1), ?1)`;
 
 // SPEC §2.6 as_of = the time the data is complete up to: the run's scheduled time when caught up,
 // else just before the earliest-received payload still pending (receive order follows *_seq).
@@ -130,8 +130,8 @@ const firstPendingReceivedSql = (table: string, seq: string, watermarkName: stri
 const AS_OF_SQL = `INSERT INTO rollup_state (name, value)
   SELECT '${AS_OF}', MAX(${stateValueSql(AS_OF)}, MIN(?1,
     COALESCE((SELECT received_at_ms - 1 FROM call_batches WHERE call_count > 0 ORDER BY batch_seq LIMIT 1), ?1),
-    ${firstPendingReceivedSql("raw_startups", "startup_seq", STARTUPS_WATERMARK)},
-    ${firstPendingReceivedSql("raw_agreements", "agreement_seq", AGREEMENTS_WATERMARK)}))
+    ${firstPendingReceivedSql("raw_startups", "startup_seq", startupsWatermarkSql())},
+    ${firstPendingReceivedSql("raw_agreements", "agreement_seq", stateValueSql(AGREEMENTS_WATERMARK))}))
   WHERE true
   ON CONFLICT (name) DO UPDATE SET value = excluded.value`;
 
@@ -162,11 +162,12 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
   for (;;) {
     let ran = false;
     if (pending.startups && budget >= STARTUP_CHUNK_STATEMENTS) {
-      const r = await rollupStartupChunk(db, o.chunkStartups);
+      const r = await rollupStartupChunk(db, o.chunkStartups, undefined, hourMs);
       budget -= STARTUP_CHUNK_STATEMENTS;
       report.queries += STARTUP_CHUNK_STATEMENTS;
       report.newStartups += r.new_startups;
       pending.startups = !!r.more;
+      pending.versions ||= !!r.versions;
       ran = true;
     }
     if (pending.agreements && budget >= AGREEMENT_CHUNK_STATEMENTS) {

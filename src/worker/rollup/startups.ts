@@ -7,9 +7,11 @@
 // `startups_seq` watermark, so the highest one per project (or session) in the chunk is the
 // highest overall: replacing with it is exact and idempotent.
 
-import { STARTUPS_CHUNK_END, STARTUPS_WATERMARK, TOOL_VERSIONS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
+import { STARTUPS_CHUNK, TOOL_VERSIONS_WATERMARK, startupsWatermarkSql } from "../db/rollup-state.ts";
+import { TOOL_VERSIONS_PENDING_SQL } from "./tool-versions.ts";
 
-const watermark = stateValueSql(STARTUPS_WATERMARK);
+const watermark = startupsWatermarkSql();
+const chunkRow = `(SELECT value FROM rollup_state WHERE name = '${STARTUPS_CHUNK}')`;
 
 /**
  * The chunk: at most ?1 startups above the watermark, and no more than ?2 rows of work (tool
@@ -33,7 +35,7 @@ const CHOSEN = `chosen AS MATERIALIZED (
 /** The chunk `chooseStartups` wrote, as every later statement of the batch reads it. */
 const CHUNK = `chunk AS MATERIALIZED (
     SELECT startup_seq FROM raw_startups
-    WHERE startup_seq > ${watermark} AND startup_seq <= ${stateValueSql(STARTUPS_CHUNK_END)})`;
+    WHERE startup_seq > (${chunkRow} ->> '$.from') AND startup_seq <= (${chunkRow} ->> '$.end'))`;
 
 /** Per project of the chunk, its latest startup (the highest startup_seq: the one that wins). */
 const LATEST = `latest AS MATERIALIZED (
@@ -44,7 +46,7 @@ const LATEST = `latest AS MATERIALIZED (
 export const STARTUP_CHUNK_SQL = {
   chooseStartups: `INSERT INTO rollup_state (name, value)
     WITH ${CHOSEN}
-    SELECT '${STARTUPS_CHUNK_END}', COALESCE((SELECT MAX(startup_seq) FROM chosen), ${watermark}) WHERE true
+    SELECT '${STARTUPS_CHUNK}', json_object('from', ${watermark}, 'end', COALESCE((SELECT MAX(startup_seq) FROM chosen), ${watermark})) WHERE true
     ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
 
   // The registered list becomes the latest startup's, writing only what changed: a server sends
@@ -81,7 +83,7 @@ export const STARTUP_CHUNK_SQL = {
   // which starts where this one is the first time a chunk runs after migration 0029 (no row
   // written afterwards): startups folded before are counted in tool_versions already.
   startToolVersionsWatermark: `INSERT INTO rollup_state (name, value)
-    SELECT '${TOOL_VERSIONS_WATERMARK}', ${watermark} WHERE true
+    SELECT '${TOOL_VERSIONS_WATERMARK}', ${chunkRow} ->> '$.from' WHERE true
     ON CONFLICT (name) DO NOTHING`,
 
   upsertDeclarations: `INSERT INTO agreement_declarations (project_id, field, tool_name, last_declared_ms)
@@ -114,20 +116,17 @@ export const STARTUP_CHUNK_SQL = {
       first_seen_ms = MIN(sessions.first_seen_ms, excluded.first_seen_ms),
       last_seen_ms = MAX(sessions.last_seen_ms, excluded.last_seen_ms)`,
 
-  // Read before the watermark moves (the chunk is derived from it).
+  // `versions`: whether the hourly fold of tool versions has startups of a finished hour (?1) to
+  // count in once this chunk commits (the watermark reads the chunk row this transaction wrote).
   report: `WITH ${CHUNK}
     SELECT (SELECT COUNT(*) FROM chunk) AS new_startups,
-      EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > (SELECT MAX(startup_seq) FROM chunk)) AS more`,
-
-  advanceWatermark: `INSERT INTO rollup_state (name, value)
-    WITH ${CHUNK}
-    SELECT '${STARTUPS_WATERMARK}', top FROM (SELECT MAX(startup_seq) AS top FROM chunk) WHERE top IS NOT NULL
-    ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+      EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > (SELECT MAX(startup_seq) FROM chunk)) AS more,
+      ${TOOL_VERSIONS_PENDING_SQL} AS versions`,
 } as const;
 
-export type StartupChunkReport = { new_startups: number; more: number };
+export type StartupChunkReport = { new_startups: number; more: number; versions: number };
 
-export const STARTUP_CHUNK_STATEMENTS = 8;
+export const STARTUP_CHUNK_STATEMENTS = 7;
 
 /**
  * Rows of work one startup chunk may take on (tool entries + declared tool names; the writes are a
@@ -136,7 +135,8 @@ export const STARTUP_CHUNK_STATEMENTS = 8;
  */
 export const MAX_STARTUP_CHUNK_ROWS = 5_000;
 
-export async function rollupStartupChunk(db: D1Database, chunkStartups: number, maxRows = MAX_STARTUP_CHUNK_ROWS): Promise<StartupChunkReport> {
+/** One startups chunk; `hourMs` is the run's hour start, for the report's `versions`. */
+export async function rollupStartupChunk(db: D1Database, chunkStartups: number, maxRows = MAX_STARTUP_CHUNK_ROWS, hourMs = 0): Promise<StartupChunkReport> {
   const results = await db.batch([
     db.prepare(STARTUP_CHUNK_SQL.chooseStartups).bind(chunkStartups, maxRows),
     db.prepare(STARTUP_CHUNK_SQL.deleteReplacedTools),
@@ -144,8 +144,7 @@ export async function rollupStartupChunk(db: D1Database, chunkStartups: number, 
     db.prepare(STARTUP_CHUNK_SQL.startToolVersionsWatermark),
     db.prepare(STARTUP_CHUNK_SQL.upsertDeclarations),
     db.prepare(STARTUP_CHUNK_SQL.setSessionSchemaBytes),
-    db.prepare(STARTUP_CHUNK_SQL.report),
-    db.prepare(STARTUP_CHUNK_SQL.advanceWatermark),
+    db.prepare(STARTUP_CHUNK_SQL.report).bind(hourMs),
   ]);
   const report = results[6]?.results?.[0] as StartupChunkReport | undefined;
   if (!report) throw new Error("rollup: startups chunk returned no report");

@@ -3,11 +3,11 @@
 // `tool_versions_seq` watermark moves past them, in ONE D1 batch, so each is counted exactly once.
 // A chunk is bounded like a startups chunk (rows of work: tool entries); the first pending startup
 // of a finished hour is always taken, so the fold always advances.
-import { STARTUPS_WATERMARK, TOOL_VERSIONS_WATERMARK, stateValueSql, toolVersionsWatermarkSql } from "../db/rollup-state.ts";
+import { TOOL_VERSIONS_WATERMARK, startupsWatermarkSql, toolVersionsWatermarkSql } from "../db/rollup-state.ts";
 import { versionsOfStartupsSql } from "../db/tool-versions.ts";
 
 const watermark = toolVersionsWatermarkSql();
-const folded = stateValueSql(STARTUPS_WATERMARK);
+const folded = startupsWatermarkSql();
 
 /** Tool entries one fold step counts in at most (a startup lists up to 500). */
 export const TOOL_VERSION_FOLD_ROWS = 5_000;

@@ -3,6 +3,7 @@
 import { durationBucket } from "../../../src/worker/histogram.ts";
 import { outOfDayRowsSql } from "../../../src/worker/db/day-marks.ts";
 import { toolVersionsSourceSql } from "../../../src/worker/db/tool-versions.ts";
+import { nextCallSeqSql, startupsWatermarkSql } from "../../../src/worker/db/rollup-state.ts";
 
 export type Outcome = "ok" | "bad_args" | "tool_error" | "crashed";
 
@@ -405,10 +406,10 @@ export async function rawState(db: D1Database): Promise<Record<string, unknown>>
     db.prepare("SELECT project_id, session_id, client_name, hour_start_ms, call_count, calls_json FROM call_state ORDER BY 1, 2, 3, 4"),
     // Numbers depend on the rows and watermarks before (db/raw-writes.ts): compare counts, not values.
     db.prepare(`SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE startup_seq >
-      COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AS pending FROM raw_startups`),
+      ${startupsWatermarkSql()}) AS pending FROM raw_startups`),
     db.prepare(`SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE agreement_seq >
       COALESCE((SELECT value FROM rollup_state WHERE name = 'agreements_seq'), 0)) AS pending FROM raw_agreements`),
-    db.prepare("SELECT name, value FROM rollup_state WHERE name = 'calls_seq'"),
+    db.prepare(`SELECT ${nextCallSeqSql()} AS next_call_seq`),
   ]);
   return {
     batches: batches!.results,
