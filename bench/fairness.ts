@@ -21,6 +21,7 @@ import { writeBenchmarkSection } from "./benchmarks-md.mjs";
 import { bundleWorker } from "./bundle-worker.mjs";
 import { durationBucket } from "../src/worker/histogram.ts";
 import { migrateToHead } from "../scripts/migrations.ts";
+import { startupsWatermarkSql } from "../src/worker/db/rollup-state.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const tmp = join(root, ".bench-tmp", "fairness");
@@ -150,7 +151,7 @@ async function main() {
     const started = performance.now();
     const noisyLeft = () =>
       db.prepare(`SELECT (SELECT COUNT(*) FROM call_batches WHERE project_id = ?1)
-          + (SELECT COUNT(*) FROM raw_startups WHERE project_id = ?1 AND startup_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AS n`)
+          + (SELECT COUNT(*) FROM raw_startups WHERE project_id = ?1 AND startup_seq > ${startupsWatermarkSql()}) AS n`)
         .bind(noisy.project_id).first<{ n: number }>();
     try {
       for (let k = 0; ; k++) {

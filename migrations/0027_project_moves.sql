@@ -43,9 +43,11 @@ CREATE TABLE project_holds (
   move_id TEXT NOT NULL,
   role TEXT NOT NULL CHECK (role IN ('source', 'target', 'leaving')),
   -- This database's startups_seq and agreements_seq watermarks when the hold began, written with it:
-  -- the project's raw startups and verdicts numbered above them were not folded in here.
+  -- the project's raw startups and verdicts numbered above them were not folded in here; and its
+  -- tool_versions_seq: the startups above it were not counted in tool_versions yet.
   startups_seq INTEGER NOT NULL,
-  agreements_seq INTEGER NOT NULL
+  agreements_seq INTEGER NOT NULL,
+  tool_versions_seq INTEGER NOT NULL
 ) WITHOUT ROWID;
 
 -- How far a move has written each table into this database (the target): the key of the last row

@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, expect, test } from "vitest";
 import { createProject, startWorker, type RunningWorker } from "./dashboard/start-worker.ts";
 import { storedPayloadRows } from "./helpers/stored-rows.ts";
+import { startupsWatermarkSql } from "../../src/worker/db/rollup-state.ts";
 
 const FIELDS = 64;
 const TOOLS_PER_FIELD = 64;
@@ -73,7 +74,7 @@ test("a hostile project at the caps is folded in whole while another project's /
       for (let run = 0; run < 40; run++) {
         await worker.runRollup(new Date());
         const pending = await worker.db
-          .prepare("SELECT COUNT(*) AS n FROM raw_startups WHERE startup_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)")
+          .prepare(`SELECT COUNT(*) AS n FROM raw_startups WHERE startup_seq > ${startupsWatermarkSql()}`)
           .first<{ n: number }>();
         if (pending?.n === 0) break;
       }

@@ -12,6 +12,7 @@ import { resetDb, snapshot } from "./rollup/fixtures.ts";
 import { postIngest, startupPayload } from "./helpers/ingest.ts";
 import { adminHeaders, createProject } from "./helpers/projects.ts";
 import { runCron } from "./helpers/cron.ts";
+import { startupsWatermarkSql } from "../../src/worker/db/rollup-state.ts";
 
 const db = env.DB;
 const T0 = Date.UTC(2026, 10, 20, 12, 0);
@@ -100,7 +101,7 @@ describe("startup and verdict numbers (migration 0026)", () => {
     expect((await postIngest(startup("doomed"), { key: b.ingest_key })).status).toBe(202);
     expect((await deleteProject(b.project_id)).status).toBe(204);
     const top = await env.DB.prepare("SELECT MAX(startup_seq) AS n FROM raw_startups").first<{ n: number }>();
-    const watermark = await env.DB.prepare("SELECT value FROM rollup_state WHERE name = 'startups_seq'").first<{ value: number }>();
+    const watermark = await env.DB.prepare(`SELECT ${startupsWatermarkSql()} AS value`).first<{ value: number }>();
     expect(top!.n).toBe(watermark!.value);
     await rollup(Date.now());
     // …then every row is gone (retention, a deleted project): the next number is still above the watermark.

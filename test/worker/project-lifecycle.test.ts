@@ -78,7 +78,7 @@ describe("project lifecycle", () => {
     const keptBefore = await rowsPerTable(kept.project_id);
     const keptTools = await (await readTools(kept.read_key)).json();
     // The data reached every stage, so the deletion has something to delete everywhere it matters.
-    for (const table of ["projects", "api_keys", "call_state", "raw_startups", "raw_agreements", "sessions", "tool_hour_metrics", "tool_day_metrics", "registered_tools"]) {
+    for (const table of ["projects", "api_keys", "call_state", "raw_startups", "raw_agreements", "sessions", "tool_hour_metrics", "day_marks", "registered_tools"]) {
       if (table in before) expect(before[table], table).toBeGreaterThan(0);
     }
     expect((await readTools(doomed.read_key)).status).toBe(200);

@@ -10,6 +10,7 @@
 import { z } from "zod";
 import { DAY_MS, HOUR_MS } from "../time.ts";
 import { NOT_HELD } from "./moves.ts";
+import { toolVersionsSourceSql } from "./tool-versions.ts";
 
 /** Metrics a rule compares with a threshold (SPEC §5); rates follow SPEC §2 exactly. */
 export const ALERT_METRICS = [
@@ -383,7 +384,8 @@ export function eventToolVersionsStatement(db: D1Database): D1PreparedStatement 
        v.last_seen_ms AS last_seen_ms, v.startups AS startups,
        t.tool_name IS NOT NULL AS registered, t.schema_hash AS current_schema_hash
      FROM alert_rules AS r
-     JOIN tool_versions AS v ON v.project_id = r.project_id AND (r.tool IS NULL OR r.tool = '*' OR v.tool_name = r.tool)
+     JOIN ${toolVersionsSourceSql("SELECT project_id FROM alert_rules WHERE event IN ('schema_regression', 'description_churn')")} AS v
+       ON v.project_id = r.project_id AND (r.tool IS NULL OR r.tool = '*' OR v.tool_name = r.tool)
      LEFT JOIN registered_tools AS t ON t.project_id = r.project_id AND t.tool_name = v.tool_name
      WHERE r.event IN ('schema_regression', 'description_churn')
      ORDER BY r.rule_id, v.tool_name, v.first_seen_ms, v.schema_hash, v.description_hash`,

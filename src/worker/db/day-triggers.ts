@@ -4,11 +4,15 @@
 // with the new list (`npm run counter:migration -- <name>`, docs/architecture.md "Adding a counter"),
 // and test/worker/counters.test.ts checks that the triggers in the database cover exactly the
 // counters of metrics/counters.ts. db/ imports nothing above itself: the list is a parameter.
+// Since migration 0029 they fire only for hour rows that are in their day rows (db/day-marks.ts):
+// the rows of days not folded yet are added by the fold, once.
+import { outOfDayRowsSql } from "./day-marks.ts";
 
 export const DAY_TRIGGER_NAMES = ["tool_hour_metrics_add_to_day", "tool_hour_metrics_change_day"] as const;
 
 /** The day row's histogram plus `other` (a histogram JSON, buckets summed, zero buckets dropped). */
-const addHistograms = (dayColumn: string, other: string) => `(SELECT COALESCE(json_group_object(key, calls ORDER BY CAST(key AS INTEGER)), '{}') FROM (
+/** Exported for the fold of finished days (rollup/day-fold.ts), which adds hour rows to day rows the same way. */
+export const addHistogramsSql = (dayColumn: string, other: string) => `(SELECT COALESCE(json_group_object(key, calls ORDER BY CAST(key AS INTEGER)), '{}') FROM (
         SELECT key, SUM(value) AS calls FROM (
           SELECT key, value FROM json_each(${dayColumn}) UNION ALL SELECT key, value FROM json_each(${other}))
         GROUP BY key HAVING SUM(value) <> 0))`;
@@ -19,16 +23,18 @@ export function dayTriggerStatements(counters: readonly string[]): string[] {
   const dayOfHour = "NEW.project_id, NEW.hour_start_ms - NEW.hour_start_ms % 86400000, NEW.tool_name, NEW.client_name";
   const addExcluded = [
     ...counters.map((c) => `      ${c} = ${c} + excluded.${c},`),
-    `      duration_histogram_json = ${addHistograms("tool_day_metrics.duration_histogram_json", "excluded.duration_histogram_json")};`,
+    `      duration_histogram_json = ${addHistogramsSql("tool_day_metrics.duration_histogram_json", "excluded.duration_histogram_json")};`,
   ].join("\n");
-  const onInsert = `CREATE TRIGGER ${DAY_TRIGGER_NAMES[0]} AFTER INSERT ON tool_hour_metrics BEGIN
+  const onInsert = `CREATE TRIGGER ${DAY_TRIGGER_NAMES[0]} AFTER INSERT ON tool_hour_metrics
+  WHEN NOT ${outOfDayRowsSql("NEW")} BEGIN
   INSERT INTO tool_day_metrics (${columns})
     VALUES (${dayOfHour},
       ${counters.map((c) => `NEW.${c}`).join(", ")}, NEW.duration_histogram_json)
     ON CONFLICT (project_id, day_start_ms, tool_name, client_name) DO UPDATE SET
 ${addExcluded}
 END;`;
-  const onUpdate = `CREATE TRIGGER ${DAY_TRIGGER_NAMES[1]} AFTER UPDATE ON tool_hour_metrics BEGIN
+  const onUpdate = `CREATE TRIGGER ${DAY_TRIGGER_NAMES[1]} AFTER UPDATE ON tool_hour_metrics
+  WHEN NOT ${outOfDayRowsSql("NEW")} BEGIN
   INSERT INTO tool_day_metrics (${columns})
     VALUES (${dayOfHour},
       ${counters.map((c) => `NEW.${c} - OLD.${c}`).join(", ")},

@@ -1,6 +1,8 @@
 // Read queries over the rollup tables other than the counter sums (those are built from the counter
 // definition in metrics/counter-sums.ts): registered tools, as_of, pairs, sessions, tool versions
 // and agreement. Each is one statement returning typed rows; nothing here divides or rounds.
+import { dayRowsSourceSql } from "./day-marks.ts";
+import { toolVersionsSourceSql } from "./tool-versions.ts";
 import { PAIR_KEY, tupleField } from "./tuples.ts";
 
 /**
@@ -108,8 +110,8 @@ export async function sumSessions(
     const [start, end] = [`?${params.length - 1}`, `?${params.length}`];
     return `SELECT ${index} AS period, COUNT(*) AS sessions, COALESCE(SUM(calls), 0) AS calls,
         COALESCE(SUM(response_bytes_sum), 0) AS response_bytes_sum, COALESCE(SUM(schema_bytes_sum), 0) AS schema_bytes_sum,
-        (SELECT COALESCE(SUM(calls_without_session), 0) FROM tool_day_metrics
-          WHERE project_id = ?1 AND day_start_ms >= ${start} AND day_start_ms < ${end}${clientSql}) AS calls_without_session
+        (SELECT COALESCE(SUM(calls_without_session), 0) FROM ${dayRowsSourceSql(["calls_without_session"], "?1", start, end)}
+          WHERE true${clientSql}) AS calls_without_session
       FROM sessions WHERE project_id = ?1 AND first_seen_ms >= ${start} AND first_seen_ms < ${end}${clientSql}`;
   });
   const result = await db
@@ -147,7 +149,7 @@ export async function listToolVersions(
   const params: unknown[] = [projectId];
   let sql =
     "SELECT tool_name, schema_hash, description_hash, description_norm, first_seen_ms, last_seen_ms, startups " +
-    "FROM tool_versions WHERE project_id = ?1";
+    `FROM ${toolVersionsSourceSql("?1")} WHERE project_id = ?1`;
   if (tool !== undefined) {
     params.push(tool);
     sql += " AND tool_name = ?2";

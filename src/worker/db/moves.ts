@@ -1,8 +1,9 @@
 // The SQL of moving a project between databases (SPEC §7, migration 0027; the steps are
 // moves/steps.ts): the `moves` rows of the directory, the holds and cursors of the databases a move
 // works in, and the table-by-table copy, drain and delete of one bounded page.
-import { AGREEMENTS_WATERMARK, CALLS_WATERMARK, INGEST_EPOCH, STARTUPS_WATERMARK, stateValueSql } from "./rollup-state.ts";
+import { AGREEMENTS_WATERMARK, CALLS_CHUNK, CALLS_WATERMARK, INGEST_EPOCH, nextCallSeqSql, stateValueSql, startupsWatermarkSql, toolVersionsWatermarkSql } from "./rollup-state.ts";
 import { seqBaseSql } from "./raw-writes.ts";
+import { versionsOfStartupsSql } from "./tool-versions.ts";
 import { IDEMPOTENCY_WINDOW_MS } from "../time.ts";
 
 export const MOVE_STATES = ["copying", "switching", "draining", "done", "failed"] as const;
@@ -41,15 +42,22 @@ export const DIRECTORY_TABLES = ["api_keys", "project_databases", "dashboard_ses
 /** The move's own bookkeeping in each database. */
 export const MOVE_TABLES = ["project_holds"] as const;
 /**
+ * The startups the source folded in but had not counted in tool_versions yet (db/tool-versions.ts):
+ * counted into the target's tool_versions as the hourly fold would count them, right after its rows.
+ */
+export const PENDING_TOOL_VERSIONS = "tool_versions:pending";
+
+/**
  * The project's derived rows, copied page by page in key order while the source holds the project
- * (its rollup, alerts and edits leave them as they are). Hours before days: inserting an hour row
- * adds it to its day row (the triggers of migration 0013), and the day rows then overwrite that
- * with the source's (days whose hours were folded away hold more than their hours). The outbox
- * before the attempts, which name their notification by the target's new number.
+ * (its rollup, alerts and edits leave them as they are). The day mark before the hours, and hours
+ * before days: inserting an hour row adds it to its day row when the mark says it is in (the
+ * triggers of migration 0029), and the day rows then overwrite that with the source's (days whose
+ * hours were folded away hold more than their hours). The outbox before the attempts, which name
+ * their notification by the target's new number.
  */
 export const COPIED_TABLES = [
-  "projects", "registered_tools", "tool_versions", "agreement_declarations", "agreement_days", "pair_days", "sessions",
-  "call_state", "tool_hour_metrics", "tool_day_metrics", "recomputes", "recompute_hours", "recompute_pairs",
+  "projects", "registered_tools", "tool_versions", PENDING_TOOL_VERSIONS, "agreement_declarations", "agreement_days", "pair_days", "sessions",
+  "call_state", "day_marks", "tool_hour_metrics", "tool_day_metrics", "recomputes", "recompute_hours", "recompute_pairs",
   "alert_destinations", "alert_rules", "alert_states", "alert_outbox", "alert_delivery_attempts",
 ] as const;
 /**
@@ -64,7 +72,7 @@ export const DRAINED_TABLES = ["call_batches", "raw_startups", "raw_agreements",
 export const GUARD_CURSOR = "guard:call_batches";
 
 /** Tables deleted (source after the move, target after a failed one), page by page, in this order; the project row last. */
-export const DELETED_TABLES = [...DRAINED_TABLES, ...[...COPIED_TABLES].reverse().filter((t) => t !== "projects")];
+export const DELETED_TABLES = [...DRAINED_TABLES, ...[...COPIED_TABLES].reverse().filter((t) => t !== "projects" && t !== PENDING_TOOL_VERSIONS)];
 
 const KNOWN_TABLES: readonly string[] = [...DIRECTORY_TABLES, ...MOVE_TABLES, ...COPIED_TABLES, ...DRAINED_TABLES];
 
@@ -146,7 +154,10 @@ export const HELD_PROJECTS_SQL = "(SELECT project_id FROM project_holds)";
 /** A row of a project no move holds here (the rollup's filter). */
 export const NOT_HELD = `project_id NOT IN ${HELD_PROJECTS_SQL}`;
 
-export type HoldRow = { project_id: string; move_id: string; role: "source" | "target" | "leaving"; startups_seq: number; agreements_seq: number };
+export type HoldRow = {
+  project_id: string; move_id: string; role: "source" | "target" | "leaving"; startups_seq: number; agreements_seq: number; tool_versions_seq: number;
+};
+const HOLD_COLUMNS = "project_id, move_id, role, startups_seq, agreements_seq, tool_versions_seq";
 
 /**
  * Holds the project for the move, writing the database's startup and verdict watermarks with the
@@ -157,12 +168,12 @@ export async function holdProject(db: D1Database, projectId: string, moveId: str
   const [, read] = await db.batch([
     db
       .prepare(
-        `INSERT INTO project_holds (project_id, move_id, role, startups_seq, agreements_seq)
-         SELECT ?1, ?2, ?3, ${stateValueSql(STARTUPS_WATERMARK)}, ${stateValueSql(AGREEMENTS_WATERMARK)} WHERE true
+        `INSERT INTO project_holds (${HOLD_COLUMNS})
+         SELECT ?1, ?2, ?3, ${startupsWatermarkSql()}, ${stateValueSql(AGREEMENTS_WATERMARK)}, ${toolVersionsWatermarkSql()} WHERE true
          ON CONFLICT (project_id) DO NOTHING`,
       )
       .bind(projectId, moveId, role),
-    db.prepare("SELECT project_id, move_id, role, startups_seq, agreements_seq FROM project_holds WHERE project_id = ?1").bind(projectId),
+    db.prepare(`SELECT ${HOLD_COLUMNS} FROM project_holds WHERE project_id = ?1`).bind(projectId),
   ]);
   const hold = read!.results[0] as HoldRow | undefined;
   if (!hold || hold.move_id !== moveId) throw new Error("the project is held by another move");
@@ -170,7 +181,7 @@ export async function holdProject(db: D1Database, projectId: string, moveId: str
 }
 
 export async function findHold(db: D1Database, projectId: string): Promise<HoldRow | null> {
-  return db.prepare("SELECT project_id, move_id, role, startups_seq, agreements_seq FROM project_holds WHERE project_id = ?1").bind(projectId).first<HoldRow>();
+  return db.prepare(`SELECT ${HOLD_COLUMNS} FROM project_holds WHERE project_id = ?1`).bind(projectId).first<HoldRow>();
 }
 
 /** Whether the admin's edits of the project's alerts must wait (its rows are being copied away from here). */
@@ -183,9 +194,9 @@ export function setHoldRoleStatement(db: D1Database, projectId: string, moveId: 
   return db.prepare("UPDATE project_holds SET role = ?3 WHERE project_id = ?1 AND move_id = ?2").bind(projectId, moveId, role);
 }
 
-/** The database's calls_seq watermark (the target numbers the moved project's calls above the source's). */
+/** The last call number the database handed out (the target numbers the moved project's calls above the source's). */
 export async function callsWatermark(db: D1Database): Promise<number> {
-  const row = await db.prepare(`SELECT ${stateValueSql(CALLS_WATERMARK)} AS value`).first<{ value: number }>();
+  const row = await db.prepare(`SELECT ${nextCallSeqSql()} AS value`).first<{ value: number }>();
   return row?.value ?? 0;
 }
 
@@ -200,7 +211,7 @@ export async function callsWatermark(db: D1Database): Promise<number> {
  */
 export function releaseHoldStatements(
   db: D1Database,
-  hold: { project_id: string; move_id: string; startups_seq: number; agreements_seq: number },
+  hold: { project_id: string; move_id: string; startups_seq: number; agreements_seq: number; tool_versions_seq: number },
   target: { callsSeq: number } | null,
 ): D1PreparedStatement[] {
   const p = hold.project_id;
@@ -214,10 +225,25 @@ export function releaseHoldStatements(
       )
       .bind(m);
   const statements: D1PreparedStatement[] = [];
+  if (!target) {
+    // The source after a failed move: the startups it had folded in but not counted in tool_versions
+    // when the hold began, which its hourly fold passed over while it held the project, are counted now.
+    statements.push(
+      db
+        .prepare(
+          `INSERT INTO tool_versions (project_id, tool_name, schema_hash, description_hash, description_norm, first_seen_ms, last_seen_ms, startups)
+           SELECT * FROM (${versionsOfStartupsSql(`raw_startups AS r, json_each(r.tools_json) AS t
+             WHERE r.project_id = ?1 AND r.startup_seq > ?2 AND r.startup_seq <= MIN(?3, ${toolVersionsWatermarkSql()})`)})
+           WHERE true
+           ${UPSERT_TOOL_VERSIONS}`,
+        )
+        .bind(p, hold.tool_versions_seq, hold.startups_seq),
+    );
+  }
   for (const [table, seq, watermark, fence, columns] of [
-    ["raw_startups", "startup_seq", STARTUPS_WATERMARK, hold.startups_seq,
+    ["raw_startups", "startup_seq", startupsWatermarkSql(), hold.startups_seq,
       "project_id, session_id, client_name, received_at_ms, sdk, mcp_sdk_version, transport, protocol_version, tools_json, agree_declared_json"],
-    ["raw_agreements", "agreement_seq", AGREEMENTS_WATERMARK, hold.agreements_seq,
+    ["raw_agreements", "agreement_seq", stateValueSql(AGREEMENTS_WATERMARK), hold.agreements_seq,
       "project_id, session_id, field, tool_a, tool_b, agreed, checked_at_ms, window_ms, received_at_ms"],
   ] as const) {
     const name = `release:${table}`;
@@ -253,6 +279,13 @@ export function releaseHoldStatements(
            ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value)`,
         )
         .bind(target.callsSeq),
+      // The next calls chunk numbers above its predecessor's base and calls (nextCallSeqSql).
+      db
+        .prepare(
+          `UPDATE rollup_state SET value = json_set(value, '$.seq', MAX(value ->> '$.seq', ?1 - (value ->> '$.calls')))
+           WHERE name = '${CALLS_CHUNK}'`,
+        )
+        .bind(target.callsSeq),
     );
   }
   statements.push(
@@ -261,6 +294,13 @@ export function releaseHoldStatements(
   );
   return statements;
 }
+
+/** How counted tool versions merge into tool_versions (as rollup/tool-versions.ts merges them). */
+const UPSERT_TOOL_VERSIONS = `ON CONFLICT (project_id, tool_name, schema_hash, description_hash) DO UPDATE SET
+      description_norm = excluded.description_norm,
+      first_seen_ms = MIN(first_seen_ms, excluded.first_seen_ms),
+      last_seen_ms = MAX(last_seen_ms, excluded.last_seen_ms),
+      startups = startups + excluded.startups`;
 
 /** The move's cursors in this database, once it no longer needs them. */
 export function deleteCursorsStatement(db: D1Database, moveId: string): D1PreparedStatement {
@@ -301,6 +341,8 @@ export type PageQuery = {
   guard?: boolean;
   /** call_batches: only the rows still open (appended to by ingest until the next rollup run closes them). */
   open?: boolean;
+  /** raw_startups: only up to this number (with `fence`, the rows the source folded in but had not counted in tool_versions). */
+  upTo?: number;
 };
 
 /** Extra conditions of the drained tables (?2): rows still to fold; for the guard rows, also emptied rows a resend must still find. */
@@ -309,6 +351,7 @@ function pageFilter(q: PageQuery): { sql: string; value: number | null } {
   if (q.table === "call_batches" && q.guard) return { sql: `AND (t.call_count > 0 OR t.last_received_at_ms >= ?2 - ${IDEMPOTENCY_WINDOW_MS})`, value: q.nowMs };
   // Emptied rows all predate the hold (the source folds nothing of the project after it): the guard rows hold their ids.
   if (q.table === "call_batches") return { sql: "AND t.call_count > 0", value: null };
+  if (q.table === "raw_startups" && q.upTo !== undefined) return { sql: `AND t.startup_seq > ?2 AND t.startup_seq <= ${Math.trunc(q.upTo)}`, value: q.fence ?? 0 };
   if (q.table === "raw_startups") return { sql: "AND t.startup_seq > ?2", value: q.fence ?? 0 };
   if (q.table === "raw_agreements") return { sql: "AND t.agreement_seq > ?2", value: q.fence ?? 0 };
   return { sql: "", value: null };
@@ -340,16 +383,34 @@ export function keyOf(shape: TableShape, row: readonly unknown[]): unknown[] {
   return shape.key.map((c) => row[shape.columns.indexOf(c)]);
 }
 
+type WritePage = {
+  moveId: string; table: string; shape: TableShape; rows: unknown[][]; previous: unknown[] | null; next: unknown[];
+  /** call_batches as guard rows (GUARD_CURSOR). */
+  guard?: boolean;
+  /** raw_startups counted into tool_versions (PENDING_TOOL_VERSIONS). */
+  versions?: boolean;
+};
+
+/** The cursor's move to the page's last key, with the rows' count, only from where the page was read. */
+function cursorStatement(db: D1Database, p: WritePage, cursorName: string): D1PreparedStatement {
+  return db
+    .prepare(
+      `INSERT INTO move_cursors (move_id, name, cursor_json, rows) VALUES (?1, ?2, ?3, ?4)
+       ON CONFLICT (move_id, name) DO UPDATE SET cursor_json = excluded.cursor_json, rows = rows + excluded.rows WHERE move_cursors.cursor_json IS ?5`,
+    )
+    .bind(p.moveId, cursorName, JSON.stringify(p.next), p.rows.length, p.previous === null ? "\u0000none" : JSON.stringify(p.previous));
+}
+
 /**
  * The statements writing one page into the target, then the cursor, in one transaction: the rows
  * only while the cursor is still where the page was read from (a step run twice copies nothing twice).
  */
 export function writePageStatements(
   db: D1Database,
-  p: { moveId: string; table: string; shape: TableShape; rows: unknown[][]; previous: unknown[] | null; next: unknown[]; guard?: boolean },
+  p: WritePage,
 ): D1PreparedStatement[] {
   const { table, shape } = p;
-  const cursorName = p.guard ? GUARD_CURSOR : table;
+  const cursorName = p.guard ? GUARD_CURSOR : p.versions ? PENDING_TOOL_VERSIONS : table;
   const field = (name: string) => `value ->> ${shape.columns.indexOf(name)}`;
   const guard = `(SELECT cursor_json FROM move_cursors WHERE move_id = ?2 AND name = ?3) IS ?4`;
   let columns: string[];
@@ -367,10 +428,21 @@ export function writePageStatements(
     columns = shape.columns.filter((c) => c !== "batch_seq");
     values = columns.map((c) => (c === "epoch" ? "NULL" : field(c)));
     conflict = "";
+  } else if (table === "raw_startups" && p.versions) {
+    // Counted into tool_versions, as the hourly fold counts them (db/tool-versions.ts).
+    const r = `(SELECT ${["project_id", "startup_seq", "received_at_ms", "tools_json"].map((c) => `${field(c)} AS ${c}`).join(", ")} FROM json_each(?1)
+      WHERE ${guard}) AS r, json_each(r.tools_json) AS t`;
+    const insert = db
+      .prepare(
+        `INSERT INTO tool_versions (project_id, tool_name, schema_hash, description_hash, description_norm, first_seen_ms, last_seen_ms, startups)
+         SELECT * FROM (${versionsOfStartupsSql(r)}) WHERE true ${UPSERT_TOOL_VERSIONS}`,
+      )
+      .bind(JSON.stringify(p.rows), p.moveId, cursorName, p.previous === null ? null : JSON.stringify(p.previous));
+    return [insert, cursorStatement(db, p, cursorName)];
   } else if (table === "raw_startups" || table === "raw_agreements") {
     // Numbered above the target's rows and watermark, in the source's order (db/raw-writes.ts).
     const seq = table === "raw_startups" ? "startup_seq" : "agreement_seq";
-    withSql = `WITH ${seqBaseSql(table, seq, table === "raw_startups" ? STARTUPS_WATERMARK : AGREEMENTS_WATERMARK)}`;
+    withSql = `WITH ${seqBaseSql(table, seq, table === "raw_startups" ? startupsWatermarkSql() : stateValueSql(AGREEMENTS_WATERMARK))}`;
     columns = shape.columns;
     values = columns.map((c) => (c === seq ? "(SELECT base FROM seq_base) + key + 1" : field(c)));
     conflict = "";
@@ -397,13 +469,7 @@ export function writePageStatements(
        SELECT ${values.join(", ")} FROM json_each(?1) WHERE ${guard} ORDER BY key ${conflict}`,
     )
     .bind(JSON.stringify(p.rows), p.moveId, cursorName, p.previous === null ? null : JSON.stringify(p.previous));
-  const cursor = db
-    .prepare(
-      `INSERT INTO move_cursors (move_id, name, cursor_json, rows) VALUES (?1, ?2, ?3, ?4)
-       ON CONFLICT (move_id, name) DO UPDATE SET cursor_json = excluded.cursor_json, rows = rows + excluded.rows WHERE move_cursors.cursor_json IS ?5`,
-    )
-    .bind(p.moveId, cursorName, JSON.stringify(p.next), p.rows.length, p.previous === null ? "\u0000none" : JSON.stringify(p.previous));
-  return [insert, cursor];
+  return [insert, cursorStatement(db, p, cursorName)];
 }
 
 /** Deletes up to `limit` rows of the project from `table` (by its whole primary key); answers how many. */

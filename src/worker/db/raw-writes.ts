@@ -7,7 +7,7 @@
 // `*_seq` columns follow receive order (ties in started_at resolve by it, SPEC §2.2).
 // Only named fields are copied into the tuples: nothing outside the schema can reach a row.
 import { CALL_BATCH_CALL, RAW_AGREEMENT, RAW_STARTUP, tupleField, tupleOf } from "./tuples.ts";
-import { AGREEMENTS_WATERMARK, INGEST_EPOCH, STARTUPS_WATERMARK, stateValueSql } from "./rollup-state.ts";
+import { AGREEMENTS_WATERMARK, INGEST_EPOCH, stateValueSql, startupsWatermarkSql } from "./rollup-state.ts";
 import { IDEMPOTENCY_WINDOW_MS } from "../time.ts";
 import { compareByCodePoint, type Payload } from "../../shared/index.ts";
 import { durationBucket } from "../histogram.ts";
@@ -149,12 +149,12 @@ const startupField = (name: (typeof RAW_STARTUP)[number]) => tupleField(RAW_STAR
  * project). This is what AUTOINCREMENT gave, without its sqlite_sequence row per statement
  * (migration 0026). Both reads are seeks to the end of a key.
  */
-export const seqBaseSql = (table: string, seq: string, watermark: string) =>
-  `seq_base AS MATERIALIZED (SELECT MAX(COALESCE((SELECT MAX(${seq}) FROM ${table}), 0), ${stateValueSql(watermark)}) AS base)`;
+export const seqBaseSql = (table: string, seq: string, watermarkSql: string) =>
+  `seq_base AS MATERIALIZED (SELECT MAX(COALESCE((SELECT MAX(${seq}) FROM ${table}), 0), ${watermarkSql}) AS base)`;
 
 const INSERT_STARTUPS_SQL = `INSERT INTO raw_startups (startup_seq, project_id, session_id, client_name, received_at_ms, sdk,
   mcp_sdk_version, transport, protocol_version, tools_json, agree_declared_json)
-WITH ${seqBaseSql("raw_startups", "startup_seq", STARTUPS_WATERMARK)}
+WITH ${seqBaseSql("raw_startups", "startup_seq", startupsWatermarkSql())}
 SELECT (SELECT base FROM seq_base) + key + 1, ?2, ${startupField("session_id")}, ${startupField("client_name")}, ?3, ${startupField("sdk")}, ${startupField("mcp_sdk_version")},
   ${startupField("transport")}, ${startupField("protocol_version")}, ${tupleField(RAW_STARTUP, "tools", "value", "json")},
   ${tupleField(RAW_STARTUP, "agree_declared", "value", "json")}
@@ -173,7 +173,7 @@ export function agreementPairOrder(toolA: string, toolB: string): [string, strin
 
 const INSERT_AGREEMENTS_SQL = `INSERT INTO raw_agreements (agreement_seq, project_id, session_id, field, tool_a, tool_b, agreed,
   checked_at_ms, window_ms, received_at_ms)
-WITH ${seqBaseSql("raw_agreements", "agreement_seq", AGREEMENTS_WATERMARK)}
+WITH ${seqBaseSql("raw_agreements", "agreement_seq", stateValueSql(AGREEMENTS_WATERMARK))}
 SELECT (SELECT base FROM seq_base) + key + 1, ?2, ${RAW_AGREEMENT.map((name) => tupleField(RAW_AGREEMENT, name, "value")).join(", ")}, ?3
 FROM json_each(?1) WHERE ${receiptHeldSql("?2", "?4", "?5")} ORDER BY key`;
 

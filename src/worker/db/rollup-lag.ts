@@ -2,7 +2,7 @@
 // behind on its own and says so in the health answer"). Read from what is still waiting — the
 // requests in call_batches, the startups and verdicts above their watermarks — so it costs no
 // write and is exact at any moment; a project missing from the answer is caught up.
-import { AGREEMENTS_WATERMARK, AS_OF, STARTUPS_WATERMARK, stateValueSql } from "./rollup-state.ts";
+import { AGREEMENTS_WATERMARK, AS_OF, stateValueSql, startupsWatermarkSql } from "./rollup-state.ts";
 
 export type ProjectRollupLag = {
   project_id: string;
@@ -34,7 +34,7 @@ const LAG_SQL = `SELECT project_id, SUM(requests) AS pending_requests, SUM(calls
     FROM call_batches WHERE call_count > 0 GROUP BY project_id
     UNION ALL
     SELECT project_id, 0, 0, COUNT(*), 0, MIN(received_at_ms) FROM raw_startups
-    WHERE startup_seq > ${stateValueSql(STARTUPS_WATERMARK)} GROUP BY project_id
+    WHERE startup_seq > ${startupsWatermarkSql()} GROUP BY project_id
     UNION ALL
     SELECT project_id, 0, 0, 0, COUNT(*), MIN(received_at_ms) FROM raw_agreements
     WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)} GROUP BY project_id)

@@ -1,16 +1,30 @@
 // The rows of `rollup_state` (the rollup's bookkeeping: watermarks, as_of, the calls chunk), by name, and the SQL reading one.
 
-/** The last call_seq handed out: the rollup numbers calls in receive order above it (SPEC §2.2 ties). */
+/**
+ * The last call_seq handed out before the calls chunks kept it in their own row (see nextCallSeqSql):
+ * the rollup numbers calls in receive order above it (SPEC §2.2 ties).
+ */
 export const CALLS_WATERMARK = "calls_seq";
 /**
  * The calls chunk being folded in (a JSON object: its requests, the state rows it loads, its
  * estimate), written by the chunk's first statement and read by the others of its transaction.
  */
 export const CALLS_CHUNK = "calls_chunk";
-/** The last startup_seq of the startups chunk being folded in, written by its first statement. */
-export const STARTUPS_CHUNK_END = "startups_chunk_end";
-/** Highest raw_startups.startup_seq folded in. */
+/**
+ * The startups chunk (a JSON object {"from", "end"}: it folds the startup_seqs above `from` up to
+ * `end`), written by the chunk's first statement and read by the others of its transaction. Once
+ * the chunk commits, `end` is the startups watermark (startupsWatermarkSql): one row written per
+ * chunk instead of two.
+ */
+export const STARTUPS_CHUNK = "startups_chunk";
+/** Highest raw_startups.startup_seq folded in, as kept before the chunk row held it (see startupsWatermarkSql). */
 export const STARTUPS_WATERMARK = "startups_seq";
+/**
+ * Highest raw_startups.startup_seq whose tool entries are counted in `tool_versions` (never above
+ * `startups_seq`): rollup/tool-versions.ts folds them in once an hour, reads add the ones above it.
+ * Absent (before the first startups chunk after migration 0029): the same as `startups_seq`.
+ */
+export const TOOL_VERSIONS_WATERMARK = "tool_versions_seq";
 /** Highest raw_agreements.agreement_seq folded in. */
 export const AGREEMENTS_WATERMARK = "agreements_seq";
 /** SPEC §2.6 `as_of` (epoch ms): every payload received before it is in the rollup tables. Read by the metrics API. */
@@ -27,3 +41,20 @@ export const RAW_KEPT_FROM = "raw_kept_from_ms";
 /** SQL reading one state value, `fallback` when the row is absent. */
 export const stateValueSql = (name: string, fallback = 0) =>
   `COALESCE((SELECT value FROM rollup_state WHERE name = '${name}'), ${fallback})`;
+
+/** The tool versions watermark, as SQL (`startups_seq` while it has no row of its own). */
+export const toolVersionsWatermarkSql = () =>
+  `COALESCE((SELECT value FROM rollup_state WHERE name = '${TOOL_VERSIONS_WATERMARK}'), ${startupsWatermarkSql()})`;
+
+/** Highest raw_startups.startup_seq folded in: the last committed startups chunk's end, else `startups_seq`. */
+export const startupsWatermarkSql = () =>
+  `COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = '${STARTUPS_CHUNK}'), ${stateValueSql(STARTUPS_WATERMARK)})`;
+
+/**
+ * The number the next calls chunk numbers its calls above: the last chunk's base plus its calls
+ * (`calls_chunk` holds both, written in that chunk's transaction, so a chunk that rolled back
+ * leaves the one before it), or `calls_seq` for a deployment whose last chunk ran before the base
+ * was kept there. One row written per chunk instead of two.
+ */
+export const nextCallSeqSql = () =>
+  `COALESCE((SELECT (value ->> '$.seq') + (value ->> '$.calls') FROM rollup_state WHERE name = '${CALLS_CHUNK}'), ${stateValueSql(CALLS_WATERMARK)})`;

@@ -4,6 +4,7 @@
 // over a JSON list. The SQL is built from COUNTERS, so a new counter is summed without a change here.
 // Nothing here divides: rates are made by counterFigures().
 import { CONCAT_BLOCK_MS, COUNTER_TABLES, readCounterRows, type CounterRowsBranch } from "../db/counter-rows.ts";
+import { dayRowsSourceSql } from "../db/day-marks.ts";
 import { COUNTER_NAMES, addCounters, zeroCounters, type CounterGroup, type Counters } from "./counters.ts";
 import { FINAL_AFTER_MS, LruCache, finalBoundaryMs } from "./final-days.ts";
 import type { Grain } from "./query.ts";
@@ -61,11 +62,13 @@ function branchOf(projectId: string, request: CounterRequest): CounterRowsBranch
     params.push(request.filter.tool);
     where += ` AND m.tool_name = $${params.length}`;
   }
+  // Day rows hold the days whose hours are folded in; the hour rows not folded yet are read with them (db/day-marks.ts).
+  const from = request.grain === "day" ? dayRowsSourceSql([...COUNTER_NAMES, "duration_histogram_json"], "$1", "$2", "$3") : table;
   const sql =
     request.histograms ?? true
       ? `SELECT ${key} AS group_key, ${sumsSql()}, group_concat(m.duration_histogram_json, ',') AS histograms_json ` +
-        `FROM ${table} AS m WHERE ${where} GROUP BY group_key, m.client_name, m.${time} / ${CONCAT_BLOCK_MS}`
-      : `SELECT ${key} AS group_key, ${sumsSql()}, NULL AS histograms_json FROM ${table} AS m WHERE ${where} GROUP BY group_key`;
+        `FROM ${from} AS m WHERE ${where} GROUP BY group_key, m.client_name, m.${time} / ${CONCAT_BLOCK_MS}`
+      : `SELECT ${key} AS group_key, ${sumsSql()}, NULL AS histograms_json FROM ${from} AS m WHERE ${where} GROUP BY group_key`;
   return { sql, params };
 }
 

@@ -2,6 +2,7 @@
 // (SPEC §2.5, /v1/metrics/schema-regressions): one definition for the read side, the alerts and the
 // hour-row fold (rollup/retention.ts keeps these hours, SPEC §7), in JS and as its SQL twin;
 // test/worker/rollup/history-fold.test.ts checks that the two agree.
+import { toolVersionsSourceSql } from "../db/tool-versions.ts";
 import { DAY_MS, HOUR_MS, hourStartMs, hourStartSql } from "../time.ts";
 
 /** Days compared on each side of a schema change. */
@@ -54,7 +55,7 @@ export function schemaChangeSpansSql(projectsSql: string): string {
   const windowMs = REGRESSION_WINDOW_DAYS * DAY_MS;
   return `SELECT project_id, tool_name, change_hour_ms - ${windowMs} AS first_ms, change_hour_ms + ${HOUR_MS + windowMs} AS end_ms FROM (
       SELECT r.project_id, r.tool_name, ${hourStartSql(changedAt)} AS change_hour_ms
-      FROM registered_tools AS r JOIN tool_versions AS v ON v.project_id = r.project_id AND v.tool_name = r.tool_name
+      FROM registered_tools AS r JOIN ${toolVersionsSourceSql(projectsSql)} AS v ON v.project_id = r.project_id AND v.tool_name = r.tool_name
       WHERE r.schema_hash IS NOT NULL AND r.project_id IN (${projectsSql})
       GROUP BY r.project_id, r.tool_name)
     WHERE change_hour_ms IS NOT NULL`;

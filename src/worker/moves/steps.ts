@@ -24,6 +24,7 @@ import {
   DELETED_TABLES,
   DRAINED_TABLES,
   GUARD_CURSOR,
+  PENDING_TOOL_VERSIONS,
   callsWatermark,
   claimMove,
   deleteCursorsStatement,
@@ -42,6 +43,7 @@ import {
   unknownTables,
   updateMoveStatement,
   writePageStatements,
+  type HoldRow,
   type MoveChange,
   type MoveRow,
 } from "../db/moves.ts";
@@ -233,13 +235,22 @@ function fitting(page: unknown[][], maxChars: number): unknown[][] {
  * is all there. `guard`: the batch ids of the source's call_batches rows, as emptied rows.
  */
 async function copyPage(ctx: Context, move: MoveRow, kind: "copy" | "guard" | "drain"): Promise<StepResult> {
-  const table = kind === "guard" ? "call_batches" : move.step_table!;
   const guard = kind === "guard";
+  const versions = move.step_table === PENDING_TOOL_VERSIONS;
+  const table = guard ? "call_batches" : versions ? "raw_startups" : move.step_table!;
+  const cursorName = guard ? GUARD_CURSOR : move.step_table!;
   const shape = await tableShape(ctx.source, table);
-  const { cursor, rows: copied } = await readCursor(ctx.target, move.move_id, guard ? GUARD_CURSOR : table);
-  const fence = kind === "drain" && (table === "raw_startups" || table === "raw_agreements") ? await sourceFence(ctx, move, table) : 0;
+  const { cursor, rows: copied } = await readCursor(ctx.target, move.move_id, cursorName);
+  let fence = 0;
+  let upTo: number | undefined;
+  if (versions || (kind === "drain" && (table === "raw_startups" || table === "raw_agreements"))) {
+    const hold = await sourceHold(ctx, move);
+    // Folded in the source but not counted in tool_versions: (tool_versions_seq, startups_seq] at the hold.
+    if (versions) [fence, upTo] = [hold.tool_versions_seq, hold.startups_seq];
+    else fence = table === "raw_startups" ? hold.startups_seq : hold.agreements_seq;
+  }
   const keyless = shape.key.length === 0;
-  const page = keyless && cursor !== null ? [] : await readPage(ctx.source, { table, shape, projectId: move.project_id, cursor, limit: ctx.o.pageRows, nowMs: ctx.nowMs, fence, guard });
+  const page = keyless && cursor !== null ? [] : await readPage(ctx.source, { table, shape, projectId: move.project_id, cursor, limit: ctx.o.pageRows, nowMs: ctx.nowMs, fence, upTo, guard });
   const rows = fitting(page, ctx.o.pageChars);
   if (rows.length === 0) {
     if (kind === "guard") return { change: { phase: "switch", step_table: null }, rows: 0 };
@@ -250,17 +261,17 @@ async function copyPage(ctx: Context, move: MoveRow, kind: "copy" | "guard" | "d
       : { change: { phase: "release", step_table: null }, rows: 0 };
   }
   const counts = JSON.parse(move.counts_json) as Record<string, number>;
-  counts[guard ? GUARD_CURSOR : table] = copied + rows.length;
+  counts[cursorName] = copied + rows.length;
   const next = keyOf(shape, rows.at(-1)!);
-  await ctx.target.batch(writePageStatements(ctx.target, { moveId: move.move_id, table, shape, rows, previous: cursor, next, guard }));
+  await ctx.target.batch(writePageStatements(ctx.target, { moveId: move.move_id, table, shape, rows, previous: cursor, next, guard, versions }));
   return { change: { counts_json: JSON.stringify(counts) }, rows: rows.length };
 }
 
-/** The watermark the source's hold recorded for a raw table: its rows of the project above it were never folded there. */
-async function sourceFence(ctx: Context, move: MoveRow, table: "raw_startups" | "raw_agreements"): Promise<number> {
+/** The source's hold: the watermarks it recorded say which raw rows of the project were never folded (or counted) there. */
+async function sourceHold(ctx: Context, move: MoveRow): Promise<HoldRow> {
   const hold = await findHold(ctx.source, move.project_id);
   if (!hold || hold.move_id !== move.move_id) throw new Error("the source no longer holds the project");
-  return table === "raw_startups" ? hold.startups_seq : hold.agreements_seq;
+  return hold;
 }
 
 /**
@@ -316,7 +327,7 @@ async function release(ctx: Context, move: MoveRow): Promise<StepResult> {
   const hold = await findHold(ctx.target, move.project_id);
   if (hold && hold.move_id === move.move_id) {
     // Every raw row of the project in the target arrived after the hold: all are renumbered.
-    await ctx.target.batch(releaseHoldStatements(ctx.target, { ...hold, startups_seq: 0, agreements_seq: 0 }, { callsSeq: move.source_calls_seq ?? 0 }));
+    await ctx.target.batch(releaseHoldStatements(ctx.target, { ...hold, startups_seq: 0, agreements_seq: 0, tool_versions_seq: 0 }, { callsSeq: move.source_calls_seq ?? 0 }));
   }
   await setHoldRoleStatement(ctx.source, move.project_id, move.move_id, "leaving").run();
   return { change: { phase: "cleanup", step_table: DELETED_TABLES[0] }, rows: 0 };

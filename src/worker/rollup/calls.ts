@@ -47,7 +47,7 @@
 // never need rows that retention deleted.
 import { dayStartSql, hourStartSql } from "../time.ts";
 import { MAX_RETRY_REACH_MS, flagReachSql, isRetryOfSql } from "../retry-rule.ts";
-import { CALLS_CHUNK, CALLS_WATERMARK, INGEST_EPOCH, stateValueSql } from "../db/rollup-state.ts";
+import { CALLS_CHUNK, INGEST_EPOCH, nextCallSeqSql, stateValueSql } from "../db/rollup-state.ts";
 import { CALL_BATCH_CALL, CALL_STATE_CALL, CHUNK_SPAN, PAIR_KEY, tupleArraySql, tupleField } from "../db/tuples.ts";
 import { COUNTER_NAMES } from "../metrics/counters.ts";
 import { RECOMPUTING_PROJECTS_SQL } from "../db/recomputes.ts";
@@ -95,14 +95,13 @@ const spanField = (name: (typeof CHUNK_SPAN)[number]) => tupleField(CHUNK_SPAN, 
 
 /**
  * `new_calls`: the chunk's calls, numbered in receive order above every number handed out before
- * (`calls_seq`, advanced in the chunk's last statements), so each statement of the batch derives
- * the same rows. Each statement extracts only the fields it reads: the extraction is most of what
+ * (the chunk's `seq`, nextCallSeqSql), so each statement of the batch derives the same rows. Each statement extracts only the fields it reads: the extraction is most of what
  * deriving the chunk costs, and every statement derives it again.
  */
 const newCallsCtes = (fields: readonly BatchField[]) => `taken AS MATERIALIZED (${TAKEN_BATCHES}),
     new_calls AS MATERIALIZED (
       SELECT t.project_id, ${fields.map((f) => `${batchField(f)} AS ${f}`).join(", ")},
-        ${stateValueSql(CALLS_WATERMARK)} + ROW_NUMBER() OVER (ORDER BY t.batch_seq, j.key) AS call_seq
+        (${chunkSql} ->> '$.seq') + ROW_NUMBER() OVER (ORDER BY t.batch_seq, j.key) AS call_seq
       FROM taken t, json_each(t.calls_json) AS j)`;
 const ALL_FIELDS = BATCH_FIELDS;
 /** What the pairs need of a call. */
@@ -273,6 +272,7 @@ export const CHUNK_SELECTION_SQL =
       'batches', json(COALESCE((SELECT json_group_array(batch_seq) FROM chosen), '[]')),
       'spans', json(COALESCE((SELECT json_group_array(${tupleArraySql(CHUNK_SPAN)})
         FROM spans WHERE k <= (SELECT MAX(k) FROM chosen)), '[]')),
+      'seq', ${nextCallSeqSql()},
       'calls', (SELECT COALESCE(SUM(call_count), 0) FROM chosen),
       'touched', (SELECT COALESCE(MAX(touched), 0) FROM chosen),
       'more', (SELECT COUNT(*) FROM call_batches WHERE ${WAITING_CLOSED} AND ${FOLDABLE}) > (SELECT COUNT(*) FROM chosen),
@@ -470,10 +470,6 @@ export const CALL_CHUNK_SQL = {
       max_started_at_ms = MAX(max_started_at_ms, excluded.max_started_at_ms),
       calls_json = substr(calls_json, 1, length(calls_json) - 1) || ',' || substr(excluded.calls_json, 2)`,
 
-  advanceCallSeq: `INSERT INTO rollup_state (name, value)
-    SELECT '${CALLS_WATERMARK}', ${stateValueSql(CALLS_WATERMARK)} + (${chunkSql} ->> '$.calls') WHERE (${chunkSql} ->> '$.calls') > 0
-    ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
-
   // Emptied, not deleted: the row keeps its batch ids for the Idempotency-Key window (migration
   // 0025); run.ts deletes it after that. Running the chunk again finds no call in it.
   emptyTakenBatches: `UPDATE call_batches SET call_count = 0, chars = 2, calls_json = '[]'
@@ -507,7 +503,7 @@ export interface CallChunkBounds {
 /** The statements of one calls chunk, in order; run them as one `db.batch()`. */
 export function callChunkStatements(db: D1Database, bounds: CallChunkBounds): D1PreparedStatement[] {
   const order = [
-    "applyHourDeltas", "applyPairDeltas", "dropEmptyPairs", "addSessionCounters", "appendCalls", "advanceCallSeq", "emptyTakenBatches",
+    "applyHourDeltas", "applyPairDeltas", "dropEmptyPairs", "addSessionCounters", "appendCalls", "emptyTakenBatches",
   ] as const satisfies readonly (keyof typeof CALL_CHUNK_SQL)[];
   return [
     db.prepare(CHUNK_SELECTION_SQL).bind(bounds.chunkCalls, bounds.chunkTouchedCalls, bounds.chunkSpans, bounds.nearCalls),
@@ -516,7 +512,7 @@ export function callChunkStatements(db: D1Database, bounds: CallChunkBounds): D1
 }
 
 /** Statements one calls chunk costs against the per-invocation query budget. */
-export const CALL_CHUNK_STATEMENTS = 8;
+export const CALL_CHUNK_STATEMENTS = 7;
 
 /**
  * Runs one calls chunk (one transaction: a failure anywhere rolls all of it back, and the next run

@@ -17,7 +17,7 @@
 //
 // The same job folds old hour rows into their day rows (SPEC §7, "History that fits"): see
 // FOLD_SQL below.
-import { AGREEMENTS_WATERMARK, AS_OF, RAW_KEPT_FROM, STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
+import { AGREEMENTS_WATERMARK, AS_OF, RAW_KEPT_FROM, stateValueSql, toolVersionsWatermarkSql } from "../db/rollup-state.ts";
 import { DAY_MS, HOUR_MS, hourRowsHorizonMs, hourStartMs } from "../time.ts";
 import { MAX_FLAG_REACH_MS } from "../retry-rule.ts";
 import { MAX_PAST_MS } from "../../shared/timestamp.ts";
@@ -152,7 +152,7 @@ export const RETENTION_SQL = {
   // matters. Receive order follows *_seq: delete the run of seqs before the first young row.
   deleteStartups: `DELETE FROM raw_startups WHERE startup_seq IN (
     SELECT startup_seq FROM raw_startups
-    WHERE startup_seq <= ${stateValueSql(STARTUPS_WATERMARK)}
+    WHERE startup_seq <= ${toolVersionsWatermarkSql()}
       AND startup_seq < COALESCE((SELECT startup_seq FROM raw_startups WHERE received_at_ms >= ?1 ORDER BY startup_seq LIMIT 1), 9e18)
     ORDER BY startup_seq LIMIT ?2)`,
 

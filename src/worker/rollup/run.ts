@@ -6,10 +6,12 @@
 import { AGREEMENT_CHUNK_STATEMENTS, rollupAgreementChunk } from "./agreements.ts";
 import { CALL_CHUNK_STATEMENTS, FOLDABLE, rollupCallChunk } from "./calls.ts";
 import { NOT_HELD } from "../db/moves.ts";
+import { DAY_FOLD_ROWS, DAY_FOLD_SQL, DAY_FOLD_STATEMENTS, runDayFoldStep } from "./day-fold.ts";
 import { RECOMPUTE_STEP_STATEMENTS, runRecomputeStep } from "./recompute.ts";
-import { AGREEMENTS_WATERMARK, AS_OF, INGEST_EPOCH, STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
-import { IDEMPOTENCY_WINDOW_MS } from "../time.ts";
+import { AGREEMENTS_WATERMARK, AS_OF, INGEST_EPOCH, stateValueSql, startupsWatermarkSql } from "../db/rollup-state.ts";
+import { IDEMPOTENCY_WINDOW_MS, dayStartMs, hourStartMs } from "../time.ts";
 import { STARTUP_CHUNK_STATEMENTS, rollupStartupChunk } from "./startups.ts";
+import { TOOL_VERSIONS_PENDING_SQL, TOOL_VERSION_FOLD_STATEMENTS, runToolVersionFoldStep } from "./tool-versions.ts";
 
 export interface RollupOptions {
   /**
@@ -18,9 +20,9 @@ export interface RollupOptions {
    */
   maxQueries?: number;
   /**
-   * New calls per chunk (one transaction). Default 17,000: a chunk is 8 statements, so a free-plan
+   * New calls per chunk (one transaction). Default 17,000: a chunk is 7 statements, so a free-plan
    * run fits four even with a startups and a verdicts chunk pending (68,000 calls — over five
-   * minutes of one key at its default budget, SPEC §1.1 — and five, 85,000, when none is), and a
+   * minutes of one key at its default budget, SPEC §1.1 — and six, 102,000, when none is), and a
    * chunk holds the database for about half a second at most (bench:rollup).
    */
   chunkCalls?: number;
@@ -52,6 +54,8 @@ export interface RollupOptions {
   recomputeRows?: number;
   /** Sequences one recompute counting step looks at. Default 2,000. */
   recomputeSequences?: number;
+  /** Hour rows one fold step of a finished day adds to their day rows (day-fold.ts). Default 5,000. */
+  dayFoldRows?: number;
 }
 
 export const DEFAULT_ROLLUP_OPTIONS: Required<RollupOptions> = {
@@ -65,6 +69,7 @@ export const DEFAULT_ROLLUP_OPTIONS: Required<RollupOptions> = {
   recomputeCalls: 20_000,
   recomputeRows: 10_000,
   recomputeSequences: 2_000,
+  dayFoldRows: DAY_FOLD_ROWS,
 };
 
 export interface RollupRunReport {
@@ -75,6 +80,8 @@ export interface RollupRunReport {
   /** Calls chunks run, and the largest one's estimated rows of work (new calls + calls loaded). */
   callChunks: number;
   maxChunkTouched: number;
+  /** Fold steps of finished days run (day-fold.ts). */
+  dayFoldSteps: number;
   /** Recompute steps run (recompute.ts), and recomputes finished. */
   recomputeSteps: number;
   recomputesDone: number;
@@ -103,18 +110,20 @@ const DELETE_EMPTIED_BATCHES_SQL = `DELETE FROM call_batches WHERE batch_seq IN 
   SELECT batch_seq FROM call_batches WHERE call_count = 0 AND last_received_at_ms < ?1 - ${IDEMPOTENCY_WINDOW_MS}
   ORDER BY batch_seq LIMIT ${EMPTIED_BATCHES_PER_RUN})`;
 
-/** Statements every run makes whatever is pending: closing the open rows, the probe, the cleanup, as_of. */
-export const ROLLUP_FIXED_STATEMENTS = 4;
+/** Statements every run makes whatever is pending: closing the open rows, the new day marks, the probe, the cleanup, as_of. */
+export const ROLLUP_FIXED_STATEMENTS = 5;
 
 const PENDING_SQL = `SELECT
   EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND ${FOLDABLE}) AS calls,
   EXISTS (SELECT 1 FROM recomputes WHERE state <> 'done') AS recompute,
-  EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${stateValueSql(STARTUPS_WATERMARK)} AND ${NOT_HELD}) AS startups,
-  EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)} AND ${NOT_HELD}) AS agreements`;
+  EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${startupsWatermarkSql()} AND ${NOT_HELD}) AS startups,
+  EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)} AND ${NOT_HELD}) AS agreements,
+  EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < ?1 AND ${NOT_HELD}) AS days,
+  ${TOOL_VERSIONS_PENDING_SQL.replaceAll("?1", "?2")} AS versions`;
 
 /** The first payload not folded in yet of one stream: everything received before it is in. */
-const firstPendingReceivedSql = (table: string, seq: string, watermarkName: string) =>
-  `COALESCE((SELECT received_at_ms - 1 FROM ${table} WHERE ${seq} > ${stateValueSql(watermarkName)} ORDER BY ${seq} LIMIT 1), ?1)`;
+const firstPendingReceivedSql = (table: string, seq: string, watermarkSql: string) =>
+  `COALESCE((SELECT received_at_ms - 1 FROM ${table} WHERE ${seq} > ${watermarkSql} ORDER BY ${seq} LIMIT 1), ?1)`;
 
 // SPEC §2.6 as_of = the time the data is complete up to: the run's scheduled time when caught up,
 // else just before the earliest-received payload still pending (receive order follows *_seq).
@@ -122,22 +131,31 @@ const firstPendingReceivedSql = (table: string, seq: string, watermarkName: stri
 const AS_OF_SQL = `INSERT INTO rollup_state (name, value)
   SELECT '${AS_OF}', MAX(${stateValueSql(AS_OF)}, MIN(?1,
     COALESCE((SELECT received_at_ms - 1 FROM call_batches WHERE call_count > 0 ORDER BY batch_seq LIMIT 1), ?1),
-    ${firstPendingReceivedSql("raw_startups", "startup_seq", STARTUPS_WATERMARK)},
-    ${firstPendingReceivedSql("raw_agreements", "agreement_seq", AGREEMENTS_WATERMARK)}))
+    ${firstPendingReceivedSql("raw_startups", "startup_seq", startupsWatermarkSql())},
+    ${firstPendingReceivedSql("raw_agreements", "agreement_seq", stateValueSql(AGREEMENTS_WATERMARK))}))
   WHERE true
   ON CONFLICT (name) DO UPDATE SET value = excluded.value`;
 
 export async function runRollup(db: D1Database, scheduledTimeMs: number, options: RollupOptions = {}): Promise<RollupRunReport> {
   const o = { ...DEFAULT_ROLLUP_OPTIONS, ...options };
   const report: RollupRunReport = {
-    queries: 0, newCalls: 0, newStartups: 0, callChunks: 0, maxChunkTouched: 0, recomputeSteps: 0, recomputesDone: 0, caughtUp: false,
+    queries: 0, newCalls: 0, newStartups: 0, callChunks: 0, maxChunkTouched: 0, dayFoldSteps: 0, recomputeSteps: 0, recomputesDone: 0, caughtUp: false,
   };
   if (o.maxQueries < ROLLUP_FIXED_STATEMENTS) throw new Error(`rollup: maxQueries must be at least ${ROLLUP_FIXED_STATEMENTS}`);
-  const [, probe] = await db.batch([db.prepare(CLOSE_OPEN_BATCHES_SQL), db.prepare(PENDING_SQL)]);
-  report.queries += 2;
-  const pendingRow = probe?.results?.[0] as { calls: number; recompute: number; startups: number; agreements: number } | undefined;
+  const todayMs = dayStartMs(scheduledTimeMs);
+  const hourMs = hourStartMs(scheduledTimeMs);
+  const [, , probe] = await db.batch([
+    db.prepare(CLOSE_OPEN_BATCHES_SQL),
+    db.prepare(DAY_FOLD_SQL.markNewProjects).bind(todayMs),
+    db.prepare(PENDING_SQL).bind(todayMs, hourMs),
+  ]);
+  report.queries += 3;
+  const pendingRow = probe?.results?.[0] as
+    | { calls: number; recompute: number; startups: number; agreements: number; days: number; versions: number }
+    | undefined;
   const pending = {
     startups: !!pendingRow?.startups, agreements: !!pendingRow?.agreements, calls: !!pendingRow?.calls, recompute: !!pendingRow?.recompute,
+    days: !!pendingRow?.days, versions: !!pendingRow?.versions,
   };
   let budget = o.maxQueries - ROLLUP_FIXED_STATEMENTS;
 
@@ -145,11 +163,12 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
   for (;;) {
     let ran = false;
     if (pending.startups && budget >= STARTUP_CHUNK_STATEMENTS) {
-      const r = await rollupStartupChunk(db, o.chunkStartups);
+      const r = await rollupStartupChunk(db, o.chunkStartups, undefined, hourMs);
       budget -= STARTUP_CHUNK_STATEMENTS;
       report.queries += STARTUP_CHUNK_STATEMENTS;
       report.newStartups += r.new_startups;
       pending.startups = !!r.more;
+      pending.versions ||= !!r.versions;
       ran = true;
     }
     if (pending.agreements && budget >= AGREEMENT_CHUNK_STATEMENTS) {
@@ -167,6 +186,20 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
       report.callChunks += 1;
       report.maxChunkTouched = Math.max(report.maxChunkTouched, r.touched);
       pending.calls = !!r.more;
+      ran = true;
+    }
+    if (pending.versions && budget >= TOOL_VERSION_FOLD_STATEMENTS) {
+      pending.versions = (await runToolVersionFoldStep(db, hourMs)).more;
+      budget -= TOOL_VERSION_FOLD_STATEMENTS;
+      report.queries += TOOL_VERSION_FOLD_STATEMENTS;
+      ran = true;
+    }
+    if (pending.days && budget >= DAY_FOLD_STATEMENTS) {
+      const r = await runDayFoldStep(db, todayMs, o.dayFoldRows);
+      budget -= DAY_FOLD_STATEMENTS;
+      report.queries += DAY_FOLD_STATEMENTS;
+      report.dayFoldSteps += 1;
+      pending.days = r.more;
       ran = true;
     }
     if (pending.recompute && budget >= RECOMPUTE_STEP_STATEMENTS) {
@@ -188,6 +221,6 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
 
   await db.batch([db.prepare(DELETE_EMPTIED_BATCHES_SQL).bind(scheduledTimeMs), db.prepare(AS_OF_SQL).bind(scheduledTimeMs)]);
   report.queries += 2;
-  report.caughtUp = !pending.calls && !pending.startups && !pending.agreements && !pending.recompute;
+  report.caughtUp = !pending.calls && !pending.startups && !pending.agreements && !pending.recompute && !pending.days && !pending.versions;
   return report;
 }

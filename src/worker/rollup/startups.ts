@@ -1,15 +1,18 @@
 // Folds one chunk of new startups (SPEC §2.4, §2.5) as ONE D1 batch: the registered tool list
-// (the project's most recently received startup wins), every tool version seen, the declared
-// agreement fields, and each session's schema bytes (its latest startup).
+// (the project's most recently received startup wins), the declared agreement fields, and each
+// session's schema bytes (its latest startup). The tool versions they list are counted in by the
+// hourly fold of tool-versions.ts.
 //
 // "Most recently received" is the highest startup_seq. A chunk holds the startups just above the
 // `startups_seq` watermark, so the highest one per project (or session) in the chunk is the
 // highest overall: replacing with it is exact and idempotent.
 
-import { STARTUPS_CHUNK_END, STARTUPS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
+import { STARTUPS_CHUNK, TOOL_VERSIONS_WATERMARK, startupsWatermarkSql } from "../db/rollup-state.ts";
+import { TOOL_VERSIONS_PENDING_SQL } from "./tool-versions.ts";
 import { NOT_HELD } from "../db/moves.ts";
 
-const watermark = stateValueSql(STARTUPS_WATERMARK);
+const watermark = startupsWatermarkSql();
+const chunkRow = `(SELECT value FROM rollup_state WHERE name = '${STARTUPS_CHUNK}')`;
 
 /**
  * The chunk: at most ?1 startups above the watermark, and no more than ?2 rows of work (tool
@@ -36,10 +39,7 @@ const CHOSEN = `chosen AS MATERIALIZED (
  */
 const CHUNK = `chunk AS MATERIALIZED (
     SELECT startup_seq FROM raw_startups
-    WHERE startup_seq > ${watermark} AND startup_seq <= ${stateValueSql(STARTUPS_CHUNK_END)} AND ${NOT_HELD})`;
-
-/** The chunk's startups joined to their rows, with each tool entry of their list. */
-const chunkTools = `chunk s CROSS JOIN raw_startups r ON r.startup_seq = s.startup_seq, json_each(r.tools_json) AS t`;
+    WHERE startup_seq > (${chunkRow} ->> '$.from') AND startup_seq <= (${chunkRow} ->> '$.end') AND ${NOT_HELD})`;
 
 /** Per project of the chunk, its latest startup (the highest startup_seq: the one that wins). */
 const LATEST = `latest AS MATERIALIZED (
@@ -50,7 +50,7 @@ const LATEST = `latest AS MATERIALIZED (
 export const STARTUP_CHUNK_SQL = {
   chooseStartups: `INSERT INTO rollup_state (name, value)
     WITH ${CHOSEN}
-    SELECT '${STARTUPS_CHUNK_END}', COALESCE((SELECT MAX(startup_seq) FROM chosen), ${watermark}) WHERE true
+    SELECT '${STARTUPS_CHUNK}', json_object('from', ${watermark}, 'end', COALESCE((SELECT MAX(startup_seq) FROM chosen), ${watermark})) WHERE true
     ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
 
   // The registered list becomes the latest startup's, writing only what changed: a server sends
@@ -83,31 +83,12 @@ export const STARTUP_CHUNK_SQL = {
       IS NOT (excluded.schema_bytes, excluded.schema_hash, excluded.description_hash, excluded.description_norm,
         excluded.requires_authorization, excluded.requires_verified_identity)`,
 
-  // Every distinct (schema_hash, description_hash) per tool ('' stands for an absent hash), with
-  // first/last receive time and how many startups listed it: churn and convergence (SPEC §2.5)
-  // read from here. Counts are added in the watermark's transaction (exactly once); the
-  // description_norm is the latest startup's.
-  upsertToolVersions: `INSERT INTO tool_versions (project_id, tool_name, schema_hash, description_hash, description_norm,
-      first_seen_ms, last_seen_ms, startups)
-    WITH ${CHUNK}
-    SELECT project_id, tool_name, schema_hash, description_hash, MAX(latest_norm), MIN(received_at_ms), MAX(received_at_ms),
-      COUNT(DISTINCT startup_seq)
-    FROM (
-      SELECT r.project_id, r.startup_seq, r.received_at_ms, json_extract(t.value, '$.name') AS tool_name,
-        COALESCE(json_extract(t.value, '$.schema_hash'), '') AS schema_hash,
-        COALESCE(json_extract(t.value, '$.description_hash'), '') AS description_hash,
-        FIRST_VALUE(json_extract(t.value, '$.description_norm')) OVER (
-          PARTITION BY r.project_id, json_extract(t.value, '$.name'),
-            COALESCE(json_extract(t.value, '$.schema_hash'), ''), COALESCE(json_extract(t.value, '$.description_hash'), '')
-          ORDER BY r.startup_seq DESC, t.key DESC) AS latest_norm
-      FROM ${chunkTools}
-    ) WHERE true
-    GROUP BY project_id, tool_name, schema_hash, description_hash
-    ON CONFLICT (project_id, tool_name, schema_hash, description_hash) DO UPDATE SET
-      description_norm = excluded.description_norm,
-      first_seen_ms = MIN(first_seen_ms, excluded.first_seen_ms),
-      last_seen_ms = MAX(last_seen_ms, excluded.last_seen_ms),
-      startups = startups + excluded.startups`,
+  // Tool versions are counted in by the hourly fold (tool-versions.ts) behind their own watermark,
+  // which starts where this one is the first time a chunk runs after migration 0029 (no row
+  // written afterwards): startups folded before are counted in tool_versions already.
+  startToolVersionsWatermark: `INSERT INTO rollup_state (name, value)
+    SELECT '${TOOL_VERSIONS_WATERMARK}', ${chunkRow} ->> '$.from' WHERE true
+    ON CONFLICT (name) DO NOTHING`,
 
   upsertDeclarations: `INSERT INTO agreement_declarations (project_id, field, tool_name, last_declared_ms)
     WITH ${CHUNK}
@@ -139,20 +120,17 @@ export const STARTUP_CHUNK_SQL = {
       first_seen_ms = MIN(sessions.first_seen_ms, excluded.first_seen_ms),
       last_seen_ms = MAX(sessions.last_seen_ms, excluded.last_seen_ms)`,
 
-  // Read before the watermark moves (the chunk is derived from it).
+  // `versions`: whether the hourly fold of tool versions has startups of a finished hour (?1) to
+  // count in once this chunk commits (the watermark reads the chunk row this transaction wrote).
   report: `WITH ${CHUNK}
     SELECT (SELECT COUNT(*) FROM chunk) AS new_startups,
-      EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > (SELECT MAX(startup_seq) FROM chunk)) AS more`,
-
-  advanceWatermark: `INSERT INTO rollup_state (name, value)
-    WITH ${CHUNK}
-    SELECT '${STARTUPS_WATERMARK}', top FROM (SELECT MAX(startup_seq) AS top FROM chunk) WHERE top IS NOT NULL
-    ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+      EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > (SELECT MAX(startup_seq) FROM chunk)) AS more,
+      ${TOOL_VERSIONS_PENDING_SQL} AS versions`,
 } as const;
 
-export type StartupChunkReport = { new_startups: number; more: number };
+export type StartupChunkReport = { new_startups: number; more: number; versions: number };
 
-export const STARTUP_CHUNK_STATEMENTS = 8;
+export const STARTUP_CHUNK_STATEMENTS = 7;
 
 /**
  * Rows of work one startup chunk may take on (tool entries + declared tool names; the writes are a
@@ -161,16 +139,16 @@ export const STARTUP_CHUNK_STATEMENTS = 8;
  */
 export const MAX_STARTUP_CHUNK_ROWS = 5_000;
 
-export async function rollupStartupChunk(db: D1Database, chunkStartups: number, maxRows = MAX_STARTUP_CHUNK_ROWS): Promise<StartupChunkReport> {
+/** One startups chunk; `hourMs` is the run's hour start, for the report's `versions`. */
+export async function rollupStartupChunk(db: D1Database, chunkStartups: number, maxRows = MAX_STARTUP_CHUNK_ROWS, hourMs = 0): Promise<StartupChunkReport> {
   const results = await db.batch([
     db.prepare(STARTUP_CHUNK_SQL.chooseStartups).bind(chunkStartups, maxRows),
     db.prepare(STARTUP_CHUNK_SQL.deleteReplacedTools),
     db.prepare(STARTUP_CHUNK_SQL.insertRegisteredTools),
-    db.prepare(STARTUP_CHUNK_SQL.upsertToolVersions),
+    db.prepare(STARTUP_CHUNK_SQL.startToolVersionsWatermark),
     db.prepare(STARTUP_CHUNK_SQL.upsertDeclarations),
     db.prepare(STARTUP_CHUNK_SQL.setSessionSchemaBytes),
-    db.prepare(STARTUP_CHUNK_SQL.report),
-    db.prepare(STARTUP_CHUNK_SQL.advanceWatermark),
+    db.prepare(STARTUP_CHUNK_SQL.report).bind(hourMs),
   ]);
   const report = results[6]?.results?.[0] as StartupChunkReport | undefined;
   if (!report) throw new Error("rollup: startups chunk returned no report");

@@ -48,13 +48,13 @@ describe("D1 statements per request", () => {
     expect(cold.text).toContain("search");
     expect(cold.statements.length, cold.statements.join("\n")).toBeLessThanOrEqual(12);
     // as_of is read once per request.
-    expect(cold.statements.filter((s) => s.includes("rollup_state")).length).toBe(1);
+    expect(cold.statements.filter((s) => s.includes("as_of_ms")).length).toBe(1);
     const defaults = await countedGet("/", cookie);
     expect(defaults.statements.length).toBeLessThanOrEqual(12);
     const toolPage = await countedGet(`/tool?name=search&from=${iso(todayMs - 89 * DAY)}&to=${iso(todayMs)}`, cookie);
     expect(toolPage.status).toBe(200);
     expect(toolPage.statements.length, toolPage.statements.join("\n")).toBeLessThanOrEqual(12);
-    expect(toolPage.statements.filter((s) => s.includes("rollup_state")).length).toBe(1);
+    expect(toolPage.statements.filter((s) => s.includes("as_of_ms")).length).toBe(1);
   });
 
   it("schema-regressions spends as many for 30 changed tools as for 1, with each tool's own windows", async () => {

@@ -8,7 +8,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_ROLLUP_OPTIONS, type RollupOptions } from "../../../src/worker/rollup/index.ts";
-import { rollupCallChunk, type CallChunkBounds } from "../../../src/worker/rollup/calls.ts";
+import { CALL_CHUNK_STATEMENTS, rollupCallChunk, type CallChunkBounds } from "../../../src/worker/rollup/calls.ts";
 import { rollupStartupChunk } from "../../../src/worker/rollup/startups.ts";
 import { call, deliver, faultyDb, resetDb, snapshot, type TestCall, type TestPayload } from "./fixtures.ts";
 import { referenceRollup, type Received } from "./reference.ts";
@@ -95,7 +95,7 @@ describe("every calls chunk is bounded in rows touched, whatever the shape", () 
         const before = metered.calls.length;
         const r = await rollupCallChunk(metered.db, shape.bounds);
         const statements = metered.calls[before]!.statements;
-        expect(statements).toHaveLength(8);
+        expect(statements).toHaveLength(CALL_CHUNK_STATEMENTS);
         // The logical bound: the chunk's estimate, and what D1 read for each statement — both
         // independent of the history around the new calls (several times the bound here).
         expect(r.touched, `chunk ${i}`).toBeLessThanOrEqual(shape.bounds.chunkTouchedCalls);

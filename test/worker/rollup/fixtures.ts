@@ -1,6 +1,9 @@
 // Test helpers for the rollup: write raw rows straight into D1 (as ingest would), read every
 // rollup table back in a canonical form, and count D1 statements through a proxy.
 import { durationBucket } from "../../../src/worker/histogram.ts";
+import { outOfDayRowsSql } from "../../../src/worker/db/day-marks.ts";
+import { toolVersionsSourceSql } from "../../../src/worker/db/tool-versions.ts";
+import { nextCallSeqSql, startupsWatermarkSql } from "../../../src/worker/db/rollup-state.ts";
 
 export type Outcome = "ok" | "bad_args" | "tool_error" | "crashed";
 
@@ -60,6 +63,7 @@ const TABLES_TO_RESET = [
   "sessions",
   "tool_hour_metrics",
   "tool_day_metrics",
+  "day_marks",
   "pair_days",
   "registered_tools",
   "tool_versions",
@@ -195,19 +199,43 @@ function sortedHistogram(json: string): Record<string, number> {
   return Object.fromEntries(Object.keys(h).sort((a, b) => Number(a) - Number(b)).map((k) => [k, h[k]!]));
 }
 
+/** Rows of one (project, day, tool, client) added up, histograms bucket by bucket, in key order. */
+function sumByDay(rows: CounterRow[]): CounterRow[] {
+  const byKey = new Map<string, CounterRow>();
+  for (const row of rows) {
+    const key = JSON.stringify([row.project_id, row.start_ms, row.tool_name, row.client_name]);
+    const into = byKey.get(key);
+    if (!into) {
+      byKey.set(key, { ...row, histogram: { ...row.histogram } });
+      continue;
+    }
+    for (const column of COUNTERS.split(", ")) (into as Record<string, unknown>)[column] = Number((into as Record<string, unknown>)[column]) + Number((row as Record<string, unknown>)[column]);
+    for (const [bucket, n] of Object.entries(row.histogram)) into.histogram[bucket] = (into.histogram[bucket] ?? 0) + n;
+  }
+  const cmp = (a: unknown, b: unknown) => (a === b ? 0 : (a as string | number) < (b as string | number) ? -1 : 1);
+  return [...byKey.values()]
+    .map((row) => ({ ...row, histogram: Object.fromEntries(Object.entries(row.histogram).filter(([, n]) => n !== 0).sort(([a], [b]) => Number(a) - Number(b))) }))
+    .sort((a, b) => cmp(a.project_id, b.project_id) || cmp(a.start_ms, b.start_ms) || cmp(a.tool_name, b.tool_name) || cmp(a.client_name, b.client_name));
+}
+
 export async function snapshot(db: D1Database): Promise<RollupSnapshot> {
   const [hours, days, pairs, sessions, registered, versions, agreementDays, declarations] = await db.batch([
     db.prepare(`SELECT project_id, hour_start_ms AS start_ms, tool_name, client_name, ${COUNTERS}, duration_histogram_json
       FROM tool_hour_metrics ORDER BY project_id, hour_start_ms, tool_name, client_name`),
+    // A day as reads see it: its day row plus its hour rows not folded in yet (db/day-marks.ts).
     db.prepare(`SELECT project_id, day_start_ms AS start_ms, tool_name, client_name, ${COUNTERS}, duration_histogram_json
-      FROM tool_day_metrics ORDER BY project_id, day_start_ms, tool_name, client_name`),
+      FROM tool_day_metrics
+      UNION ALL
+      SELECT project_id, hour_start_ms - hour_start_ms % 86400000, tool_name, client_name, ${COUNTERS}, duration_histogram_json
+      FROM tool_hour_metrics AS h WHERE ${outOfDayRowsSql("h")}`),
     db.prepare(`SELECT d.project_id, d.day_start_ms, d.client_name, p.key ->> 0 AS from_tool, p.key ->> 1 AS to_tool, p.value AS pair_count
       FROM pair_days d, json_each(d.pairs_json) AS p ORDER BY d.project_id, d.day_start_ms, d.client_name, from_tool, to_tool`),
     db.prepare(`SELECT project_id, session_id, first_seen_ms, last_seen_ms, client_name, calls, response_bytes_sum, schema_bytes_sum FROM sessions ORDER BY project_id, session_id`),
     db.prepare(`SELECT project_id, tool_name, schema_bytes, schema_hash, description_hash, description_norm,
       requires_authorization, requires_verified_identity FROM registered_tools ORDER BY project_id, tool_name`),
+    // As reads see them: the rows counted in plus the folded startups above their watermark (db/tool-versions.ts).
     db.prepare(`SELECT project_id, tool_name, schema_hash, description_hash, description_norm, first_seen_ms, last_seen_ms, startups
-      FROM tool_versions ORDER BY project_id, tool_name, schema_hash, description_hash`),
+      FROM ${toolVersionsSourceSql("SELECT project_id FROM projects")} ORDER BY project_id, tool_name, schema_hash, description_hash`),
     db.prepare(`SELECT project_id, day_start_ms, field, tool_a, tool_b, checks, disagreements FROM agreement_days
       ORDER BY project_id, day_start_ms, field, tool_a, tool_b`),
     db.prepare(`SELECT project_id, field, tool_name, last_declared_ms FROM agreement_declarations ORDER BY project_id, field, tool_name`),
@@ -219,7 +247,7 @@ export async function snapshot(db: D1Database): Promise<RollupSnapshot> {
     }));
   return {
     hours: counterRows(hours!.results as Record<string, unknown>[]),
-    days: counterRows(days!.results as Record<string, unknown>[]),
+    days: sumByDay(counterRows(days!.results as Record<string, unknown>[])),
     pairs: pairs!.results as RollupSnapshot["pairs"],
     sessions: sessions!.results as RollupSnapshot["sessions"],
     registered: registered!.results as Record<string, unknown>[],
@@ -378,10 +406,10 @@ export async function rawState(db: D1Database): Promise<Record<string, unknown>>
     db.prepare("SELECT project_id, session_id, client_name, hour_start_ms, call_count, calls_json FROM call_state ORDER BY 1, 2, 3, 4"),
     // Numbers depend on the rows and watermarks before (db/raw-writes.ts): compare counts, not values.
     db.prepare(`SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE startup_seq >
-      COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AS pending FROM raw_startups`),
+      ${startupsWatermarkSql()}) AS pending FROM raw_startups`),
     db.prepare(`SELECT COUNT(*) AS n, COUNT(*) FILTER (WHERE agreement_seq >
       COALESCE((SELECT value FROM rollup_state WHERE name = 'agreements_seq'), 0)) AS pending FROM raw_agreements`),
-    db.prepare("SELECT name, value FROM rollup_state WHERE name = 'calls_seq'"),
+    db.prepare(`SELECT ${nextCallSeqSql()} AS next_call_seq`),
   ]);
   return {
     batches: batches!.results,

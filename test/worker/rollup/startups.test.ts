@@ -4,6 +4,7 @@ import { env } from "cloudflare:test";
 import { beforeEach, describe, expect, it } from "vitest";
 import { runRollup } from "../../../src/worker/rollup/index.ts";
 import { deliver, resetDb, snapshot, type TestAgreement, type TestStartup, type TestTool } from "./fixtures.ts";
+import { startupsWatermarkSql } from "../../../src/worker/db/rollup-state.ts";
 
 const db = env.DB;
 const NOW = Date.UTC(2026, 10, 21, 12);
@@ -102,7 +103,7 @@ describe("startup chunks are bounded in rows", () => {
       agree_declared: [{ field: `f${s}`, tools: ["x", "y", "z"] }, { field: `g${s}`, tools: ["x", "y", "z"] }],
     });
   const watermark = async () =>
-    (await db.prepare("SELECT value FROM rollup_state WHERE name = 'startups_seq'").first<{ value: number }>())?.value ?? 0;
+    (await db.prepare(`SELECT ${startupsWatermarkSql()} AS value`).first<{ value: number }>())?.value ?? 0;
   const seqs = async () => (await db.prepare("SELECT startup_seq FROM raw_startups ORDER BY startup_seq").all<{ startup_seq: number }>()).results.map((r) => r.startup_seq);
 
   it("takes startups while their rows fit, always at least one, and folds them all exactly", async () => {
@@ -116,7 +117,7 @@ describe("startup chunks are bounded in rows", () => {
     // Under one startup's cost, the first pending one is still taken: a chunk always advances.
     expect((await rollupStartupChunk(db, 200, 1)).new_startups).toBe(1);
     const last = await rollupStartupChunk(db, 200, 1_000);
-    expect(last).toEqual({ new_startups: 1, more: 0 });
+    expect(last).toEqual({ new_startups: 1, more: 0, versions: 0 });
     const snap = await snapshot(db);
     expect(snap.registered.map((r) => r.tool_name)).toEqual(["a4", "b4", "c4"]);
     const declarations = await db.prepare("SELECT COUNT(*) AS n FROM agreement_declarations").first<{ n: number }>();

@@ -1,0 +1,96 @@
+// The fold of finished days (migration 0029, db/day-marks.ts): a project's hour rows of a day that
+// is over are added to their day rows, in key order, a bounded step at a time, and its mark moves
+// past them in the same transaction, so a row is added exactly once and reads (which add the rows
+// not folded yet) give the same sums before and after every step. One step, ONE D1 batch: the
+// project with the oldest unfolded day comes first (by project id), up to `rows` hour rows of
+// that day from its cursor.
+import { addHistogramsSql } from "../db/day-triggers.ts";
+import { DAY_MS, dayStartSql } from "../time.ts";
+import { COUNTER_NAMES } from "../metrics/counters.ts";
+import { NOT_HELD } from "../db/moves.ts";
+
+/** Hour rows one step folds (one transaction). Default of RollupOptions.dayFoldRows. */
+export const DAY_FOLD_ROWS = 5_000;
+
+// ?1 the run's UTC day start (only days before it are folded), ?2 the step's rows. A project a move
+// holds is left as it is (its rows are being copied, db/moves.ts).
+const MARK = `mark AS MATERIALIZED (
+    SELECT project_id, folded_to_ms, cursor_hour_ms, cursor_tool, cursor_client FROM day_marks
+    WHERE folded_to_ms < ?1 AND ${NOT_HELD} ORDER BY project_id LIMIT 1)`;
+
+// Every statement of the step derives the same rows from the mark (the step changes neither the
+// hour rows nor the mark before its last statement).
+const TAKEN = `taken AS MATERIALIZED (
+    SELECT h.* FROM mark AS k JOIN tool_hour_metrics AS h ON h.project_id = k.project_id
+      AND h.hour_start_ms >= COALESCE(k.cursor_hour_ms, k.folded_to_ms) AND h.hour_start_ms < k.folded_to_ms + ${DAY_MS}
+    WHERE k.cursor_hour_ms IS NULL OR (h.hour_start_ms, h.tool_name, h.client_name) > (k.cursor_hour_ms, k.cursor_tool, k.cursor_client)
+    ORDER BY h.hour_start_ms, h.tool_name, h.client_name LIMIT ?2)`;
+
+const COLUMNS = COUNTER_NAMES.join(", ");
+
+export const DAY_FOLD_SQL = {
+  /**
+   * Marks for the projects of the waiting requests that have none (?1 the run's UTC day start): at
+   * the project's last hour row in key order, so that every row it has now stays in its day row and
+   * every later one is folded (a project without hour rows: from today).
+   */
+  markNewProjects: `INSERT INTO day_marks (project_id, folded_to_ms, cursor_hour_ms, cursor_tool, cursor_client)
+    SELECT p.project_id, COALESCE(${dayStartSql("l.hour_start_ms")}, ?1), l.hour_start_ms, l.tool_name, l.client_name
+    FROM (SELECT DISTINCT project_id FROM call_batches WHERE call_count > 0) AS p
+    LEFT JOIN tool_hour_metrics AS l ON l.project_id = p.project_id AND (l.hour_start_ms, l.tool_name, l.client_name) = (
+      SELECT h.hour_start_ms, h.tool_name, h.client_name FROM tool_hour_metrics AS h WHERE h.project_id = p.project_id
+      ORDER BY h.hour_start_ms DESC, h.tool_name DESC, h.client_name DESC LIMIT 1)
+    WHERE NOT EXISTS (SELECT 1 FROM day_marks AS k WHERE k.project_id = p.project_id)
+    ON CONFLICT (project_id) DO NOTHING`,
+
+  /** Whether a project has a finished day not folded yet. */
+  pending: `SELECT EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < ?1 AND ${NOT_HELD}) AS days`,
+
+  addToDays: `INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, ${COLUMNS}, duration_histogram_json)
+    WITH ${MARK}, ${TAKEN},
+    buckets AS (
+      SELECT t.tool_name, t.client_name, j.key AS bucket, SUM(j.value) AS n FROM taken AS t, json_each(t.duration_histogram_json) AS j
+      GROUP BY t.tool_name, t.client_name, j.key HAVING SUM(j.value) <> 0),
+    histograms AS (
+      SELECT tool_name, client_name, json_group_object(bucket, n ORDER BY CAST(bucket AS INTEGER)) AS histogram
+      FROM buckets GROUP BY tool_name, client_name)
+    SELECT t.project_id, ${dayStartSql("MIN(t.hour_start_ms)")}, t.tool_name, t.client_name,
+      ${COUNTER_NAMES.map((c) => `SUM(t.${c})`).join(", ")}, COALESCE(MAX(g.histogram), '{}')
+    FROM taken AS t LEFT JOIN histograms AS g ON g.tool_name = t.tool_name AND g.client_name = t.client_name
+    WHERE true
+    GROUP BY t.project_id, t.tool_name, t.client_name
+    ON CONFLICT (project_id, day_start_ms, tool_name, client_name) DO UPDATE SET
+      ${COUNTER_NAMES.map((c) => `${c} = ${c} + excluded.${c}`).join(", ")},
+      duration_histogram_json = ${addHistogramsSql("tool_day_metrics.duration_histogram_json", "excluded.duration_histogram_json")}`,
+
+  /**
+   * The mark moves past the rows taken: to the last of them when the step was full (the day may
+   * have more), else to the next day that has hour rows, or today when none is before it.
+   */
+  advanceMark: `WITH ${MARK}, ${TAKEN},
+    last AS (SELECT hour_start_ms, tool_name, client_name FROM taken ORDER BY hour_start_ms DESC, tool_name DESC, client_name DESC LIMIT 1),
+    step AS (SELECT COUNT(*) AS rows FROM taken)
+    UPDATE day_marks SET (folded_to_ms, cursor_hour_ms, cursor_tool, cursor_client) = (
+      SELECT CASE WHEN step.rows = ?2 THEN k.folded_to_ms
+          ELSE MIN(?1, ${dayStartSql(`COALESCE((SELECT MIN(h.hour_start_ms) FROM tool_hour_metrics AS h
+            WHERE h.project_id = k.project_id AND h.hour_start_ms >= k.folded_to_ms + ${DAY_MS}), ?1)`)}) END,
+        CASE WHEN step.rows = ?2 THEN (SELECT hour_start_ms FROM last) END,
+        CASE WHEN step.rows = ?2 THEN (SELECT tool_name FROM last) END,
+        CASE WHEN step.rows = ?2 THEN (SELECT client_name FROM last) END
+      FROM mark AS k, step)
+    WHERE project_id = (SELECT project_id FROM mark)`,
+} as const;
+
+export const DAY_FOLD_STATEMENTS = 3;
+
+/** One fold step at the run's `todayMs` (a UTC day start); answers whether a finished day is left to fold. */
+export async function runDayFoldStep(db: D1Database, todayMs: number, rows = DAY_FOLD_ROWS): Promise<{ more: boolean }> {
+  const results = await db.batch([
+    db.prepare(DAY_FOLD_SQL.addToDays).bind(todayMs, rows),
+    db.prepare(DAY_FOLD_SQL.advanceMark).bind(todayMs, rows),
+    db.prepare(DAY_FOLD_SQL.pending).bind(todayMs),
+  ]);
+  const report = results[2]?.results?.[0] as { days: number } | undefined;
+  if (!report) throw new Error("rollup: day fold returned no report");
+  return { more: !!report.days };
+}
