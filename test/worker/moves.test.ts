@@ -127,7 +127,7 @@ async function driveMove(moveId: string, clock: { now: number }, options: MoveOp
     if (move.finished_at) return move;
     await between(move);
   }
-  throw new Error("the move did not finish");
+  throw new Error(`the move did not finish: ${JSON.stringify(await readMove(moveId))}`);
 }
 
 describe("moving a project to another database", () => {
@@ -243,7 +243,7 @@ describe("moving a project to another database", () => {
     await runCron(clock.now, undefined, bindings());
     expect(withoutEvaluationClock(await answers(moved, t))).toEqual(withoutEvaluationClock(await answers(twin, t)));
     expect(Object.keys(await rowsIn(env.DB, moved.project_id))).toEqual(["projects"]);
-  });
+  }, 120_000);
 
   it("every table with a project_id is named by a move rule", async () => {
     for (const db of [env.DB, env.DB_2!]) expect(unknownTables(await tablesWithProjectRows(db))).toEqual([]);
@@ -447,7 +447,7 @@ describe("bounded steps", () => {
       expect(perTable[table], table).toBe(Math.ceil(rows / pageRows));
     }
     expect(m.max_step_rows).toBe(pageRows);
-  });
+  }, 60_000);
 
   it("a page is bounded in characters too: at least one row, then as many as fit", async () => {
     const clock = { now: Date.now() };
@@ -465,7 +465,7 @@ describe("bounded steps", () => {
     expect(m.state).toBe("done");
     // One row a step: as many writing steps as rows written.
     expect(steps).toBe(Object.values(m.counts).reduce((a, b) => a + b, 0));
-  });
+  }, 60_000);
 });
 
 describe("the admin routes of a move", () => {
@@ -546,7 +546,7 @@ describe("the admin routes of a move", () => {
     for (let i = 0; i < 500 && m.finished_at === null; i++) m = await step(move.move_id, clock, bindings());
     expect((await admin(`/projects/${p.project_id}/alert-rules`, { method: "POST", body: JSON.stringify(rule) })).status).toBe(201);
     expect((await env.DB_2!.prepare("SELECT COUNT(*) AS n FROM alert_rules WHERE project_id = ?1").bind(p.project_id).first<{ n: number }>())?.n).toBe(2);
-  });
+  }, 60_000);
 
   it("runs as jobs on the rollup queue: each job sends the next, delayed over a wait; the cron continues a move whose job was lost", async () => {
     const clock = { now: Date.now() };
@@ -589,5 +589,5 @@ describe("the admin routes of a move", () => {
     expect(await claimMove(env.DB, move.move_id, clock.now, clock.now + 60_000)).not.toBeNull();
     const busy = await runMoveSteps(env_, move.move_id, clock.now);
     expect(busy).toMatchObject({ steps: 0, busy: true });
-  });
+  }, 60_000);
 });

@@ -216,7 +216,11 @@ async function hold(ctx: Context, move: MoveRow): Promise<StepResult> {
   return { change: { phase: "settle", wait_until_ms: ctx.nowMs + ctx.o.settleMs }, rows: 0 };
 }
 
-const nextTable = (list: readonly string[], table: string): string | null => list[list.indexOf(table) + 1] ?? null;
+function nextTable(list: readonly string[], table: string): string | null {
+  const at = list.indexOf(table);
+  if (at < 0) throw new Error(`no table ${table} in this phase`);
+  return list[at + 1] ?? null;
+}
 
 /** The rows of a page that fit its characters: at least one, then as many as fit. */
 function fitting(page: unknown[][], maxChars: number): unknown[][] {
@@ -254,7 +258,7 @@ async function copyPage(ctx: Context, move: MoveRow, kind: "copy" | "guard" | "d
   const rows = fitting(page, ctx.o.pageChars);
   if (rows.length === 0) {
     if (kind === "guard") return { change: { phase: "switch", step_table: null }, rows: 0 };
-    const next = nextTable(kind === "copy" ? COPIED_TABLES : DRAINED_TABLES, table);
+    const next = nextTable(kind === "copy" ? COPIED_TABLES : DRAINED_TABLES, move.step_table!);
     if (next) return { change: { step_table: next }, rows: 0 };
     return kind === "copy"
       ? { change: { state: "switching", phase: "guard", step_table: null }, rows: 0 }
