@@ -13,6 +13,7 @@ import { DIRECTORY_TABLES, unknownTables } from "../../src/worker/db/moves.ts";
 import { MOVE_PAGE_ROWS, MOVE_SETTLE_MS, runMoveSteps, type MoveOptions } from "../../src/worker/moves/steps.ts";
 import { createDestination, createRule } from "./alerts/helpers.ts";
 import { runDatabaseJob } from "../../src/worker/queues/rollup-jobs.ts";
+import { startupsWatermarkSql } from "../../src/worker/db/rollup-state.ts";
 import { capturingQueue } from "./helpers/faults.ts";
 import { runCron } from "./helpers/cron.ts";
 import { agreementPayload, callPayload, postIngest, startupPayload } from "./helpers/ingest.ts";
@@ -379,7 +380,7 @@ describe("a move that fails before the switch", () => {
       if (i % 3 === 2) await runDatabaseJob(bindings(), { kind: "rollup", database: "DB", scheduledTimeMs: clock.now });
     }
     const held = await env.DB.prepare("SELECT startups_seq FROM project_holds WHERE project_id = ?1").bind(p.project_id).first<{ startups_seq: number }>();
-    const watermark = await env.DB.prepare("SELECT value FROM rollup_state WHERE name = 'startups_seq'").first<{ value: number }>();
+    const watermark = await env.DB.prepare(`SELECT ${startupsWatermarkSql()} AS value`).first<{ value: number }>();
     expect(watermark!.value).toBeGreaterThan(held!.startups_seq);
     const fault = faultyD1(env.DB_2!, () => true);
     fault.on = true;
