@@ -14,6 +14,7 @@ import { MOVE_PAGE_ROWS, MOVE_SETTLE_MS, runMoveSteps, type MoveOptions } from "
 import { createDestination, createRule } from "./alerts/helpers.ts";
 import { runDatabaseJob } from "../../src/worker/queues/rollup-jobs.ts";
 import { startupsWatermarkSql } from "../../src/worker/db/rollup-state.ts";
+import { toolVersionsSourceSql } from "../../src/worker/db/tool-versions.ts";
 import { capturingQueue } from "./helpers/faults.ts";
 import { runCron } from "./helpers/cron.ts";
 import { agreementPayload, callPayload, postIngest, startupPayload } from "./helpers/ingest.ts";
@@ -233,6 +234,14 @@ describe("moving a project to another database", () => {
     const b = await answers(moved, t);
     expect(withoutEvaluationClock(b)).toEqual(withoutEvaluationClock(a));
     const calls = (x: Record<string, unknown>) => (x.tools as { tools: { calls: number }[] }).tools.reduce((s, r) => s + r.calls, 0);
+    // Tool versions as reads see them (counted rows plus the startups folded in but not counted yet):
+    // the same versions and startups (first and last seen are receive times, which differ between the two).
+    const versions = async (db: D1Database, id: string) =>
+      (await db.prepare(`SELECT tool_name, schema_hash, description_hash, description_norm, startups
+        FROM ${toolVersionsSourceSql("?1")} WHERE project_id = ?1 ORDER BY 1, 2, 3`).bind(id).all()).results;
+    const twinVersions = await versions(env.DB, twin.project_id);
+    expect(twinVersions.length).toBeGreaterThan(0);
+    expect(await versions(env.DB_2!, moved.project_id)).toEqual(twinVersions);
     // Every call sent counted once (the resend not at all).
     expect(calls(before)).toBe(3 * 40);
     expect(calls(b)).toBe(3 * 40 + sent * 6);
