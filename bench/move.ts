@@ -88,7 +88,7 @@ async function main() {
       if (waiting === 0) break;
       await worker.queue("mcpulse-rollup", [{ id: `r${run}`, timestamp: new Date(), attempts: 1, body: { v: 1, kind: "rollup", database: "DB", scheduled_time_ms: scheduled + run } }]);
     }
-    const counted = (await db.prepare("SELECT COALESCE(SUM(calls), 0) AS n FROM tool_day_metrics WHERE project_id = 'moved'").first<{ n: number }>())!.n;
+    const counted = (await db.prepare("SELECT COALESCE(SUM(calls), 0) AS n FROM tool_hour_metrics WHERE project_id = 'moved'").first<{ n: number }>())!.n;
     if (counted !== CALLS) throw new Error(`the seed folded ${counted} of ${CALLS} calls`);
     const rowsBefore = await rowsOf(db, "moved");
 
@@ -110,7 +110,7 @@ async function main() {
     if (done.state !== "done") throw new Error(`the move ended ${done.state}: ${done.error}`);
     const left = await rowsOf(db, "moved");
     const moved = await rowsOf(db2, "moved");
-    const countedAfter = (await db2.prepare("SELECT COALESCE(SUM(calls), 0) AS n FROM tool_day_metrics WHERE project_id = 'moved'").first<{ n: number }>())!.n;
+    const countedAfter = (await db2.prepare("SELECT COALESCE(SUM(calls), 0) AS n FROM tool_hour_metrics WHERE project_id = 'moved'").first<{ n: number }>())!.n;
     if (left !== 0 || countedAfter !== CALLS) throw new Error(`after the move: ${left} rows left in the source, ${countedAfter} calls counted in the target`);
     const sorted = [...times].sort((a, b) => a - b);
     const slowest = sorted.at(-1)!;
@@ -129,7 +129,7 @@ The settle and grace waits are skipped by the move's clock.
 | ${CALLS.toLocaleString("en-US")} | ${rowsBefore.toLocaleString("en-US")} | ${done.steps} | ${slowest.toFixed(0)} ms | ${median.toFixed(0)} ms | ${totalSeconds.toFixed(1)} s |
 
 - Most rows one step wrote or deleted: ${done.max_step_rows}. Rows copied per table: ${Object.entries(JSON.parse(done.counts_json) as Record<string, number>).map(([t, n]) => `${t} ${n}`).join(", ")}.
-- After the move: ${moved.toLocaleString("en-US")} rows of the project in \`DB_2\`, none left in \`DB\`; Σ calls of tool_day_metrics = ${countedAfter.toLocaleString("en-US")}.`;
+- After the move: ${moved.toLocaleString("en-US")} rows of the project in \`DB_2\`, none left in \`DB\`; Σ calls of tool_hour_metrics = ${countedAfter.toLocaleString("en-US")}.`;
     console.log(`\n${md}`);
     writeBenchmarkSection("move", md);
   } finally {
