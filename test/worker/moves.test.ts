@@ -386,7 +386,8 @@ describe("a move that fails before the switch", () => {
       await step(move.move_id, clock, bindings(), { pageRows: 5 });
       await sendBoth();
       // The source's rollup job (the cron's move job would take the move on with its own steps).
-      if (i % 3 === 2) await runDatabaseJob(bindings(), { kind: "rollup", database: "DB", scheduledTimeMs: clock.now });
+      // An hour on, so its hourly count of tool versions passes the held project's startups too.
+      if (i % 3 === 2) await runDatabaseJob(bindings(), { kind: "rollup", database: "DB", scheduledTimeMs: clock.now + HOUR });
     }
     const held = await env.DB.prepare("SELECT startups_seq FROM project_holds WHERE project_id = ?1").bind(p.project_id).first<{ startups_seq: number }>();
     const watermark = await env.DB.prepare(`SELECT ${startupsWatermarkSql()} AS value`).first<{ value: number }>();
@@ -405,6 +406,12 @@ describe("a move that fails before the switch", () => {
     expect(withoutEvaluationClock(await answers(p, clock.now))).toEqual(withoutEvaluationClock(await answers(twin, clock.now)));
     const tools = (await answers(p, clock.now)).tools as { tools: { calls: number }[] };
     expect(tools.tools.reduce((s, r) => s + r.calls, 0)).toBe(3 * 12 + n * 4);
+    // Tool versions as reads see them: every startup counted once, those the held source's hourly count passed over too.
+    const versions = async (id: string) =>
+      (await env.DB.prepare(`SELECT tool_name, schema_hash, description_hash, startups FROM ${toolVersionsSourceSql("?1")} WHERE project_id = ?1 ORDER BY 1, 2, 3`).bind(id).all()).results;
+    const twinVersions = await versions(twin.project_id);
+    expect(twinVersions.map((v) => v.startups)).toEqual([3 + n, 3 + n]);
+    expect(await versions(p.project_id)).toEqual(twinVersions);
   }, 120_000);
 });
 
