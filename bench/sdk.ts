@@ -4,10 +4,12 @@
 // bundles it once, hosts the ingest endpoint (a local HTTP server answering 202 at once, in this
 // process so its work never lands in the measured one), checks that it received every call payload,
 // and writes the bench:sdk section of docs/benchmarks.md. `-- --profile` also writes CPU profiles
-// of a watched-only and a twin-only run per major (Node 22) and prints where the time goes: the top
-// functions, and the SDK's share of each watched run's samples by module.
+// of a watched-only and a twin-only run per major (Node 22, or the Node BENCH_SDK_NODE picks) and
+// prints where the time goes: the top functions, and the SDK's share of each watched run's samples
+// by module.
 // For attribution (printed, not written): BENCH_SDK_POST=noop replaces the HTTP send by a poster
-// that answers 202 at once (the batch's JSON is still made); BENCH_SDK_NODE=20 or 22 runs one Node.
+// that answers 202 at once (the batch's JSON is still made); BENCH_SDK_NODE=20 or 22 runs one Node,
+// BENCH_SDK_MAJOR=1.x or 2.x one MCP SDK major.
 import { spawnSync, spawn } from "node:child_process";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -25,6 +27,9 @@ const ROUNDS = 5;
 const CALLS = 10_000;
 const TARGET_US = { "1.x": 15, "2.x": 20 } as const;
 type Major = keyof typeof TARGET_US;
+
+// BENCH_SDK_MAJOR=1.x or 2.x runs one MCP SDK major (printed only, like BENCH_SDK_NODE).
+const majors = (["1.x", "2.x"] as const).filter((major) => process.env.BENCH_SDK_MAJOR === undefined || process.env.BENCH_SDK_MAJOR === major);
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const cacheDir = join(root, "node_modules", ".cache", "mcpulse-edge-bench");
@@ -162,12 +167,14 @@ function summarise(output: RunOutput): Row {
 if (process.argv.includes("--profile")) {
   // CPU profiles of a watched-only and a twin-only run, with the same event-loop turns.
   const profileDir = join(root, "node_modules", ".cache", "mcpulse-edge-bench", "profiles");
+  // Node 22 unless BENCH_SDK_NODE=20 asks for the system Node.
+  const profileNode = process.env.BENCH_SDK_NODE === "20" ? systemNode : node22;
   rmSync(profileDir, { recursive: true, force: true });
-  for (const major of ["1.x", "2.x"] as const) {
+  for (const major of majors) {
     for (const only of ["watched", "plain"]) {
       const dir = join(profileDir, `${major}-${only}`);
       // Every 250 µs rather than Node's 1 ms: four times the samples for the SDK's small functions.
-      const output = await runChild(node22, major, 2, CALLS, ["--cpu-prof", `--cpu-prof-dir=${dir}`, "--cpu-prof-interval=250"], only);
+      const output = await runChild(profileNode, major, 2, CALLS, ["--cpu-prof", `--cpu-prof-dir=${dir}`, "--cpu-prof-interval=250"], only);
       const file = join(dir, readdirSync(dir)[0]!);
       console.log(`\n${major} ${only}: ${file}`);
       const profile = JSON.parse(readFileSync(file, "utf8")) as CpuProfile;
@@ -268,7 +275,7 @@ function printOurShare(profile: CpuProfile, calls: number): void {
 
 const rows: Row[] = [];
 for (const { command } of process.env.BENCH_SDK_NODE === "20" ? nodes.slice(0, 1) : process.env.BENCH_SDK_NODE === "22" ? nodes.slice(1) : nodes) {
-  for (const major of ["1.x", "2.x"] as const) {
+  for (const major of majors) {
     const row = summarise(await runChild(command, major, ROUNDS, CALLS));
     rows.push(row);
     console.log(
@@ -350,4 +357,4 @@ lines.push(
 const section = lines.join("\n");
 console.log(section);
 // The knobs for finding where the time goes print only: docs/benchmarks.md holds full runs.
-if (process.env.BENCH_SDK_POST === undefined && process.env.BENCH_SDK_NODE === undefined) writeBenchmarkSection("sdk", section);
+if (process.env.BENCH_SDK_POST === undefined && process.env.BENCH_SDK_NODE === undefined && process.env.BENCH_SDK_MAJOR === undefined) writeBenchmarkSection("sdk", section);
