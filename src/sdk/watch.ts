@@ -11,7 +11,7 @@ import { MAX_DURATION_MS } from "../shared/limits.ts";
 import { valueInResult } from "./agreement.ts";
 import { callArgsHash } from "./args-hash.ts";
 import { sentLength } from "./as-sent.ts";
-import { elapsedMs, perfNow, wallMsAt } from "./clock.ts";
+import { elapsedMs, perfNow, wallMsAt, wireTimestamp } from "./clock.ts";
 import { UNKNOWN_CLIENT } from "./constants.ts";
 import { debugLog, toStderr } from "./debug.ts";
 import { destinationFor } from "./destination.ts";
@@ -277,7 +277,7 @@ function finishCall(state: WatchState, call: CallInProgress, threw: boolean, res
       session_id: call.sessionId,
       client_name: call.clientName,
       tool_name: call.toolName,
-      started_at: new Date(call.startedAtMs).toISOString(),
+      started_at: wireTimestamp(call.startedAtMs),
       duration_ms: durationMs,
       outcome,
       response_bytes: responseBytes,
@@ -310,7 +310,7 @@ function compareDeclaredValues(state: WatchState, call: CallInProgress, result: 
         tool_a: verdict.tool_a,
         tool_b: verdict.tool_b,
         agreed: verdict.agreed,
-        checked_at: new Date(nowMs).toISOString(),
+        checked_at: wireTimestamp(nowMs),
         window_ms: windowMs,
       });
     }
