@@ -227,9 +227,10 @@ function beginCall(state: WatchState, request: unknown, extra: unknown): CallInP
     const params = isRecord(request) ? request.params : undefined;
     const toolName = isRecord(params) ? params.name : undefined;
     if (typeof toolName !== "string" || toolName.length === 0) return undefined;
-    const namedPerRequest = perRequestClient(request, extra) !== undefined;
+    const perRequest = perRequestClient(request, extra);
+    const namedPerRequest = perRequest !== undefined;
     if (namedPerRequest) learnVersion(state); // inside the MCP SDK's dispatch of this request
-    const clientName = clientOfRequest(state, request, extra);
+    const clientName = clientOfRequest(state, extra, perRequest);
     const call: CallInProgress = {
       sessionId: sessionOfRequest(state, request, extra, clientName, namedPerRequest),
       toolName,
@@ -317,23 +318,40 @@ function compareDeclaredValues(state: WatchState, call: CallInProgress, result: 
   }
 }
 
+/**
+ * What an async function wrapped around the handler would do — always a promise, settled as the
+ * handler's answer — without its extra frame on every call: the answer's own `then` records the
+ * call, exactly once, whether the handler returned, threw or was cancelled (SPEC §4).
+ */
 function toolsCallHandler(state: WatchState, handler: RequestHandler): RequestHandler {
-  return async function toolsCall(this: unknown, request: unknown, extra: unknown) {
+  return function toolsCall(this: unknown, request: unknown, extra: unknown) {
     const call = beginCall(state, request, extra);
-    if (call === undefined) return handler.call(this, request, extra);
-    let threw = false;
-    let result: unknown;
-    let error: unknown;
+    if (call === undefined) return callHandler(handler, this, request, extra);
+    let answer: unknown;
     try {
-      result = await handler.call(this, request, extra);
-      return result;
+      answer = handler.call(this, request, extra);
     } catch (thrown) {
-      threw = true;
-      error = thrown;
-      throw thrown;
-    } finally {
-      // Exactly once, whether the handler returned, threw or was cancelled (SPEC §4).
-      finishCall(state, call, threw, result, error);
+      finishCall(state, call, true, undefined, thrown);
+      return Promise.reject(thrown);
     }
+    return Promise.resolve(answer).then(
+      (result) => {
+        finishCall(state, call, false, result, undefined);
+        return result;
+      },
+      (thrown: unknown) => {
+        finishCall(state, call, true, undefined, thrown);
+        throw thrown;
+      },
+    );
   };
+}
+
+/** The handler's answer as a promise, as when it ran inside the wrapper's async function. */
+function callHandler(handler: RequestHandler, self: unknown, request: unknown, extra: unknown): Promise<unknown> {
+  try {
+    return Promise.resolve(handler.call(self, request, extra));
+  } catch (thrown) {
+    return Promise.reject(thrown);
+  }
 }
