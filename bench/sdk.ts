@@ -22,6 +22,7 @@ import { writeBenchmarkSection } from "./benchmarks-md.mjs";
 import { ARGS_CHARS, argumentsFor, RESULT } from "./sdk-inputs.ts";
 import { argsHash, canonicalize } from "../src/shared/index.ts";
 import { callArgsHash } from "../src/sdk/args-hash.ts";
+import { wireTimestamp } from "../src/sdk/clock.ts";
 
 const ROUNDS = 5;
 const CALLS = 10_000;
@@ -301,7 +302,7 @@ const resultLengthUs = timeIt(() => JSON.stringify(RESULT).length);
 const payloadAt = Date.now();
 const payloadOf = (i: number) => ({
   v: 1, type: "call", session_id: "s_0123456789ab", client_name: "bench-client", tool_name: "search",
-  started_at: new Date(payloadAt + i).toISOString(), duration_ms: 0, outcome: "ok", response_bytes: 73, is_empty: false, args_hash: "0123456789ab",
+  started_at: wireTimestamp(payloadAt + i), duration_ms: 0, outcome: "ok", response_bytes: 73, is_empty: false, args_hash: "0123456789ab",
 });
 let sink = 0;
 const payloadUs = timeIt(() => (sink += payloadOf(sink & 1023).duration_ms));
