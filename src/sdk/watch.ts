@@ -319,21 +319,20 @@ function compareDeclaredValues(state: WatchState, call: CallInProgress, result: 
 }
 
 /**
- * What an async function wrapped around the handler would do — always a promise, settled as the
- * handler's answer — without its extra frame on every call: the answer's own `then` records the
- * call, exactly once, whether the handler returned, threw or was cancelled (SPEC §4).
+ * As an async function around the handler would be (always a promise, settled as the handler's
+ * answer), without its frame: the answer's own `then` records the call exactly once (SPEC §4).
  */
 function toolsCallHandler(state: WatchState, handler: RequestHandler): RequestHandler {
   return function toolsCall(this: unknown, request: unknown, extra: unknown) {
     const call = beginCall(state, request, extra);
-    if (call === undefined) return callHandler(handler, this, request, extra);
     let answer: unknown;
     try {
       answer = handler.call(this, request, extra);
     } catch (thrown) {
-      finishCall(state, call, true, undefined, thrown);
+      if (call !== undefined) finishCall(state, call, true, undefined, thrown);
       return Promise.reject(thrown);
     }
+    if (call === undefined) return Promise.resolve(answer);
     return Promise.resolve(answer).then(
       (result) => {
         finishCall(state, call, false, result, undefined);
@@ -345,13 +344,4 @@ function toolsCallHandler(state: WatchState, handler: RequestHandler): RequestHa
       },
     );
   };
-}
-
-/** The handler's answer as a promise, as when it ran inside the wrapper's async function. */
-function callHandler(handler: RequestHandler, self: unknown, request: unknown, extra: unknown): Promise<unknown> {
-  try {
-    return Promise.resolve(handler.call(self, request, extra));
-  } catch (thrown) {
-    return Promise.reject(thrown);
-  }
 }
