@@ -309,6 +309,8 @@ const payloadUs = timeIt(() => (sink += payloadOf(sink & 1023).duration_ms));
 const batchOf30 = Array.from({ length: 30 }, (_, i) => payloadOf(i));
 const batchJsonPerPayloadUs = timeIt(() => JSON.stringify({ batch: batchOf30 })) / 30;
 const fmt = (us: number) => `${us.toFixed(1)} µs`;
+/** The parts timed alone: some take well under a microsecond. */
+const fmtPart = (us: number) => `${us.toFixed(us < 1 ? 2 : 1)} µs`;
 const spread = (values: number[]) => `${Math.min(...values).toFixed(1)} … ${Math.max(...values).toFixed(1)}`;
 const mib = (kb: number) => `${(kb / 1024).toFixed(2)} MiB`;
 const lines: string[] = [];
@@ -350,8 +352,8 @@ lines.push("");
 lines.push(
   `Parts, timed alone in the same run (Node ${process.version}, µs per call): \`args_hash\` ${fmt(nativeHashUs)} ` +
     `(canonical JSON ${fmt(canonicalUs)} + native SHA-256; the portable JavaScript SHA-256 path, used where \`crypto.hash\` is missing, ${fmt(portableHashUs)}); ` +
-    `\`response_bytes\` (JSON of the result) ${fmt(resultLengthUs)}; the call payload with its ISO timestamp ${fmt(payloadUs)}; ` +
-    `its share of the batch's JSON ${fmt(batchJsonPerPayloadUs)}. The rest of the median is the wrappers around the handler and ` +
+    `\`response_bytes\` (JSON of the result) ${fmtPart(resultLengthUs)}; the call payload with its ISO timestamp ${fmtPart(payloadUs)}; ` +
+    `its share of the batch's JSON ${fmtPart(batchJsonPerPayloadUs)}. The rest of the median is the wrappers around the handler and ` +
     "the tool callback, the outcome and is_empty checks and the buffer push; the trimmed mean adds each send's HTTP request ÷ 30. " +
     "What each part is: docs/sdk.md, \"What it costs\".",
 );
