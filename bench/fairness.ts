@@ -204,7 +204,7 @@ ${line("ingest, during the rollup", during.ingest)}
 
 - Slowest quiet read during the rollup: **${ms(slowestRead)}** (${verdict(slowestRead)}); slowest ingest: **${ms(slowestIngest)}** (${verdict(slowestIngest)}).
 - Longest rollup invocation (one transaction, plus the probe and \`as_of\`): **${ms(longest)}**; median ${ms(quantile(invocations, 0.5))}, ${invocations.length} invocations, ${rollupSeconds.toFixed(0)} s in all.
-- The noisy project was fully counted: ${counted.toLocaleString("en-US")} calls in its day rows, ${declared.toLocaleString("en-US")} declared agreement tools.`;
+- The noisy project was fully counted: ${counted.toLocaleString("en-US")} calls in its answers (day rows and the hour rows not folded yet), ${declared.toLocaleString("en-US")} declared agreement tools.`;
     console.log(`\n${md}`);
     if (!process.env.BENCH_NO_WRITE) writeBenchmarkSection("fairness", md);
   } finally {
