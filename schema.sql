@@ -444,6 +444,8 @@ CREATE TABLE day_marks (
   cursor_client TEXT
 ) WITHOUT ROWID;
 
+CREATE INDEX day_marks_by_day ON day_marks (folded_to_ms);
+
 CREATE TRIGGER tool_hour_metrics_add_to_day AFTER INSERT ON tool_hour_metrics
   WHEN NOT EXISTS (SELECT 1 FROM day_marks AS k WHERE k.project_id = NEW.project_id
       AND NEW.hour_start_ms >= k.folded_to_ms

@@ -4,10 +4,12 @@
 // bundles it once, hosts the ingest endpoint (a local HTTP server answering 202 at once, in this
 // process so its work never lands in the measured one), checks that it received every call payload,
 // and writes the bench:sdk section of docs/benchmarks.md. `-- --profile` also writes CPU profiles
-// of a watched-only and a twin-only run per major (Node 22) and prints where the time goes: the top
-// functions, and the SDK's share of each watched run's samples by module.
+// of a watched-only and a twin-only run per major (Node 22, or the Node BENCH_SDK_NODE picks) and
+// prints where the time goes: the top functions, and the SDK's share of each watched run's samples
+// by module.
 // For attribution (printed, not written): BENCH_SDK_POST=noop replaces the HTTP send by a poster
-// that answers 202 at once (the batch's JSON is still made); BENCH_SDK_NODE=20 or 22 runs one Node.
+// that answers 202 at once (the batch's JSON is still made); BENCH_SDK_NODE=20 or 22 runs one Node,
+// BENCH_SDK_MAJOR=1.x or 2.x one MCP SDK major.
 import { spawnSync, spawn } from "node:child_process";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -20,11 +22,15 @@ import { writeBenchmarkSection } from "./benchmarks-md.mjs";
 import { ARGS_CHARS, argumentsFor, RESULT } from "./sdk-inputs.ts";
 import { argsHash, canonicalize } from "../src/shared/index.ts";
 import { callArgsHash } from "../src/sdk/args-hash.ts";
+import { wireTimestamp } from "../src/sdk/clock.ts";
 
 const ROUNDS = 5;
 const CALLS = 10_000;
 const TARGET_US = { "1.x": 15, "2.x": 20 } as const;
 type Major = keyof typeof TARGET_US;
+
+// BENCH_SDK_MAJOR=1.x or 2.x runs one MCP SDK major (printed only, like BENCH_SDK_NODE).
+const majors = (["1.x", "2.x"] as const).filter((major) => process.env.BENCH_SDK_MAJOR === undefined || process.env.BENCH_SDK_MAJOR === major);
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const cacheDir = join(root, "node_modules", ".cache", "mcpulse-edge-bench");
@@ -162,12 +168,14 @@ function summarise(output: RunOutput): Row {
 if (process.argv.includes("--profile")) {
   // CPU profiles of a watched-only and a twin-only run, with the same event-loop turns.
   const profileDir = join(root, "node_modules", ".cache", "mcpulse-edge-bench", "profiles");
+  // Node 22 unless BENCH_SDK_NODE=20 asks for the system Node.
+  const profileNode = process.env.BENCH_SDK_NODE === "20" ? systemNode : node22;
   rmSync(profileDir, { recursive: true, force: true });
-  for (const major of ["1.x", "2.x"] as const) {
+  for (const major of majors) {
     for (const only of ["watched", "plain"]) {
       const dir = join(profileDir, `${major}-${only}`);
       // Every 250 µs rather than Node's 1 ms: four times the samples for the SDK's small functions.
-      const output = await runChild(node22, major, 2, CALLS, ["--cpu-prof", `--cpu-prof-dir=${dir}`, "--cpu-prof-interval=250"], only);
+      const output = await runChild(profileNode, major, 2, CALLS, ["--cpu-prof", `--cpu-prof-dir=${dir}`, "--cpu-prof-interval=250"], only);
       const file = join(dir, readdirSync(dir)[0]!);
       console.log(`\n${major} ${only}: ${file}`);
       const profile = JSON.parse(readFileSync(file, "utf8")) as CpuProfile;
@@ -268,7 +276,7 @@ function printOurShare(profile: CpuProfile, calls: number): void {
 
 const rows: Row[] = [];
 for (const { command } of process.env.BENCH_SDK_NODE === "20" ? nodes.slice(0, 1) : process.env.BENCH_SDK_NODE === "22" ? nodes.slice(1) : nodes) {
-  for (const major of ["1.x", "2.x"] as const) {
+  for (const major of majors) {
     const row = summarise(await runChild(command, major, ROUNDS, CALLS));
     rows.push(row);
     console.log(
@@ -294,13 +302,15 @@ const resultLengthUs = timeIt(() => JSON.stringify(RESULT).length);
 const payloadAt = Date.now();
 const payloadOf = (i: number) => ({
   v: 1, type: "call", session_id: "s_0123456789ab", client_name: "bench-client", tool_name: "search",
-  started_at: new Date(payloadAt + i).toISOString(), duration_ms: 0, outcome: "ok", response_bytes: 73, is_empty: false, args_hash: "0123456789ab",
+  started_at: wireTimestamp(payloadAt + i), duration_ms: 0, outcome: "ok", response_bytes: 73, is_empty: false, args_hash: "0123456789ab",
 });
 let sink = 0;
 const payloadUs = timeIt(() => (sink += payloadOf(sink & 1023).duration_ms));
 const batchOf30 = Array.from({ length: 30 }, (_, i) => payloadOf(i));
 const batchJsonPerPayloadUs = timeIt(() => JSON.stringify({ batch: batchOf30 })) / 30;
 const fmt = (us: number) => `${us.toFixed(1)} µs`;
+/** The parts timed alone: some take well under a microsecond. */
+const fmtPart = (us: number) => `${us.toFixed(us < 1 ? 2 : 1)} µs`;
 const spread = (values: number[]) => `${Math.min(...values).toFixed(1)} … ${Math.max(...values).toFixed(1)}`;
 const mib = (kb: number) => `${(kb / 1024).toFixed(2)} MiB`;
 const lines: string[] = [];
@@ -342,12 +352,12 @@ lines.push("");
 lines.push(
   `Parts, timed alone in the same run (Node ${process.version}, µs per call): \`args_hash\` ${fmt(nativeHashUs)} ` +
     `(canonical JSON ${fmt(canonicalUs)} + native SHA-256; the portable JavaScript SHA-256 path, used where \`crypto.hash\` is missing, ${fmt(portableHashUs)}); ` +
-    `\`response_bytes\` (JSON of the result) ${fmt(resultLengthUs)}; the call payload with its ISO timestamp ${fmt(payloadUs)}; ` +
-    `its share of the batch's JSON ${fmt(batchJsonPerPayloadUs)}. The rest of the median is the wrappers around the handler and ` +
+    `\`response_bytes\` (JSON of the result) ${fmtPart(resultLengthUs)}; the call payload with its ISO timestamp ${fmtPart(payloadUs)}; ` +
+    `its share of the batch's JSON ${fmtPart(batchJsonPerPayloadUs)}. The rest of the median is the wrappers around the handler and ` +
     "the tool callback, the outcome and is_empty checks and the buffer push; the trimmed mean adds each send's HTTP request ÷ 30. " +
     "What each part is: docs/sdk.md, \"What it costs\".",
 );
 const section = lines.join("\n");
 console.log(section);
 // The knobs for finding where the time goes print only: docs/benchmarks.md holds full runs.
-if (process.env.BENCH_SDK_POST === undefined && process.env.BENCH_SDK_NODE === undefined) writeBenchmarkSection("sdk", section);
+if (process.env.BENCH_SDK_POST === undefined && process.env.BENCH_SDK_NODE === undefined && process.env.BENCH_SDK_MAJOR === undefined) writeBenchmarkSection("sdk", section);

@@ -31,3 +31,21 @@ export function wallMsAt(perfMs: number): number {
 export function elapsedMs(fromPerfMs: number, toPerfMs: number): number {
   return Math.max(0, Math.floor(toPerfMs - fromPerfMs));
 }
+
+// The ISO text of the last whole second formatted, up to its milliseconds: calls within one second
+// share it, so a call's timestamp costs a concatenation instead of a Date and its toISOString.
+let formattedSecond = Number.NaN;
+let formattedPrefix = "";
+
+/** `started_at` / `checked_at` on the wire: exactly `new Date(epochMs).toISOString()`. */
+export function wireTimestamp(epochMs: number): string {
+  if (!Number.isSafeInteger(epochMs)) return new Date(epochMs).toISOString();
+  const second = Math.floor(epochMs / 1000);
+  const ms = epochMs - second * 1000;
+  if (second !== formattedSecond) {
+    const text = new Date(second * 1000).toISOString();
+    formattedSecond = second;
+    formattedPrefix = text.slice(0, text.length - 4); // "….000Z" → "….": the part before the milliseconds
+  }
+  return formattedPrefix + (ms >= 100 ? "" : ms >= 10 ? "0" : "00") + ms + "Z";
+}

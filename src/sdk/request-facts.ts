@@ -96,13 +96,12 @@ export function requestProtocolVersion(state: WatchState, request: unknown, extr
 }
 
 /**
- * The client behind this request (SPEC §4): its own per-request information first, then the
- * initialize of its transport session (a fresh server object per request finds it there), then
- * this server object's initialize — never a process-wide "last client", so concurrent clients
- * never overwrite each other.
+ * The client behind this request (SPEC §4): its own per-request information first (`perRequest`,
+ * what perRequestClient read from it), then the initialize of its transport session (a fresh
+ * server object per request finds it there), then this server object's initialize — never a
+ * process-wide "last client", so concurrent clients never overwrite each other.
  */
-export function clientOfRequest(state: WatchState, request: unknown, extra: unknown): string {
-  const perRequest = perRequestClient(request, extra);
+export function clientOfRequest(state: WatchState, extra: unknown, perRequest: string | undefined): string {
   if (perRequest) return perRequest;
   const sessionId = isRecord(extra) ? extra.sessionId : undefined;
   if (typeof sessionId === "string") {

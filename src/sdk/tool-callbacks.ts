@@ -29,6 +29,10 @@ export function signalOf(context: unknown): object | undefined {
   return isRecord(mcpReq) && isRecord(mcpReq.signal) ? mcpReq.signal : undefined;
 }
 
+// 2.x calls the closure `executor` (replacing `handler` there does nothing); 1.32 reads `handler`
+// at call time; 1.17 calls `callback`.
+const CALLBACK_PROPERTIES = ["executor", "handler", "callback"] as const;
+
 /**
  * Wraps a tool's callback once, looked up at dispatch time (SPEC §4 "Facts about the MCP SDKs").
  * Returns false when the tool exists but has no callback function to wrap (a task tool's handler
@@ -41,9 +45,7 @@ export function wrapToolCallbackAtDispatch(state: WatchState, toolName: string):
   if (!Object.hasOwn(tools, toolName)) return true;
   const tool = tools[toolName];
   if (!isRecord(tool)) return true;
-  // 2.x calls the closure `executor` (replacing `handler` there does nothing); 1.32 reads
-  // `handler` at call time; 1.17 calls `callback`.
-  for (const property of ["executor", "handler", "callback"]) {
+  for (const property of CALLBACK_PROPERTIES) {
     const callback = tool[property];
     if (typeof callback === "function") {
       if (!isInstrumented(callback)) tool[property] = markInstrumented(recordingCallback(callback as (...args: unknown[]) => unknown));
@@ -66,7 +68,24 @@ function recordingCallback(callback: (...args: unknown[]) => unknown): (...args:
       record.status = "threw";
       throw error;
     }
+    if (returned instanceof Promise && Object.getPrototypeOf(returned) === Promise.prototype) {
+      // A native promise (2.x's executor is an async function) is observed beside the MCP SDK's
+      // own await, not put in front of it: registered first, these reactions run first, and the
+      // SDK waits on the callback's promise itself, one step sooner.
+      returned.then(
+        (value: unknown) => {
+          record.status = "returned";
+          record.result = value;
+        },
+        () => {
+          record.status = "threw";
+        },
+      );
+      return returned;
+    }
     if (isRecord(returned) && typeof (returned as { then?: unknown }).then === "function") {
+      // Any other thenable: its `then` is called once, as the MCP SDK would (a lazy thenable may
+      // start its work there).
       return (returned as unknown as PromiseLike<unknown>).then(
         (value) => {
           record.status = "returned";

@@ -11,7 +11,7 @@ import { MAX_DURATION_MS } from "../shared/limits.ts";
 import { valueInResult } from "./agreement.ts";
 import { callArgsHash } from "./args-hash.ts";
 import { sentLength } from "./as-sent.ts";
-import { elapsedMs, perfNow, wallMsAt } from "./clock.ts";
+import { elapsedMs, perfNow, wallMsAt, wireTimestamp } from "./clock.ts";
 import { UNKNOWN_CLIENT } from "./constants.ts";
 import { debugLog, toStderr } from "./debug.ts";
 import { destinationFor } from "./destination.ts";
@@ -227,9 +227,10 @@ function beginCall(state: WatchState, request: unknown, extra: unknown): CallInP
     const params = isRecord(request) ? request.params : undefined;
     const toolName = isRecord(params) ? params.name : undefined;
     if (typeof toolName !== "string" || toolName.length === 0) return undefined;
-    const namedPerRequest = perRequestClient(request, extra) !== undefined;
+    const perRequest = perRequestClient(request, extra);
+    const namedPerRequest = perRequest !== undefined;
     if (namedPerRequest) learnVersion(state); // inside the MCP SDK's dispatch of this request
-    const clientName = clientOfRequest(state, request, extra);
+    const clientName = clientOfRequest(state, extra, perRequest);
     const call: CallInProgress = {
       sessionId: sessionOfRequest(state, request, extra, clientName, namedPerRequest),
       toolName,
@@ -277,7 +278,7 @@ function finishCall(state: WatchState, call: CallInProgress, threw: boolean, res
       session_id: call.sessionId,
       client_name: call.clientName,
       tool_name: call.toolName,
-      started_at: new Date(call.startedAtMs).toISOString(),
+      started_at: wireTimestamp(call.startedAtMs),
       duration_ms: durationMs,
       outcome,
       response_bytes: responseBytes,
@@ -310,30 +311,37 @@ function compareDeclaredValues(state: WatchState, call: CallInProgress, result: 
         tool_a: verdict.tool_a,
         tool_b: verdict.tool_b,
         agreed: verdict.agreed,
-        checked_at: new Date(nowMs).toISOString(),
+        checked_at: wireTimestamp(nowMs),
         window_ms: windowMs,
       });
     }
   }
 }
 
+/**
+ * As an async function around the handler would be (always a promise, settled as the handler's
+ * answer), without its frame: the answer's own `then` records the call exactly once (SPEC §4).
+ */
 function toolsCallHandler(state: WatchState, handler: RequestHandler): RequestHandler {
-  return async function toolsCall(this: unknown, request: unknown, extra: unknown) {
+  return function toolsCall(this: unknown, request: unknown, extra: unknown) {
     const call = beginCall(state, request, extra);
-    if (call === undefined) return handler.call(this, request, extra);
-    let threw = false;
-    let result: unknown;
-    let error: unknown;
+    let answer: unknown;
     try {
-      result = await handler.call(this, request, extra);
-      return result;
+      answer = handler.call(this, request, extra);
     } catch (thrown) {
-      threw = true;
-      error = thrown;
-      throw thrown;
-    } finally {
-      // Exactly once, whether the handler returned, threw or was cancelled (SPEC §4).
-      finishCall(state, call, threw, result, error);
+      if (call !== undefined) finishCall(state, call, true, undefined, thrown);
+      return Promise.reject(thrown);
     }
+    if (call === undefined) return Promise.resolve(answer);
+    return Promise.resolve(answer).then(
+      (result) => {
+        finishCall(state, call, false, result, undefined);
+        return result;
+      },
+      (thrown: unknown) => {
+        finishCall(state, call, true, undefined, thrown);
+        throw thrown;
+      },
+    );
   };
 }

@@ -3,7 +3,7 @@
 // Date.now() within a second.
 import fc from "fast-check";
 import { afterEach, expect, test, vi } from "vitest";
-import { elapsedMs, wallMsAt } from "../../src/sdk/clock.ts";
+import { elapsedMs, wallMsAt, wireTimestamp } from "../../src/sdk/clock.ts";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -49,4 +49,22 @@ test("durations are truncated, never rounded up", () => {
   expect(elapsedMs(10.2, 11.19)).toBe(0);
   expect(elapsedMs(10.2, 11.2)).toBe(1);
   expect(elapsedMs(10, 9)).toBe(0);
+});
+
+test("wire timestamps are exactly toISOString, across second, year and epoch boundaries (property)", () => {
+  const edges = [0, -1, 999, 1_000, 1_001, -999, -1_000, -1_001, 1_790_000_000_999, 253_402_300_799_999, 253_402_300_800_000, -62_167_219_200_001, 8.64e15, -8.64e15];
+  for (const ms of edges) expect(wireTimestamp(ms)).toBe(new Date(ms).toISOString());
+  fc.assert(
+    fc.property(fc.integer({ min: -8.64e15, max: 8.64e15 }), fc.array(fc.integer({ min: 0, max: 2_500 }), { maxLength: 10 }), (start, steps) => {
+      // Consecutive calls, some within one second and some across: the remembered second is reused or replaced.
+      let ms = start;
+      for (const step of [0, ...steps]) {
+        ms = Math.min(8.64e15, ms + step);
+        expect(wireTimestamp(ms)).toBe(new Date(ms).toISOString());
+      }
+    }),
+    { numRuns: 2_000 },
+  );
+  // Not a whole number of milliseconds: the Date path, the same text.
+  expect(wireTimestamp(1_790_000_000_000.75)).toBe(new Date(1_790_000_000_000.75).toISOString());
 });

@@ -2,8 +2,8 @@
 // is over are added to their day rows, in key order, a bounded step at a time, and its mark moves
 // past them in the same transaction, so a row is added exactly once and reads (which add the rows
 // not folded yet) give the same sums before and after every step. One step, ONE D1 batch: the
-// project with the oldest unfolded day comes first (by project id), up to `rows` hour rows of
-// that day from its cursor.
+// project with the oldest unfolded day comes first (then by project id; both by the marks' index),
+// up to `rows` hour rows of that day from its cursor.
 import { addHistogramsSql } from "../db/day-triggers.ts";
 import { DAY_MS, dayStartSql } from "../time.ts";
 import { COUNTER_NAMES } from "../metrics/counters.ts";
@@ -16,7 +16,7 @@ export const DAY_FOLD_ROWS = 5_000;
 // holds is left as it is (its rows are being copied, db/moves.ts).
 const MARK = `mark AS MATERIALIZED (
     SELECT project_id, folded_to_ms, cursor_hour_ms, cursor_tool, cursor_client FROM day_marks
-    WHERE folded_to_ms < ?1 AND ${NOT_HELD} ORDER BY project_id LIMIT 1)`;
+    WHERE folded_to_ms < ?1 AND ${NOT_HELD} ORDER BY folded_to_ms, project_id LIMIT 1)`;
 
 // Every statement of the step derives the same rows from the mark (the step changes neither the
 // hour rows nor the mark before its last statement).

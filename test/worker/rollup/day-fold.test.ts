@@ -226,3 +226,15 @@ describe("the read of day rows with unfolded hours", () => {
     expect(strip(a.body)).toEqual(strip(b.body));
   });
 });
+
+describe("the day fold's query plans", () => {
+  it("finds the marks before today by their index, not a scan of every project's mark", async () => {
+    for (const [sql, params] of [[DAY_FOLD_SQL.pending, [D0]], [DAY_FOLD_SQL.addToDays, [D0, 100]], [DAY_FOLD_SQL.advanceMark, [D0, 100]]] as const) {
+      const { results } = await db.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
+      const plan = results.map((r) => r.detail);
+      expect(plan.some((d) => /SEARCH (day_marks|k) USING (COVERING )?INDEX day_marks_by_day \(folded_to_ms<\?\)/.test(d)), plan.join("\n")).toBe(true);
+      // (`k` is the one chosen mark, materialized.)
+      expect(plan.filter((d) => /^SCAN (day_marks|h|tool_hour_metrics)\b/.test(d)), plan.join("\n")).toEqual([]);
+    }
+  });
+});
