@@ -42,7 +42,7 @@ async function admin(path: string, init: RequestInit = {}, env_: Env = bindings(
 }
 
 async function startMove(projectId: string, database: string): Promise<Move> {
-  const res = await admin(`/projects/${projectId}/move`, { method: "POST", body: JSON.stringify({ database }) });
+  const res = await admin(`/projects/${projectId}/move`, { method: "POST", body: JSON.stringify({ to: database }) });
   expect(res.status).toBe(202);
   return res.json<Move>();
 }
@@ -126,6 +126,8 @@ async function driveMove(moveId: string, clock: { now: number }, options: MoveOp
     const r = await runMoveSteps(env_, moveId, clock.now, { maxSteps: 1, ...options });
     clock.now += r.waitUntilMs !== null ? r.waitUntilMs - clock.now : 1_000;
     const move = await readMove(moveId);
+    // The answer's state is one of SPEC §7's four, at every step.
+    expect(["copying", "switching", "done", "failed"]).toContain(move.state);
     if (move.finished_at) return move;
     await between(move);
   }
@@ -164,7 +166,7 @@ describe("moving a project to another database", () => {
       await sendBoth(sent === 3 ? { "idempotency-key": "during-the-move" } : {});
       // Now and then the cron: the source's rollup skips the held project, the twin's goes on.
       if (sent % 5 === 0) await runCron(clock.now, undefined, bindings());
-      if (m.state === "draining" && m.phase === "grace" && !lateWritten) {
+      if (m.state === "switching" && m.phase === "grace" && !lateWritten) {
         // A write that still lands in the source after the switch: an ingest whose key's object was
         // not told and has not refreshed its state yet (within the grace period).
         lateWritten = true;
@@ -332,7 +334,7 @@ describe("a move that fails before the switch", () => {
     const probe = await seeded("probe", clock);
     const probeMove = await startMove(probe.project_id, "DB_2");
     const phases: string[] = [];
-    for (let m = await readMove(probeMove.move_id); m.state === "copying" || m.state === "switching"; m = await step(probeMove.move_id, clock, bindings())) {
+    for (let m = await readMove(probeMove.move_id); m.switched_at === null && m.finished_at === null; m = await step(probeMove.move_id, clock, bindings())) {
       phases.push(`${m.phase}${m.table ? ` ${m.table}` : ""}`);
     }
     expect(phases[0]).toBe("hold");
@@ -422,11 +424,11 @@ describe("a move that fails after the switch", () => {
     const before = await answers(p, clock.now);
     const move = await startMove(p.project_id, "DB_2");
     let m = await readMove(move.move_id);
-    while (m.state !== "draining" || m.phase !== "drain") m = await step(move.move_id, clock, bindings());
+    while (m.phase !== "drain") m = await step(move.move_id, clock, bindings());
     const fault = faultyD1(env.DB_2!, () => true);
     fault.on = true;
     for (let i = 0; i < 12; i++) m = await step(move.move_id, clock, bindings({ DB_2: fault.db }));
-    expect(m).toMatchObject({ state: "draining", phase: "drain", finished_at: null });
+    expect(m).toMatchObject({ state: "switching", phase: "drain", finished_at: null });
     expect(m.error).toContain("drain call_batches");
     expect(fault.failed).toBeGreaterThanOrEqual(12);
     fault.on = false;
@@ -489,19 +491,19 @@ describe("the admin routes of a move", () => {
   it("POST /v1/admin/projects/:id/move: 202 with the move; 400 for a bad body, an unknown or the same database; 404 for an unknown project; 409 while one runs", async () => {
     const p = await createProject("routes", "DB");
     const post = (id: string, body: unknown) => admin(`/projects/${id}/move`, { method: "POST", body: JSON.stringify(body) });
-    const unknownDb = await post(p.project_id, { database: "DB_9" });
+    const unknownDb = await post(p.project_id, { to: "DB_9" });
     expect(unknownDb.status).toBe(400);
     expect(JSON.stringify(await unknownDb.json())).toContain("DB, DB_2");
-    const same = await post(p.project_id, { database: "DB" });
+    const same = await post(p.project_id, { to: "DB" });
     expect(same.status).toBe(400);
     expect(JSON.stringify(await same.json())).toContain("already in DB");
     expect((await post(p.project_id, {})).status).toBe(400);
-    expect((await post(p.project_id, { database: "" })).status).toBe(400);
-    expect((await post(p.project_id, { database: "D".repeat(65) })).status).toBe(400);
-    expect((await post("prj_doesnotexist00", { database: "DB_2" })).status).toBe(404);
+    expect((await post(p.project_id, { to: "" })).status).toBe(400);
+    expect((await post(p.project_id, { to: "D".repeat(65) })).status).toBe(400);
+    expect((await post("prj_doesnotexist00", { to: "DB_2" })).status).toBe(404);
 
     const queue = capturingQueue();
-    const res = await admin(`/projects/${p.project_id}/move`, { method: "POST", body: JSON.stringify({ database: "DB_2" }) }, bindings({ ROLLUP_QUEUE: queue.queue }));
+    const res = await admin(`/projects/${p.project_id}/move`, { method: "POST", body: JSON.stringify({ to: "DB_2" }) }, bindings({ ROLLUP_QUEUE: queue.queue }));
     expect(res.status).toBe(202);
     const move = await res.json<Move>();
     expect(res.headers.get("location")).toBe(`/v1/admin/moves/${move.move_id}`);
@@ -509,7 +511,7 @@ describe("the admin routes of a move", () => {
     expect(move.move_id).toMatch(/^mov_[0-9A-Za-z]{16}$/);
     // Its first job is on the rollup queue.
     expect(queue.sent).toEqual([{ v: 1, kind: "move", move_id: move.move_id }]);
-    const again = await post(p.project_id, { database: "DB_2" });
+    const again = await post(p.project_id, { to: "DB_2" });
     expect(again.status).toBe(409);
     expect(JSON.stringify(await again.json())).toContain(move.move_id);
     // While it runs, the project is not deleted and not recomputed.
@@ -537,7 +539,7 @@ describe("the admin routes of a move", () => {
     expect(await rowsIn(env.DB_2!, p.project_id, true)).toEqual({});
 
     expect((await admin(`/projects/${p.project_id}/recompute`, { method: "POST" })).status).toBe(202);
-    const refused = await admin(`/projects/${p.project_id}/move`, { method: "POST", body: JSON.stringify({ database: "DB_2" }) });
+    const refused = await admin(`/projects/${p.project_id}/move`, { method: "POST", body: JSON.stringify({ to: "DB_2" }) });
     expect(refused.status).toBe(409);
     expect(JSON.stringify(await refused.json())).toContain("recompute");
   }, 60_000);

@@ -44,7 +44,9 @@ export function moveBody(m: MoveRow) {
   return {
     move_id: m.move_id,
     project_id: m.project_id,
-    state: m.state,
+    // SPEC §7's four states: the drain and the cleanup after the switch are still "switching"
+    // (the source's last rows go over, then are deleted); `phase` says which.
+    state: m.state === "draining" ? "switching" : m.state,
     // The step within the state (docs/scaling.md, "Moving a project"), and the table it works on.
     phase: m.phase,
     table: m.step_table,

@@ -10,15 +10,15 @@ import { moveBody, startMove } from "../moves/start.ts";
 import { sendMoveJob } from "../queues/rollup-jobs.ts";
 
 const MoveBody = z.object({
-  /** The database to move the project to: a binding name of the deployment (GET /v1/admin/databases). */
-  database: z.string().min(1).max(64),
+  /** The database to move the project to (SPEC §7): a binding name of the deployment (GET /v1/admin/databases). */
+  to: z.string().min(1).max(64),
 });
 
 export const moveRoutes = new Hono<AppEnv>();
 
 /** 202 with the move; its steps run as jobs on the rollup queue (the cron continues a move whose job was lost). */
 moveRoutes.post("/projects/:id/move", validBody(MoveBody), async (c) => {
-  const move = await startMove(c.env, c.req.param("id"), c.req.valid("json").database, Date.now());
+  const move = await startMove(c.env, c.req.param("id"), c.req.valid("json").to, Date.now());
   await sendMoveJob(c.env, move.move_id);
   return c.json(moveBody(move), 202, { Location: `/v1/admin/moves/${move.move_id}` });
 });
