@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { writeBenchmarkSection } from "./benchmarks-md.mjs";
 import { bundleWorker } from "./bundle-worker.mjs";
 import { migrateToHead } from "../scripts/migrations.ts";
-import { seedDurations, type Db } from "./rollup-seed.ts";
+import { seedCallBatchesSql, seedDurations, type Db } from "./rollup-seed.ts";
 import type { Env } from "../src/worker/env.ts";
 import { startMove } from "../src/worker/moves/start.ts";
 import { MOVE_PAGE_ROWS, runMoveSteps } from "../src/worker/moves/steps.ts";
@@ -32,22 +32,14 @@ const T0 = Date.UTC(2026, 10, 1);
 const SPACING_MS = Math.floor((3 * DAY_MS) / CALLS);
 
 // 100 sessions of 200 calls per 20,000 calls, 8 tools, 3 clients, outcomes 85 % ok (bench:rollup's mix), 500 calls a request.
-const SEED_SQL = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
-INSERT INTO call_batches (project_id, received_at_ms, call_count, calls_json)
-SELECT 'moved', MAX(received_at_ms), COUNT(*), json_group_array(json(call)) FROM (
-SELECT i, json_array('s_' || (i % 100 + 100 * (i / 20000)),
-  CASE (i % 100) % 3 WHEN 0 THEN 'claude-ai' WHEN 1 THEN 'cursor' ELSE 'vscode' END,
-  'tool_' || ((i * 7919) % 97 % 8),
-  ?2 + i * ${SPACING_MS},
-  d.duration_ms,
-  CASE i % 20 WHEN 0 THEN 'bad_args' WHEN 1 THEN 'tool_error' WHEN 2 THEN 'crashed' ELSE 'ok' END,
-  (i * 101) % 5000,
-  CASE WHEN i % 20 > 2 AND i % 17 = 0 THEN 1 ELSE 0 END,
-  printf('%012x', (i * 31) % 5),
-  d.duration_bucket) AS call,
-  ?2 + i * ${SPACING_MS} + 1000 AS received_at_ms
-FROM n JOIN bench_durations d ON d.idx = (i * 37) % 500 ORDER BY i)
-GROUP BY (i - 1) / 500 ORDER BY MIN(i)`;
+const SEED_SQL = seedCallBatchesSql({
+  numbers: "SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1",
+  project: "'moved'",
+  session: "'s_' || (i % 100 + 100 * (i / 20000))",
+  client: "CASE (i % 100) % 3 WHEN 0 THEN 'claude-ai' WHEN 1 THEN 'cursor' ELSE 'vscode' END",
+  startedAt: `?2 + i * ${SPACING_MS}`,
+  receivedAt: `?2 + i * ${SPACING_MS} + 1000`,
+});
 
 async function rowsOf(db: Db, projectId: string): Promise<number> {
   let n = 0;
