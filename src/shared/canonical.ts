@@ -23,9 +23,118 @@ export class CanonicalizeError extends Error {
  * primitives nor passes the key to `toJSON` as JSON.stringify does, and it is slower (bench/wire.ts).
  */
 export function canonicalize(value: unknown): string {
+  if (typeof value === "object" && value !== null) {
+    const text = stringifySorted(value);
+    if (text !== undefined) return text;
+  }
   const text = serializeProperty(value, "", []);
   if (text === undefined) throw new CanonicalizeError("value is not representable as JSON");
   return text;
+}
+
+// ---- the fast path: the engine's JSON.stringify over a copy with keys in order ----
+//
+// Plain data (what a tool call's arguments are: JSON-parsed objects and arrays of strings, finite
+// numbers, booleans and null) is canonical as soon as every object's keys are in UTF-16 order. So
+// the fast path walks the value once, reuses every subtree that is already in order and copies
+// the objects that are not, with their keys inserted in order (a plain object enumerates string
+// keys in insertion order), then hands the result to JSON.stringify: one native pass, which also
+// gives the hash a flat string. It declines, and the general writer below takes over, at anything
+// where JSON.stringify and canonical JSON could differ or where copying could change the value:
+// toJSON, boxed primitives and other non-plain prototypes, BigInt, NaN and ±Infinity, a
+// digit-leading key in an object it copies (integer-like keys enumerate first, in numeric order),
+// an own `__proto__` key, and nesting deeper than FAST_PATH_MAX_DEPTH (so a cycle is reported by
+// the general writer). bench/sdk.ts measured it at about 1–2 µs less per call than the general
+// writer with the hash after it, in the process of a busy server.
+
+/** Nesting the fast path follows before it leaves the value to the general writer. */
+const FAST_PATH_MAX_DEPTH = 32;
+
+/** Thrown inside the fast path only: this value is the general writer's. */
+const DECLINE: unique symbol = Symbol("canonical fast path declines");
+
+function stringifySorted(value: object): string | undefined {
+  try {
+    return JSON.stringify(sortedCopy(value, 0));
+  } catch (thrown) {
+    if (thrown === DECLINE) return undefined;
+    throw thrown;
+  }
+}
+
+/** Whether a member needs no walk: JSON.stringify writes it canonically as it is. Declines on BigInt, NaN, ±Infinity. */
+function isSettledLeaf(item: unknown): boolean {
+  switch (typeof item) {
+    case "number":
+      if (item - item !== 0) throw DECLINE;
+      return true;
+    case "bigint":
+      throw DECLINE;
+    case "object":
+      return item === null;
+    default:
+      return true; // strings, booleans, and what both skip: undefined, functions, symbols
+  }
+}
+
+/** `value` itself when it is already canonical throughout, else a copy with every object's keys in order. */
+function sortedCopy(value: object, depth: number): object {
+  if (depth > FAST_PATH_MAX_DEPTH || typeof (value as { toJSON?: unknown }).toJSON === "function") throw DECLINE;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      if (isSettledLeaf(item)) continue;
+      const sorted = sortedCopy(item as object, depth + 1);
+      if (sorted !== item) (copy ??= value.slice())[i] = sorted;
+    }
+    return copy ?? value;
+  }
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) throw DECLINE;
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record);
+  let inOrder = 1;
+  while (inOrder < keys.length && keys[inOrder - 1]! < keys[inOrder]!) inOrder++;
+  if (inOrder >= keys.length) {
+    // Keys already in order: copied only if a member had to be.
+    let copy: Record<string, unknown> | undefined;
+    for (const key of keys) {
+      const item = record[key];
+      if (isSettledLeaf(item)) continue;
+      const sorted = sortedCopy(item as object, depth + 1);
+      if (sorted !== item) (copy ??= copyInOrder(record, keys, prototype))[key] = sorted;
+    }
+    return copy ?? value;
+  }
+  sortCodeUnits(keys);
+  const copy = emptyLike(prototype);
+  for (const key of keys) {
+    checkCopyableKey(key);
+    const item = record[key];
+    copy[key] = isSettledLeaf(item) ? item : sortedCopy(item as object, depth + 1);
+  }
+  return copy;
+}
+
+function emptyLike(prototype: object | null): Record<string, unknown> {
+  return prototype === null ? (Object.create(null) as Record<string, unknown>) : {};
+}
+
+/** A key a copy can take in its sorted place: not integer-like (those enumerate first), not `__proto__`. */
+function checkCopyableKey(key: string): void {
+  const first = key.charCodeAt(0);
+  if ((first >= 0x30 && first <= 0x39) || key === "__proto__") throw DECLINE;
+}
+
+/** A copy of an object whose keys are in order: the same keys enumerate the same way, so only `__proto__` declines. */
+function copyInOrder(record: Record<string, unknown>, keys: readonly string[], prototype: object | null): Record<string, unknown> {
+  const copy = emptyLike(prototype);
+  for (const key of keys) {
+    if (key === "__proto__") throw DECLINE;
+    copy[key] = record[key];
+  }
+  return copy;
 }
 
 /** SerializeJSONProperty of ECMA-262 §25.5.2.2, with sorted keys; undefined = member skipped. */

@@ -283,6 +283,56 @@ describe("differential test against the plain reference serializer", () => {
   });
 });
 
+describe("the fast path (JSON.stringify over a copy with keys in order)", () => {
+  it("copies unsorted objects at any depth and reuses sorted ones, with the general writer's text", () => {
+    const sortedOutside = { a: [{ d: 1, c: [2, { f: 3, e: 4 }] }], b: "x", z: { y: null, x: true } };
+    expect(canonicalize(sortedOutside)).toBe('{"a":[{"c":[2,{"e":4,"f":3}],"d":1}],"b":"x","z":{"x":true,"y":null}}');
+    // The value itself is never reordered or changed.
+    expect(Object.keys(sortedOutside.z)).toEqual(["y", "x"]);
+    const nullPrototype = Object.assign(Object.create(null) as Record<string, unknown>, { b: 1, a: Object.assign(Object.create(null) as object, { d: 2, c: 3 }) });
+    expect(canonicalize(nullPrototype)).toBe('{"a":{"c":3,"d":2},"b":1}');
+  });
+
+  it("leaves integer-like keys, __proto__ and deep nesting to the general writer", () => {
+    // Integer-like keys enumerate first, in numeric order: a copy could not put "-a" before "1".
+    expect(canonicalize({ b: 1, "-a": 2, "1": 0 })).toBe('{"-a":2,"1":0,"b":1}');
+    // Keys already in order keep their order in a copy, digits included.
+    expect(canonicalize({ "1": { b: 1, a: 2 }, "2": 0, a: [{ d: 1, c: 2 }] })).toBe('{"1":{"a":2,"b":1},"2":0,"a":[{"c":2,"d":1}]}');
+    const ownProto = JSON.parse('{"z":1,"__proto__":{"b":1,"a":2}}') as object;
+    expect(canonicalize(ownProto)).toBe('{"__proto__":{"a":2,"b":1},"z":1}');
+    const ownProtoSorted = JSON.parse('{"__proto__":1,"a":{"c":1,"b":2}}') as object;
+    expect(canonicalize(ownProtoSorted)).toBe('{"__proto__":1,"a":{"b":2,"c":1}}');
+    let deep: unknown = { y: 1, x: 2 };
+    for (let i = 0; i < 40; i++) deep = { b: deep, a: i };
+    expect(canonicalize(deep)).toBe(referenceCanonicalize(deep));
+    const cycle: Record<string, unknown> = { b: 1, a: {} };
+    let tail = cycle.a as Record<string, unknown>;
+    for (let i = 0; i < 40; i++) tail = tail.next = { z: i };
+    tail.back = cycle;
+    expect(() => canonicalize(cycle)).toThrow(CanonicalizeError);
+  });
+
+  it("agrees with the reference on JSON-parsed objects whose keys sort, enumerate or collide unusually", () => {
+    const key = fc.constantFrom("__proto__", "1", "10", "2", "-a", "a", "b", "Z", "é", "🚀", "\uFFFD", "toJSON");
+    const leaf = fc.oneof(fc.string({ maxLength: 4 }), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null));
+    const tree = fc.letrec((tie) => ({
+      node: fc.oneof({ depthSize: "small" }, leaf, fc.array(tie("node"), { maxLength: 4 }), fc.array(fc.tuple(key, tie("node")), { maxLength: 6 })),
+    })).node;
+    // Written as JSON text and parsed, so "__proto__" is an own key, as in a parsed request.
+    const asJson = (node: unknown): string =>
+      Array.isArray(node) && node.every((entry) => Array.isArray(entry) && entry.length === 2 && typeof entry[0] === "string" && entry[0] !== "")
+        ? `{${node.map(([k, v]) => `${JSON.stringify(k)}:${asJson(v)}`).join(",")}}`
+        : Array.isArray(node) ? `[${node.map(asJson).join(",")}]` : JSON.stringify(node);
+    fc.assert(
+      fc.property(tree, (node) => {
+        const value: unknown = JSON.parse(asJson(node));
+        expect(canonicalize(value)).toBe(referenceCanonicalize(value));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+});
+
 describe("the cache of quoted keys", () => {
   it("stays right for long keys, escaped keys and more keys than it holds", () => {
     const long = "k".repeat(65);
