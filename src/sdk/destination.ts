@@ -4,6 +4,7 @@ import { DEFAULT_BUFFER_TUNING, PayloadBuffer, type BufferTuning } from "./buffe
 import { EXIT_FLUSH_TIMEOUT_MS, INGEST_PATH, SEND_TIMEOUT_MS } from "./constants.ts";
 import { toStderr } from "./debug.ts";
 import { AgreementTracker } from "./agreement.ts";
+import { hashOfArgsText } from "./args-hash.ts";
 import { newSessionId, SessionTable } from "./session.ts";
 import { defaultPostJson, type PostJson } from "./transport.ts";
 import { RETRY_WITHOUT_HINT, describeOutcome, outcomeOfAnswer } from "./retry.ts";
@@ -12,6 +13,19 @@ import { RETRY_WITHOUT_HINT, describeOutcome, outcomeOfAnswer } from "./retry.ts
 const MAX_REMEMBERED_TRANSPORT_SESSIONS = 1_000;
 /** Clients whose tool list went out under the process's own id (no session known), remembered. */
 const MAX_SESSIONLESS_STARTUP_CLIENTS = 1_000;
+/**
+ * Calls whose args_hash waits for the next send, at most this many and this many UTF-16 units of
+ * canonical text in all: past either, the waiting digests are taken at once, so a send held up
+ * (in flight for up to 10 s, or failing) never makes the texts pile up.
+ */
+const MAX_UNHASHED_CALLS = 100;
+const MAX_UNHASHED_CHARS = 64 * 1024;
+
+/** A call payload whose `args_hash` is filled in from `text` before it is sent. */
+interface UnhashedCall {
+  payload: { args_hash: string };
+  text: string | null;
+}
 
 export class Destination {
   private processSession: string | undefined;
@@ -35,6 +49,8 @@ export class Destination {
   debug = false;
   private readonly clientByTransportSession = new Map<string, string>();
   private readonly sessionlessStartupClients = new Set<string>();
+  private unhashed: UnhashedCall[] = [];
+  private unhashedChars = 0;
 
   readonly endpoint: string;
   readonly key: string;
@@ -45,6 +61,7 @@ export class Destination {
     this.ingestUrl = endpoint + INGEST_PATH;
     this.sessions = new SessionTable(key);
     this.buffer = new PayloadBuffer(async (batch, final, idempotencyKey) => {
+      this.hashWaitingArgs();
       const body = JSON.stringify({ batch });
       if (this.debug) {
         toStderr(`sending ${batch.length} payload(s) to ${this.ingestUrl}`);
@@ -96,6 +113,29 @@ export class Destination {
 
   enqueue(payload: object): void {
     this.buffer.add(payload);
+  }
+
+  /**
+   * Queues a call payload whose `args_hash` is the digest of `argsText` (args-hash.ts): taken with
+   * the other waiting calls' when their batch is sent, in a row, where one at a time between the
+   * MCP SDK's own work costs the call two to three times as much. The text was taken from the
+   * arguments when the call began, so the digest is the one the call would have had (SPEC §4);
+   * it never leaves the process, and no payload is sent before its digest is in.
+   */
+  enqueueCall<P extends { args_hash: string }>(payload: P, argsText: string | null): void {
+    this.unhashed.push({ payload, text: argsText });
+    this.unhashedChars += argsText === null ? 0 : argsText.length;
+    if (this.unhashed.length >= MAX_UNHASHED_CALLS || this.unhashedChars >= MAX_UNHASHED_CHARS) this.hashWaitingArgs();
+    this.buffer.add(payload);
+  }
+
+  /** Fills in every waiting call's `args_hash`. */
+  hashWaitingArgs(): void {
+    const waiting = this.unhashed;
+    if (waiting.length === 0) return;
+    this.unhashed = [];
+    this.unhashedChars = 0;
+    for (const call of waiting) call.payload.args_hash = hashOfArgsText(call.text);
   }
 }
 

@@ -9,7 +9,7 @@
 // measures a result as it goes on the wire; watch-state.ts is what they share per server object.
 import { MAX_DURATION_MS } from "../shared/limits.ts";
 import { valueInResult } from "./agreement.ts";
-import { callArgsHash } from "./args-hash.ts";
+import { argsHashText } from "./args-hash.ts";
 import { sentLength } from "./as-sent.ts";
 import { elapsedMs, perfNow, wallMsAt, wireTimestamp } from "./clock.ts";
 import { UNKNOWN_CLIENT } from "./constants.ts";
@@ -38,7 +38,8 @@ interface CallInProgress {
   /** `""` when nothing tells this request's conversation apart (SPEC §2.2, §4). */
   sessionId: string;
   toolName: string;
-  argsHash: string;
+  /** What args_hash is the digest of, taken before the handler runs (args-hash.ts). */
+  argsText: string | null;
   clientName: string;
   startedAtMs: number;
   startedPerfMs: number;
@@ -235,7 +236,7 @@ function beginCall(state: WatchState, request: unknown, extra: unknown): CallInP
       sessionId: sessionOfRequest(state, request, extra, clientName, namedPerRequest),
       toolName,
       // Over the arguments exactly as the request carried them, before any validation (SPEC §4).
-      argsHash: callArgsHash(isRecord(params) ? params.arguments : undefined),
+      argsText: argsHashText(isRecord(params) ? params.arguments : undefined),
       clientName,
       startedAtMs: 0,
       startedPerfMs: perfNow(),
@@ -272,19 +273,22 @@ function finishCall(state: WatchState, call: CallInProgress, threw: boolean, res
       responseBytes = sentLength(state, result);
     }
     const destination = state.destination;
-    destination.enqueue({
-      v: 1,
-      type: "call",
-      session_id: call.sessionId,
-      client_name: call.clientName,
-      tool_name: call.toolName,
-      started_at: wireTimestamp(call.startedAtMs),
-      duration_ms: durationMs,
-      outcome,
-      response_bytes: responseBytes,
-      is_empty: outcome === "ok" && isEmptyResult(result),
-      args_hash: call.argsHash,
-    });
+    destination.enqueueCall(
+      {
+        v: 1,
+        type: "call",
+        session_id: call.sessionId,
+        client_name: call.clientName,
+        tool_name: call.toolName,
+        started_at: wireTimestamp(call.startedAtMs),
+        duration_ms: durationMs,
+        outcome,
+        response_bytes: responseBytes,
+        is_empty: outcome === "ok" && isEmptyResult(result),
+        args_hash: "", // filled in before the payload is sent (Destination.enqueueCall)
+      },
+      call.argsText,
+    );
     if (outcome === "ok") compareDeclaredValues(state, call, result);
   } catch (failure) {
     state.log(`call not recorded: ${failure instanceof Error ? failure.message : String(failure)}`);

@@ -165,6 +165,25 @@ describe.each(FLAVOURS)("%s over InMemoryTransport", (flavour) => {
     await client.close();
   });
 
+  // McpServer hands its callback a validated copy; a low-level handler gets the request itself.
+  test.skipIf(isMcp(flavour))("args_hash is of the arguments as they came in, even when the handler changes them", async () => {
+    const key = freshKey();
+    const server = buildServer(flavour) as { _requestHandlers: Map<string, (request: { params: { arguments?: Record<string, unknown> } }, extra: unknown) => unknown> };
+    const original = server._requestHandlers.get("tools/call")!;
+    server._requestHandlers.set("tools/call", (request, extra) => {
+      const args = request.params.arguments!;
+      args.query = "changed by the handler";
+      args.added = [1, 2];
+      return original(request, extra);
+    });
+    const client = await connectInMemory(flavour, watch(server, { key, endpoint: capture.url }));
+    const carried = { query: "orders", limit: 25 };
+    await client.callTool(TYPED_TOOL, { ...carried });
+    const calls = await payloadsFor(key, 1, "call");
+    expect(calls[0]!.args_hash).toBe(argsHash(carried));
+    await client.close();
+  });
+
   test("a second watch() of the same object does nothing", async () => {
     const key = freshKey();
     const server = buildServer(flavour);
