@@ -74,13 +74,18 @@ async function drainAll(): Promise<void> {
 
 const argsList = Array.from({ length: 64 }, (_, i) => argumentsFor(i));
 
-/** `count` calls, each followed by one event-loop turn, timed one by one into `into` from `at`. */
-async function block(call: Call, into: Float64Array, at: number, count: number): Promise<void> {
+/**
+ * `count` calls, each followed by one event-loop turn, timed one by one into `into` from `at`;
+ * with `waiting`, also how many payloads the watched side's buffer held after each call (read
+ * after the clock stops): 0 after the call whose turn sent a batch, 1 after the next, and so on.
+ */
+async function block(call: Call, into: Float64Array, at: number, count: number, waiting?: Int32Array): Promise<void> {
   for (let i = 0; i < count; i++) {
     const started = performance.now();
     await call(argsList[(at + i) & 63]!);
     await turn();
     into[at + i] = (performance.now() - started) * 1000;
+    if (waiting) waiting[at + i] = destination()?.buffer.size ?? -1;
   }
 }
 
@@ -99,10 +104,11 @@ await block(plain, scratch, 0, WARMUP);
 await block(watched, scratch, 0, WARMUP);
 await sendSettled();
 
-const rounds: { watchedUs: number[]; plainUs: number[]; heapKb: number[] }[] = [];
+const rounds: { watchedUs: number[]; plainUs: number[]; heapKb: number[]; waiting: number[] }[] = [];
 for (let round = 0; round < ROUNDS; round++) {
   const watchedUs = new Float64Array(CALLS);
   const plainUs = new Float64Array(CALLS);
+  const waiting = new Int32Array(CALLS);
   const heapKb: number[] = [];
   await sendSettled();
   heapKb.push(heapAfterGc() / 1024);
@@ -111,7 +117,7 @@ for (let round = 0; round < ROUNDS; round++) {
     const watchedFirst = (index + round) % 2 === 0;
     for (const side of watchedFirst ? ["watched", "plain"] : ["plain", "watched"]) {
       if (side === "watched") {
-        if (only !== "plain") await block(watched, watchedUs, at, count);
+        if (only !== "plain") await block(watched, watchedUs, at, count, waiting);
         await sendSettled();
       } else if (only !== "watched") {
         await block(plain, plainUs, at, count);
@@ -119,7 +125,7 @@ for (let round = 0; round < ROUNDS; round++) {
     }
     heapKb.push(heapAfterGc() / 1024);
   }
-  rounds.push({ watchedUs: [...watchedUs], plainUs: [...plainUs], heapKb });
+  rounds.push({ watchedUs: [...watchedUs], plainUs: [...plainUs], heapKb, waiting: [...waiting] });
 }
 await drainAll();
 const d = destination()!;

@@ -82,7 +82,7 @@ interface RunOutput {
   callsMade: number;
   droppedOldest: number;
   stillWaiting: number;
-  rounds: { watchedUs: number[]; plainUs: number[]; heapKb: number[] }[];
+  rounds: { watchedUs: number[]; plainUs: number[]; heapKb: number[]; waiting: number[] }[];
 }
 
 let runCounter = 0;
@@ -137,27 +137,50 @@ interface Row {
   addedP99Us: number[];
   /** Per round: the means with each side's slowest 1 % of calls left out. */
   addedTrimmedMeanUs: number[];
+  /** Added per call by the call's place after a send (SLOTS), all rounds pooled: [median µs, share of calls]. */
+  addedBySlot: [number, number][];
   heapFirstKb: number;
   heapLastKb: number;
   heapMinKb: number;
   heapMaxKb: number;
 }
 
+/**
+ * A watched call's place after the last send, from how many payloads its buffer held once the call
+ * was over: 0 = its event-loop turn sent a batch, 1 = the call after that, and so on.
+ */
+const SLOTS = [
+  { label: "the call whose turn sent", from: 0, to: 0 },
+  { label: "the next", from: 1, to: 1 },
+  { label: "2nd after", from: 2, to: 2 },
+  { label: "3rd", from: 3, to: 3 },
+  { label: "4th", from: 4, to: 4 },
+  { label: "5th–9th", from: 5, to: 9 },
+  { label: "10th on", from: 10, to: Number.POSITIVE_INFINITY },
+] as const;
+
 function summarise(output: RunOutput): Row {
   const allWatched = output.rounds.flatMap((round) => round.watchedUs);
   const allPlain = output.rounds.flatMap((round) => round.plainUs);
+  const allWaiting = output.rounds.flatMap((round) => round.waiting);
+  const plainMedian = median(allPlain);
+  const addedBySlot = SLOTS.map(({ from, to }): [number, number] => {
+    const inSlot = allWatched.filter((_, i) => allWaiting[i]! >= from && allWaiting[i]! <= to);
+    return [inSlot.length > 0 ? median(inSlot) - plainMedian : Number.NaN, inSlot.length / allWatched.length];
+  });
   // Memory over the last round's 10,000 calls, read after every 1,000 (after two forced GCs).
   const heap = output.rounds[output.rounds.length - 1]!.heapKb.slice(1);
   return {
     node: output.node,
     major: output.major,
     calls: allWatched.length,
-    plainMedianUs: median(allPlain),
+    plainMedianUs: plainMedian,
     watchedMedianUs: median(allWatched),
     addedMedianUs: output.rounds.map((round) => median(round.watchedUs) - median(round.plainUs)),
     addedMeanUs: output.rounds.map((round) => mean(round.watchedUs) - mean(round.plainUs)),
     addedP99Us: output.rounds.map((round) => percentile(round.watchedUs, 99) - percentile(round.plainUs, 99)),
     addedTrimmedMeanUs: output.rounds.map((round) => trimmedMean(round.watchedUs) - trimmedMean(round.plainUs)),
+    addedBySlot,
     heapFirstKb: heap[0]!,
     heapLastKb: heap[heap.length - 1]!,
     heapMinKb: Math.min(...heap),
@@ -350,12 +373,25 @@ for (const row of rows) {
 }
 lines.push("");
 lines.push(
+  "**Where the median sits.** Added per call by the call's place after the last send (the watched side's buffer read after " +
+    "each call; all rounds pooled, minus the twin's median; the share of calls in brackets). A send — the batch's digests and " +
+    "JSON, Node's HTTP request, then its 202 — makes the calls right after it slower for a while; the median call is among " +
+    "the later ones, so the steady cost and the sends' tail both move it.",
+);
+lines.push("");
+lines.push(`| Node | MCP SDK | ${SLOTS.map((slot) => slot.label).join(" | ")} |`);
+lines.push(`|---|---|${SLOTS.map(() => "---").join("|")}|`);
+for (const row of rows) {
+  lines.push(`| ${row.node} | ${row.major} | ${row.addedBySlot.map(([us, share]) => `${Number.isNaN(us) ? "–" : fmt(us)} (${(share * 100).toFixed(0)} %)`).join(" | ")} |`);
+}
+lines.push("");
+lines.push(
   `Parts, timed alone in the same run (Node ${process.version}, µs per call): \`args_hash\` ${fmt(nativeHashUs)} ` +
-    `(canonical JSON ${fmt(canonicalUs)} + native SHA-256; the portable JavaScript SHA-256 path, used where \`crypto.hash\` is missing, ${fmt(portableHashUs)}); ` +
+    `(canonical JSON ${fmt(canonicalUs)}, taken during the call, + native SHA-256, taken when the call's batch is sent; the portable JavaScript SHA-256 path, used where \`crypto.hash\` is missing, ${fmt(portableHashUs)}); ` +
     `\`response_bytes\` (JSON of the result) ${fmtPart(resultLengthUs)}; the call payload with its ISO timestamp ${fmtPart(payloadUs)}; ` +
-    `its share of the batch's JSON ${fmtPart(batchJsonPerPayloadUs)}. The rest of the median is the wrappers around the handler and ` +
-    "the tool callback, the outcome and is_empty checks and the buffer push; the trimmed mean adds each send's HTTP request ÷ 30. " +
-    "What each part is: docs/sdk.md, \"What it costs\".",
+    `its share of the batch's JSON ${fmtPart(batchJsonPerPayloadUs)}. Inside a real call each part costs about twice what it costs in a loop. ` +
+    "The rest of the median is the wrappers around the handler and the tool callback, the session lookup, the outcome and is_empty " +
+    "checks and the buffer push; the trimmed mean adds each send's HTTP request ÷ 30. What each part is: docs/sdk.md, \"What it costs\".",
 );
 const section = lines.join("\n");
 console.log(section);
