@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { writeBenchmarkSection } from "./benchmarks-md.mjs";
 import { bundleWorker } from "./bundle-worker.mjs";
 import { migrateToHead } from "../scripts/migrations.ts";
-import { SPACING_MS, T0, seed, seedDurations, type Db } from "./rollup-seed.ts";
+import { SPACING_MS, T0, countedCalls, seed, seedDurations, type Db } from "./rollup-seed.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const tmp = join(root, ".bench-tmp", "rollup");
@@ -100,7 +100,7 @@ async function runSize(n: number, workerScript: string, withIncremental: boolean
     const seedSeconds = (performance.now() - seedStarted) / 1000;
     const scanSeconds = await scanBaseline(db);
     const fromScratch = await rollUntilCaughtUp(mf, db, T0 + n * SPACING_MS + 60_000);
-    const counted = (await db.prepare("SELECT SUM(calls) AS n FROM tool_day_metrics").first<{ n: number }>())!.n;
+    const counted = await countedCalls(db);
     const result: SizeResult = { calls: n, seedSeconds, scanSeconds, counted, ...fromScratch };
     console.log(
       `${String(n).padStart(9)} calls: rollup ${result.seconds.toFixed(2)} s in ${result.invocations} invocations ` +
@@ -111,7 +111,7 @@ async function runSize(n: number, workerScript: string, withIncremental: boolean
       const extra = Math.round(n / 100);
       await seed(db, n + 1, n + extra);
       const inc = await rollUntilCaughtUp(mf, db, T0 + (n + extra) * SPACING_MS + 60_000);
-      const total = (await db.prepare("SELECT SUM(calls) AS n FROM tool_day_metrics").first<{ n: number }>())!.n;
+      const total = await countedCalls(db);
       result.incremental = { calls: extra, counted: total, ...inc };
       console.log(`  + ${extra} calls: incremental rollup ${inc.seconds.toFixed(2)} s in ${inc.invocations} invocations; counted ${total}`);
     }
@@ -179,7 +179,7 @@ ${rows.join("\n")}
 
 ${checks.join("\n")}
 
-Every run was checked to count every call once (Σ calls of tool_day_metrics = ${results.map((r) => r.counted.toLocaleString("en-US")).join(", ")}; after the incremental run ${inc.counted.toLocaleString("en-US")}).`;
+Every run was checked to count every call once (Σ calls of the day rows as reads see them = ${results.map((r) => r.counted.toLocaleString("en-US")).join(", ")}; after the incremental run ${inc.counted.toLocaleString("en-US")}).`;
   console.log(`\n${md}`);
   writeBenchmarkSection("rollup", md);
 }
