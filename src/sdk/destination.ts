@@ -139,6 +139,20 @@ export class Destination {
   }
 }
 
+/**
+ * Queues a call payload (Destination.enqueueCall) on a destination that another copy of this
+ * package in the process may have made (the registry below is shared through globalThis): one
+ * made by a copy from before enqueueCall existed gets the payload with its digest already in.
+ */
+export function enqueueCallOn<P extends { args_hash: string }>(destination: Destination, payload: P, argsText: string | null): void {
+  if (typeof (destination as Partial<Destination>).enqueueCall === "function") {
+    destination.enqueueCall(payload, argsText);
+  } else {
+    payload.args_hash = hashOfArgsText(argsText);
+    destination.enqueue(payload);
+  }
+}
+
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }

@@ -14,7 +14,7 @@ import { sentLength } from "./as-sent.ts";
 import { elapsedMs, perfNow, wallMsAt, wireTimestamp } from "./clock.ts";
 import { UNKNOWN_CLIENT } from "./constants.ts";
 import { debugLog, toStderr } from "./debug.ts";
-import { destinationFor } from "./destination.ts";
+import { destinationFor, enqueueCallOn } from "./destination.ts";
 import { isEmptyResult } from "./empty.ts";
 import { missingInternals, missingInternalsMessage } from "./internals.ts";
 import { knownMcpSdkVersion } from "./mcp-sdk-version.ts";
@@ -272,8 +272,8 @@ function finishCall(state: WatchState, call: CallInProgress, threw: boolean, res
       // instead, or nothing at all (a cancelled request gets no response).
       responseBytes = sentLength(state, result);
     }
-    const destination = state.destination;
-    destination.enqueueCall(
+    enqueueCallOn(
+      state.destination,
       {
         v: 1,
         type: "call",

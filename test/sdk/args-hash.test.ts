@@ -4,7 +4,7 @@ import fc from "fast-check";
 import { expect, test } from "vitest";
 import { argsHashText, callArgsHash, hashOfArgsText } from "../../src/sdk/args-hash.ts";
 import { DEFAULT_BUFFER_TUNING } from "../../src/sdk/buffer.ts";
-import { Destination } from "../../src/sdk/destination.ts";
+import { Destination, enqueueCallOn } from "../../src/sdk/destination.ts";
 import type { PostJson } from "../../src/sdk/transport.ts";
 import { argsHash } from "../../src/shared/hash.ts";
 
@@ -86,4 +86,15 @@ test("waiting texts are bounded: at 100 calls, or 64 Ki characters, every digest
     argsHash("x".repeat(64 * 1024 - 6)),
     argsHash(1),
   ]);
+});
+
+test("a destination made by an older copy of the package (no enqueueCall) gets the payload with its digest in", () => {
+  const queued: { args_hash: string }[] = [];
+  const older = { enqueue: (payload: { args_hash: string }) => queued.push(payload) } as unknown as Destination;
+  enqueueCallOn(older, { args_hash: "" }, argsHashText({ q: "x" }));
+  expect(queued).toEqual([{ args_hash: argsHash({ q: "x" }) }]);
+  const { destination } = destinationWith(30);
+  const payload = { n: 0, args_hash: "" };
+  enqueueCallOn(destination, payload, argsHashText({ q: "x" }));
+  expect(payload.args_hash).toBe(""); // a current one takes the digest when it sends
 });
