@@ -104,28 +104,40 @@ await block(plain, scratch, 0, WARMUP);
 await block(watched, scratch, 0, WARMUP);
 await sendSettled();
 
-const rounds: { watchedUs: number[]; plainUs: number[]; heapKb: number[]; waiting: number[] }[] = [];
+/** CPU time of the whole process, every thread, in µs. */
+function processCpuUs(): number {
+  const { user, system } = process.cpuUsage();
+  return user + system;
+}
+
+const rounds: { watchedUs: number[]; plainUs: number[]; heapKb: number[]; waiting: number[]; watchedCpuUs: number; plainCpuUs: number }[] = [];
 for (let round = 0; round < ROUNDS; round++) {
   const watchedUs = new Float64Array(CALLS);
   const plainUs = new Float64Array(CALLS);
   const waiting = new Int32Array(CALLS);
   const heapKb: number[] = [];
+  let watchedCpuUs = 0;
+  let plainCpuUs = 0;
   await sendSettled();
   heapKb.push(heapAfterGc() / 1024);
   for (let at = 0, index = 0; at < CALLS; at += BLOCK, index++) {
     const count = Math.min(BLOCK, CALLS - at);
     const watchedFirst = (index + round) % 2 === 0;
     for (const side of watchedFirst ? ["watched", "plain"] : ["plain", "watched"]) {
+      const cpuBefore = processCpuUs();
       if (side === "watched") {
         if (only !== "plain") await block(watched, watchedUs, at, count, waiting);
+        // The block's sends finish inside its CPU count, wherever they ran.
         await sendSettled();
+        watchedCpuUs += processCpuUs() - cpuBefore;
       } else if (only !== "watched") {
         await block(plain, plainUs, at, count);
+        plainCpuUs += processCpuUs() - cpuBefore;
       }
     }
     heapKb.push(heapAfterGc() / 1024);
   }
-  rounds.push({ watchedUs: [...watchedUs], plainUs: [...plainUs], heapKb, waiting: [...waiting] });
+  rounds.push({ watchedUs: [...watchedUs], plainUs: [...plainUs], heapKb, waiting: [...waiting], watchedCpuUs, plainCpuUs });
 }
 await drainAll();
 const d = destination()!;

@@ -2,7 +2,9 @@
 // issue 12). bench/sdk-run.ts measures, in a child process per Node version and MCP SDK major, a
 // watched server against its unwatched twin with one event-loop turn after every call; this script
 // bundles it once, hosts the ingest endpoint (a local HTTP server answering 202 at once, in this
-// process so its work never lands in the measured one), checks that it received every call payload,
+// process so its work never lands in the measured one, and parsing the bodies only once a run is
+// over, so that work does not take a CPU from the measured process either), checks that it
+// received every call payload,
 // and writes the bench:sdk section of docs/benchmarks.md. `-- --profile` also writes CPU profiles
 // of a watched-only and a twin-only run per major (Node 22, or the Node BENCH_SDK_NODE picks) and
 // prints where the time goes: the top functions, and the SDK's share of each watched run's samples
@@ -60,7 +62,7 @@ const nodes = [systemNode, node22].map((command) => ({
 }));
 
 // The endpoint: 202 as soon as the body is in, then counts the call payloads per key.
-const callsByKey = new Map<string, number>();
+const bodiesByKey = new Map<string, Buffer[]>();
 let requests = 0;
 const endpoint = createServer((request, response) => {
   const chunks: Buffer[] = [];
@@ -69,8 +71,9 @@ const endpoint = createServer((request, response) => {
     response.writeHead(202).end();
     requests++;
     const key = String(request.headers.authorization ?? "").replace(/^Bearer /, "");
-    const batch = (JSON.parse(Buffer.concat(chunks).toString("utf8")) as { batch: { type: string }[] }).batch;
-    callsByKey.set(key, (callsByKey.get(key) ?? 0) + batch.filter((payload) => payload.type === "call").length);
+    let bodies = bodiesByKey.get(key);
+    if (!bodies) bodiesByKey.set(key, (bodies = []));
+    bodies.push(Buffer.concat(chunks));
   });
 });
 await new Promise<void>((resolve) => endpoint.listen(0, "127.0.0.1", resolve));
@@ -82,7 +85,16 @@ interface RunOutput {
   callsMade: number;
   droppedOldest: number;
   stillWaiting: number;
-  rounds: { watchedUs: number[]; plainUs: number[]; heapKb: number[]; waiting: number[] }[];
+  rounds: { watchedUs: number[]; plainUs: number[]; heapKb: number[]; waiting: number[]; watchedCpuUs: number; plainCpuUs: number }[];
+}
+
+function callsReceived(key: string): number {
+  let calls = 0;
+  for (const body of bodiesByKey.get(key) ?? []) {
+    calls += (JSON.parse(body.toString("utf8")) as { batch: { type: string }[] }).batch.filter((payload) => payload.type === "call").length;
+  }
+  bodiesByKey.delete(key);
+  return calls;
 }
 
 let runCounter = 0;
@@ -100,7 +112,7 @@ function runChild(command: string, major: Major, rounds: number, calls: number, 
       if (code !== 0) return reject(new Error(`${command} ${major} exited with ${code}`));
       const output = JSON.parse(stdout) as RunOutput;
       // Every call payload reached the endpoint: nothing was dropped by the buffer during the run.
-      const received = callsByKey.get(key) ?? 0;
+      const received = callsReceived(key);
       if (process.env.BENCH_SDK_POST !== "noop" && (output.droppedOldest !== 0 || output.stillWaiting !== 0 || received !== output.callsMade)) {
         return reject(new Error(`${output.node} ${major}: ${output.callsMade} calls, endpoint received ${received}, dropped ${output.droppedOldest}, waiting ${output.stillWaiting}`));
       }
@@ -137,6 +149,8 @@ interface Row {
   addedP99Us: number[];
   /** Per round: the means with each side's slowest 1 % of calls left out. */
   addedTrimmedMeanUs: number[];
+  /** Per round: the process's CPU time (every thread) per watched call minus per twin call. */
+  addedCpuUs: number[];
   /** Added per call by the call's place after a send (SLOTS), all rounds pooled: [median µs, share of calls]. */
   addedBySlot: [number, number][];
   heapFirstKb: number;
@@ -180,6 +194,7 @@ function summarise(output: RunOutput): Row {
     addedMeanUs: output.rounds.map((round) => mean(round.watchedUs) - mean(round.plainUs)),
     addedP99Us: output.rounds.map((round) => percentile(round.watchedUs, 99) - percentile(round.plainUs, 99)),
     addedTrimmedMeanUs: output.rounds.map((round) => trimmedMean(round.watchedUs) - trimmedMean(round.plainUs)),
+    addedCpuUs: output.rounds.map((round) => (round.watchedCpuUs - round.plainCpuUs) / round.watchedUs.length),
     addedBySlot,
     heapFirstKb: heap[0]!,
     heapLastKb: heap[heap.length - 1]!,
@@ -199,8 +214,11 @@ if (process.argv.includes("--profile")) {
       const dir = join(profileDir, `${major}-${only}`);
       // Every 250 µs rather than Node's 1 ms: four times the samples for the SDK's small functions.
       const output = await runChild(profileNode, major, 2, CALLS, ["--cpu-prof", `--cpu-prof-dir=${dir}`, "--cpu-prof-interval=250"], only);
-      const file = join(dir, readdirSync(dir)[0]!);
+      // One profile per thread (CPU.<date>.<time>.<pid>.<thread id>.<n>): the tool calls' thread is 0.
+      const files = readdirSync(dir).sort();
+      const file = join(dir, files.find((name) => name.split(".")[4] === "0") ?? files[0]!);
       console.log(`\n${major} ${only}: ${file}`);
+      for (const other of files.filter((name) => join(dir, name) !== file)) console.log(`  another thread's profile: ${join(dir, other)}`);
       const profile = JSON.parse(readFileSync(file, "utf8")) as CpuProfile;
       printProfile(profile);
       if (only === "watched") printOurShare(profile, output.callsMade);
@@ -304,7 +322,7 @@ for (const { command } of process.env.BENCH_SDK_NODE === "20" ? nodes.slice(0, 1
     rows.push(row);
     console.log(
       `${row.node} ${major}: added per call, median of rounds ${median(row.addedMedianUs).toFixed(1)} µs ` +
-        `(rounds ${row.addedMedianUs.map((v) => v.toFixed(1)).join(", ")}); trimmed mean ${median(row.addedTrimmedMeanUs).toFixed(1)} µs; mean ${median(row.addedMeanUs).toFixed(1)} µs`,
+        `(rounds ${row.addedMedianUs.map((v) => v.toFixed(1)).join(", ")}); trimmed mean ${median(row.addedTrimmedMeanUs).toFixed(1)} µs; mean ${median(row.addedMeanUs).toFixed(1)} µs; CPU, all threads ${median(row.addedCpuUs).toFixed(1)} µs`,
     );
   }
 }
@@ -345,7 +363,8 @@ lines.push(
     `each over InMemoryTransport with ${ARGS_CHARS}-character arguments (validated by a Zod input schema), and **after every call ` +
     `the event loop turns once** (\`setImmediate\`), as between the messages of a real stdio or HTTP transport, so the SDK's ` +
     `timers, its \`JSON.stringify\` of each batch, the HTTP request to the endpoint and its 202 response all run inside the measured ` +
-    `windows (the endpoint is a local HTTP server in another process, answering 202 at once). ${ROUNDS} rounds of ` +
+    `windows (the endpoint is a local HTTP server in another process, answering 202 at once and counting the payloads once the run is over). ` +
+    `${ROUNDS} rounds of ` +
     `${CALLS.toLocaleString("en")} calls per side, after 3,000 warm-up calls each, in blocks of 1,000 alternating which side goes ` +
     `first; a watched block's last send is let finish before a twin block starts, so none of it lands in a twin window. ` +
     `The endpoint received every call payload of every run (${requests.toLocaleString("en")} requests; the bench fails otherwise) ` +
@@ -358,16 +377,19 @@ lines.push(
     "≤ 20 µs with 2.x, on both Node versions). *Trimmed mean* compares the averages with each side's slowest 1 % of calls left " +
     "out, so the sends' cost is in it, spread over all calls: what watch() costs a busy server on average. *Mean* keeps every " +
     "call; on this shared 2-CPU machine single calls on either side take up to tens of milliseconds when the process is " +
-    "preempted, so the raw mean mostly measures the neighbours (its range shows it). *p99* compares the 99th-percentile calls.",
+    "preempted, so the raw mean mostly measures the neighbours (its range shows it). *Added CPU, all threads* is the process's " +
+    "CPU time (user + system, every thread: the garbage collector's and libuv's included) over the watched blocks, their last send " +
+    "included, minus over the twin's, per call: what watch() costs the machine, wherever it runs. *p99* compares the 99th-percentile calls.",
 );
 lines.push("");
-lines.push("| Node | MCP SDK | twin call (median) | watched call (median) | **added, median** | rounds ranged | target | added, trimmed mean | rounds ranged | added, mean | rounds ranged | added at p99 | heap after 1,000 → 10,000 calls | heap range, every 1,000 |");
-lines.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+lines.push("| Node | MCP SDK | twin call (median) | watched call (median) | **added, median** | rounds ranged | target | added, trimmed mean | rounds ranged | added CPU, all threads | rounds ranged | added, mean | rounds ranged | added at p99 | heap after 1,000 → 10,000 calls | heap range, every 1,000 |");
+lines.push("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
 for (const row of rows) {
   const added = median(row.addedMedianUs);
   lines.push(
     `| ${row.node} | ${row.major} | ${fmt(row.plainMedianUs)} | ${fmt(row.watchedMedianUs)} | **${fmt(added)}** | ${spread(row.addedMedianUs)} µs | ` +
       `≤ ${TARGET_US[row.major]} µs ${added <= TARGET_US[row.major] ? "(met)" : "(MISSED)"} | ${fmt(median(row.addedTrimmedMeanUs))} | ${spread(row.addedTrimmedMeanUs)} µs | ` +
+      `${fmt(median(row.addedCpuUs))} | ${spread(row.addedCpuUs)} µs | ` +
       `${fmt(median(row.addedMeanUs))} | ${spread(row.addedMeanUs)} µs | ${fmt(median(row.addedP99Us))} | ${mib(row.heapFirstKb)} → ${mib(row.heapLastKb)} | ${mib(row.heapMinKb)}–${mib(row.heapMaxKb)} |`,
   );
 }
@@ -391,7 +413,7 @@ lines.push(
     `\`response_bytes\` (JSON of the result) ${fmtPart(resultLengthUs)}; the call payload with its ISO timestamp ${fmtPart(payloadUs)}; ` +
     `its share of the batch's JSON ${fmtPart(batchJsonPerPayloadUs)}. Inside a real call each part costs about twice what it costs in a loop. ` +
     "The rest of the median is the wrappers around the handler and the tool callback, the session lookup, the outcome and is_empty " +
-    "checks and the buffer push; the trimmed mean adds each send's HTTP request ÷ 30. What each part is: docs/sdk.md, \"What it costs\".",
+    "checks and the buffer push; the trimmed mean adds what each send costs the tool calls' thread ÷ 30. What each part is: docs/sdk.md, \"What it costs\".",
 );
 const section = lines.join("\n");
 console.log(section);
