@@ -79,8 +79,13 @@ export const WAITING_CLOSED = `call_count > 0 AND epoch IS NOT ${stateValueSql(I
 /** The chunk `takeChunk` chose (a JSON object in rollup_state), read by every later statement of the batch. */
 const chunkSql = `(SELECT value FROM rollup_state WHERE name = '${CALLS_CHUNK}')`;
 
-/** The requests of the chunk, with their calls. */
-const TAKEN_BATCHES = `SELECT b.batch_seq, b.project_id, b.received_at_ms, b.call_count, b.calls_json
+/**
+ * The requests of the chunk, with their calls and how many calls the chunk's earlier requests (by
+ * batch_seq) hold: `call_count` is each row's number of calls, the same count the chunk's `seq`
+ * advances by (nextCallSeqSql).
+ */
+const TAKEN_BATCHES = `SELECT b.batch_seq, b.project_id, b.received_at_ms, b.call_count, b.calls_json,
+        (${chunkSql} ->> '$.seq') + SUM(b.call_count) OVER (ORDER BY b.batch_seq ROWS UNBOUNDED PRECEDING) - b.call_count AS seq_before
       FROM json_each(${chunkSql}, '$.batches') AS t JOIN call_batches b ON b.batch_seq = t.value`;
 
 /** The fields of a call in a `call_batches` row (db/tuples.ts, written by db/raw-writes.ts). */
@@ -96,13 +101,22 @@ const spanField = (name: (typeof CHUNK_SPAN)[number]) => tupleField(CHUNK_SPAN, 
 /**
  * `new_calls`: the chunk's calls, numbered in receive order above every number handed out before
  * (the chunk's `seq`, nextCallSeqSql), so each statement of the batch derives the same rows. Each statement extracts only the fields it reads: the extraction is most of what
- * deriving the chunk costs, and every statement derives it again.
+ * deriving the chunk costs, and every statement derives it again. A call's number is its place in
+ * (batch_seq, position in the request) order — the calls of the earlier requests, then its index —
+ * which is ROW_NUMBER() OVER (ORDER BY batch_seq, index) without sorting the chunk's calls.
+ *
+ * `jsonb_each` (SQLite ≥ 3.51) rather than `json_each` here and wherever the rollup reads calls out
+ * of a JSON array: it hands each call over as JSONB, so every field's `->>` reads the binary form
+ * instead of parsing the call's text again; the values are the same. Measured on a 17,000-call
+ * chunk: deriving `new_calls` took ~31 ms this way against ~44 ms with the sort and json_each (the
+ * numbering without the sort alone, over json_each, took ~54 ms), and bench:rollup's 100,000 calls
+ * 2.45–2.58 s against 2.77–2.99 s.
  */
 const newCallsCtes = (fields: readonly BatchField[]) => `taken AS MATERIALIZED (${TAKEN_BATCHES}),
     new_calls AS MATERIALIZED (
       SELECT t.project_id, ${fields.map((f) => `${batchField(f)} AS ${f}`).join(", ")},
-        (${chunkSql} ->> '$.seq') + ROW_NUMBER() OVER (ORDER BY t.batch_seq, j.key) AS call_seq
-      FROM taken t, json_each(t.calls_json) AS j)`;
+        t.seq_before + j.key + 1 AS call_seq
+      FROM taken t, jsonb_each(t.calls_json) AS j)`;
 const ALL_FIELDS = BATCH_FIELDS;
 /** What the pairs need of a call. */
 const SPAN_FIELDS = ["session_id", "client_name", "tool_name", "started_at_ms"] as const satisfies readonly BatchField[];
@@ -199,7 +213,7 @@ export const CHUNK_SELECTION_SQL =
       SELECT c.k, c.project_id, ${batchField("session_id")} AS session_id, ${batchField("client_name")} AS client_name,
         ${batchField("tool_name")} AS tool_name, ${hourStartSql(batchField("started_at_ms"))} AS h,
         ${batchField("started_at_ms")} AS started_at_ms, ${batchField("duration_ms")} AS duration_ms
-      FROM candidates c, json_each(c.calls_json) AS j),
+      FROM candidates c, jsonb_each(c.calls_json) AS j),
     clusters AS MATERIALIZED (
       SELECT project_id, session_id, client_name, h, MIN(k) AS k, MIN(started_at_ms) AS lo, MAX(started_at_ms) AS hi,
         MAX(duration_ms) AS dur
@@ -240,7 +254,7 @@ export const CHUNK_SELECTION_SQL =
       WHERE rc.checked AND rc.after_far),
     near_counts AS MATERIALIZED (
       SELECT n.project_id, n.session_id, n.client_name, n.h, n.before, ${stateField("tool_name")} AS tool_name, COUNT(*) AS n
-      FROM near_rows n, json_each(n.calls_json) AS j
+      FROM near_rows n, jsonb_each(n.calls_json) AS j
       GROUP BY n.project_id, n.session_id, n.client_name, n.h, n.before, tool_name),
     spans AS MATERIALIZED (
       SELECT project_id, session_id, client_name, k,
@@ -307,7 +321,7 @@ ${sequence === "tool" ? `
         ${stateField("duration_ms")} AS duration_ms, (${stateField("outcome")} = 'ok' AND ${stateField("is_empty")} = 0) AS good,
         ${stateField("args_hash")} AS args_hash, ${stateField("call_seq")} AS call_seq
       FROM (SELECT l.project_id, l.session_id, l.client_name, ${stateField("tool_name")} AS tool_name, j.value
-        FROM loaded l, json_each(l.calls_json) AS j) AS j
+        FROM loaded l, jsonb_each(l.calls_json) AS j) AS j
       WHERE (project_id, session_id, client_name, tool_name) IN (SELECT * FROM new_tools)),
     all_calls AS (
       SELECT ${CALL_COLUMNS} FROM old_calls
@@ -317,7 +331,7 @@ ${sequence === "tool" ? `
     old_calls AS MATERIALIZED (
       SELECT l.project_id, l.session_id, l.client_name, ${stateField("tool_name")} AS tool_name,
         ${stateField("started_at_ms")} AS started_at_ms, ${stateField("call_seq")} AS call_seq
-      FROM loaded l, json_each(l.calls_json) AS j),
+      FROM loaded l, jsonb_each(l.calls_json) AS j),
     all_calls AS (
       SELECT project_id, session_id, client_name, tool_name, started_at_ms, call_seq FROM old_calls
       UNION ALL
