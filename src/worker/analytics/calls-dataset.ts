@@ -1,11 +1,12 @@
 // The Analytics Engine layout of the calls dataset (binding CALLS_AE, docs/analytics-engine.md).
-// One data point stands for `calls` tool calls of one (tool, client): a single call when the batch
-// fits the platform's 250 writes per invocation, an aggregate of the excess otherwise. Every slot
-// is a count or a sum, so SUM(_sample_interval * slot) is right for any mix of the two.
+// One data point stands for `calls` tool calls (the weight): a single call when the batch fits the
+// platform's 250 writes per invocation, a group of calls with identical dimensions otherwise.
 // Names are stored in their well-formed UTF-16 form, as D1 stores them.
 // Append-only: a slot, once shipped, keeps its meaning forever (queries in the wild read it).
-// The doubles are the per-call counters of metrics/counters.ts, each named as there: a counter that
+// double1–9 are the per-call counters of metrics/counters.ts, each named as there: a counter that
 // one call decides gets a slot here or the type check fails; what a call adds is counters.ts's.
+// The same map is read by the writer below and by the query builder (explore-sql.ts).
+import { bucketValueMs, durationBucket } from "../histogram.ts";
 import { PER_CALL_COUNTER_NAMES, addCall, type CallFacts, type PerCallCounterName } from "../metrics/counters.ts";
 import { wellFormed } from "../text.ts";
 
@@ -14,10 +15,33 @@ export const MAX_DATA_POINTS_PER_INVOCATION = 250;
 
 /** Where each field lives in a data point. `index1` is the project id (the sampling key). */
 export const CALLS_DATASET = {
+  /** The dataset's name in wrangler.toml and in SQL (`FROM mcpulse_calls`). */
+  name: "mcpulse_calls",
   index: "project_id",
   blobs: {
     tool_name: "blob1",
     client_name: "blob2",
+    /** The client's own version (its `clientInfo.version`), `unknown` when not said. */
+    client_version: "blob3",
+    /** ok | bad_args | tool_error | crashed. */
+    outcome: "blob4",
+    /** `1` for an ok call with an empty result, else `0`. */
+    empty: "blob5",
+    /** Where the session id came from: key | conversation | transport | connection | none | unknown. */
+    session_kind: "blob6",
+    /** stdio | http | sse | unknown. */
+    transport: "blob7",
+    /** The MCP protocol revision negotiated (e.g. `2025-06-18`), `unknown` when not said. */
+    protocol_version: "blob8",
+    /** The server's own version (its `serverInfo.version`), `unknown` when not said. */
+    server_version: "blob9",
+    /** The ingest request's country (`request.cf.country`), `unknown` without one. */
+    country: "blob10",
+    /** The Cloudflare colo that took the ingest request (`request.cf.colo`), `unknown` without one. */
+    colo: "blob11",
+    args_hash: "blob12",
+    /** Empty when the call had no session (SPEC §2.2). */
+    session_id: "blob13",
   },
   doubles: {
     /** Calls this point stands for: the weight (1 for a single call). */
@@ -34,29 +58,59 @@ export const CALLS_DATASET = {
     response_bytes_sum: "double8",
     /** Calls sent without a session (SPEC §2.2). */
     calls_without_session: "double9",
-  } satisfies Record<PerCallCounterName, `double${number}`>,
+    /** The call's `started_at`, epoch ms (a group's earliest). Ranges and grains read this, not `timestamp`. */
+    started_at_ms: "double10",
+    /** One call's duration: the call's own, or its group's duration bucket value (within 2.5 %). Quantiles read this. */
+    duration_ms: "double11",
+    /** One call's response size: the call's own, or its group's mean. */
+    response_bytes: "double12",
+  } satisfies Record<PerCallCounterName | "started_at_ms" | "duration_ms" | "response_bytes", `double${number}`>,
 } as const;
 
-type DoubleName = keyof typeof CALLS_DATASET.doubles;
+export type BlobName = keyof typeof CALLS_DATASET.blobs;
+export type DoubleName = keyof typeof CALLS_DATASET.doubles;
+
 /** Order of the `doubles` array in a data point (double1 first). */
 const DOUBLE_ORDER = (Object.keys(CALLS_DATASET.doubles) as DoubleName[]).sort(
   (a, b) => slotNumber(CALLS_DATASET.doubles[a]) - slotNumber(CALLS_DATASET.doubles[b]),
 );
-type BlobName = keyof typeof CALLS_DATASET.blobs;
 const BLOB_ORDER = (Object.keys(CALLS_DATASET.blobs) as BlobName[]).sort(
   (a, b) => slotNumber(CALLS_DATASET.blobs[a]) - slotNumber(CALLS_DATASET.blobs[b]),
 );
 
-function slotNumber(slot: string): number {
+export function slotNumber(slot: string): number {
   return Number(slot.replace(/^\D+/, ""));
 }
 
-export type CallForAnalytics = CallFacts & { tool_name: string; client_name: string };
+/** Session kinds (SPEC §4 "Sessions are conversations"); `unknown` when the producer does not say. */
+export const SESSION_KINDS = ["key", "conversation", "transport", "connection", "none", "unknown"] as const;
+export type SessionKind = (typeof SESSION_KINDS)[number];
 
-type Counters = Record<DoubleName, number>;
-type Group = { tool_name: string; client_name: string; counters: Counters };
+/** What a descriptive dimension holds when nothing said it. */
+export const UNKNOWN_VALUE = "unknown";
 
-/** Placeholder names of the one point that carries the smallest groups when even groups exceed the limit. */
+/** A call as the writer needs it: the stored call plus the optional descriptive facts (SPEC §1.2). */
+export type CallForAnalytics = CallFacts & {
+  tool_name: string;
+  client_name: string;
+  args_hash: string;
+  started_at_ms: number;
+  client_version?: string | null;
+  server_version?: string | null;
+  protocol_version?: string | null;
+  session_kind?: SessionKind | null;
+  transport?: string | null;
+};
+
+/** Facts of the ingest request itself (Cloudflare's `request.cf`). */
+export type RequestFacts = { country: string | null; colo: string | null };
+const NO_REQUEST_FACTS: RequestFacts = { country: null, colo: null };
+
+type Blobs = Record<BlobName, string>;
+type Counters = Record<PerCallCounterName, number>;
+type Group = { blobs: Blobs; counters: Counters; startedAtMs: number; durationMs: number; responseBytesSum: number };
+
+/** Placeholder of a dimension merged away when a batch's groups exceed the limit. */
 export const OTHER_GROUP = "(other)";
 
 function emptyCounters(): Counters {
@@ -65,19 +119,87 @@ function emptyCounters(): Counters {
   return counters;
 }
 
-function addCounters(into: Counters, from: Counters): void {
-  for (const name of DOUBLE_ORDER) into[name] += from[name];
+function blobsOf(call: CallForAnalytics, request: RequestFacts): Blobs {
+  const text = (value: string | null | undefined) => (value == null || value === "" ? UNKNOWN_VALUE : wellFormed(value));
+  return {
+    tool_name: wellFormed(call.tool_name),
+    client_name: wellFormed(call.client_name),
+    client_version: text(call.client_version),
+    outcome: call.outcome,
+    empty: call.outcome === "ok" && call.is_empty ? "1" : "0",
+    session_kind: call.session_kind ?? UNKNOWN_VALUE,
+    transport: call.transport ?? UNKNOWN_VALUE,
+    protocol_version: text(call.protocol_version),
+    server_version: text(call.server_version),
+    country: text(request.country),
+    colo: text(request.colo),
+    args_hash: call.args_hash,
+    session_id: wellFormed(call.session_id),
+  };
+}
+
+/**
+ * How a batch over the limit is grouped, finest first: the first level whose groups fit is used.
+ * Every level keeps tool, client, outcome and emptiness (every count by them stays exact) and the
+ * call's hour (so hourly figures and the reconciliation with D1 stay exact). Durations are grouped
+ * by the latency histogram's buckets (histogram.ts: every duration within 2.5 % of its bucket's
+ * value), so a quantile read from grouped points lands in the true quantile's bucket: p95 within
+ * 5 %. What a coarser level merges is stored as `(other)`; distinct counts over it are approximate.
+ */
+const GROUPING_LEVELS: readonly { keep: ReadonlySet<BlobName>; timeMs: number; durations: "bucket" | "none" }[] = [
+  { keep: new Set(BLOB_ORDER.filter((b) => b !== "args_hash")), timeMs: 60_000, durations: "bucket" },
+  { keep: new Set(BLOB_ORDER.filter((b) => b !== "args_hash" && b !== "session_id")), timeMs: 60_000, durations: "bucket" },
+  { keep: new Set<BlobName>(["tool_name", "client_name", "outcome", "empty"]), timeMs: 3_600_000, durations: "bucket" },
+  { keep: new Set<BlobName>(["tool_name", "client_name", "outcome", "empty"]), timeMs: 3_600_000, durations: "none" },
+];
+
+function groupCalls(calls: readonly CallForAnalytics[], request: RequestFacts, level: (typeof GROUPING_LEVELS)[number]): Group[] {
+  const byKey = new Map<string, Group>();
+  for (const call of calls) {
+    const blobs = blobsOf(call, request);
+    for (const name of BLOB_ORDER) if (!level.keep.has(name)) blobs[name] = OTHER_GROUP;
+    const bucket = level.durations === "bucket" ? durationBucket(call.duration_ms) : -1;
+    const key = JSON.stringify([BLOB_ORDER.map((n) => blobs[n]), Math.floor(call.started_at_ms / level.timeMs), bucket]);
+    let group = byKey.get(key);
+    if (!group) {
+      group = { blobs, counters: emptyCounters(), startedAtMs: call.started_at_ms, durationMs: bucket >= 0 ? bucketValueMs(bucket) : 0, responseBytesSum: 0 };
+      byKey.set(key, group);
+    }
+    addCall(group.counters, call);
+    group.startedAtMs = Math.min(group.startedAtMs, call.started_at_ms);
+    group.responseBytesSum += call.response_bytes;
+  }
+  const groups = [...byKey.values()];
+  if (level.durations === "none") for (const g of groups) g.durationMs = g.counters.duration_ms_sum / g.counters.calls;
+  return groups;
+}
+
+/** The smallest groups merged into one `(other)` point, the largest keeping their own: the last resort. */
+function mergeSmallest(groups: Group[], maxPoints: number): Group[] {
+  groups.sort((a, b) => b.counters.calls - a.counters.calls);
+  const rest = groups.slice(maxPoints - 1);
+  const blobs = {} as Blobs;
+  for (const name of BLOB_ORDER) blobs[name] = OTHER_GROUP;
+  const other: Group = { blobs, counters: emptyCounters(), startedAtMs: Infinity, durationMs: 0, responseBytesSum: 0 };
+  for (const g of rest) {
+    for (const name of PER_CALL_COUNTER_NAMES) other.counters[name] += g.counters[name];
+    other.startedAtMs = Math.min(other.startedAtMs, g.startedAtMs);
+    other.responseBytesSum += g.responseBytesSum;
+  }
+  other.durationMs = other.counters.duration_ms_sum / other.counters.calls;
+  return [...groups.slice(0, maxPoints - 1), other];
 }
 
 /**
  * The data points for one batch: one per call while the batch has at most `maxPoints` calls;
- * otherwise one per (tool, client) carrying counts and sums, and — should there be more groups
- * than points — the smallest groups merged into one `(other)` point. Every call is represented:
- * the `calls` slots always sum to the number of calls.
+ * otherwise one per group of identical dimensions (GROUPING_LEVELS), and — should even the
+ * coarsest level give more groups than points — the smallest groups merged into one `(other)`
+ * point. Every call is represented: the `calls` slots always sum to the number of calls.
  */
 export function callDataPoints(
   projectId: string,
   calls: readonly CallForAnalytics[],
+  request: RequestFacts = NO_REQUEST_FACTS,
   maxPoints = MAX_DATA_POINTS_PER_INVOCATION,
 ): AnalyticsEngineDataPoint[] {
   let groups: Group[];
@@ -85,31 +207,38 @@ export function callDataPoints(
     groups = calls.map((call) => {
       const counters = emptyCounters();
       addCall(counters, call);
-      return { tool_name: wellFormed(call.tool_name), client_name: wellFormed(call.client_name), counters };
+      return { blobs: blobsOf(call, request), counters, startedAtMs: call.started_at_ms, durationMs: call.duration_ms, responseBytesSum: call.response_bytes };
     });
   } else {
-    const byKey = new Map<string, Group>();
-    for (const call of calls) {
-      const toolName = wellFormed(call.tool_name);
-      const clientName = wellFormed(call.client_name);
-      const key = JSON.stringify([toolName, clientName]);
-      let group = byKey.get(key);
-      if (!group) byKey.set(key, (group = { tool_name: toolName, client_name: clientName, counters: emptyCounters() }));
-      addCall(group.counters, call);
+    groups = [];
+    for (const level of GROUPING_LEVELS) {
+      groups = groupCalls(calls, request, level);
+      if (groups.length <= maxPoints) break;
     }
-    groups = [...byKey.values()];
-    if (groups.length > maxPoints) {
-      groups.sort((a, b) => b.counters.calls - a.counters.calls);
-      const other: Group = { tool_name: OTHER_GROUP, client_name: OTHER_GROUP, counters: emptyCounters() };
-      for (const group of groups.slice(maxPoints - 1)) addCounters(other.counters, group.counters);
-      groups = [...groups.slice(0, maxPoints - 1), other];
-    }
+    if (groups.length > maxPoints) groups = mergeSmallest(groups, maxPoints);
   }
-  return groups.map((group) => ({
-    indexes: [projectId],
-    blobs: BLOB_ORDER.map((name) => group[name]),
-    doubles: DOUBLE_ORDER.map((name) => group.counters[name]),
-  }));
+  return groups.map((group) => {
+    const values: Record<DoubleName, number> = {
+      ...group.counters,
+      started_at_ms: group.startedAtMs,
+      duration_ms: group.durationMs,
+      response_bytes: group.responseBytesSum / group.counters.calls,
+    };
+    return {
+      indexes: [projectId],
+      blobs: BLOB_ORDER.map((name) => group.blobs[name]),
+      doubles: DOUBLE_ORDER.map((name) => values[name]),
+    };
+  });
+}
+
+/** A data point read back by field name (tests, the local engine's loader). */
+export function dataPointFields(point: AnalyticsEngineDataPoint): { blobs: Blobs; doubles: Record<DoubleName, number> } {
+  const blobs = {} as Blobs;
+  for (const name of BLOB_ORDER) blobs[name] = String(point.blobs?.[slotNumber(CALLS_DATASET.blobs[name]) - 1] ?? "");
+  const doubles = {} as Record<DoubleName, number>;
+  for (const name of DOUBLE_ORDER) doubles[name] = Number(point.doubles?.[slotNumber(CALLS_DATASET.doubles[name]) - 1] ?? 0);
+  return { blobs, doubles };
 }
 
 /** Writes the points without awaiting anything (writeDataPoint is fire-and-forget by design). */
