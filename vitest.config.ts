@@ -11,7 +11,7 @@ export default defineConfig({
         test: {
           name: "node",
           environment: "node",
-          include: ["test/shared/**/*.test.ts", "test/sdk/**/*.test.ts"],
+          include: ["test/shared/**/*.test.ts", "test/sdk/**/*.test.ts", "test/analytics/**/*.test.ts"],
         },
       },
       {
