@@ -102,6 +102,20 @@ describe("Analytics Engine data points", () => {
     expect(Math.min(...points.map((pt) => dataPointFields(pt).doubles.started_at_ms))).toBe(STARTED_AT_MS);
   });
 
+  it("feeds the call's descriptive wire fields into the point, normalising unexpected values instead of dropping the call", async () => {
+    const p = await createProject();
+    const { points, dataset } = fakeDataset();
+    const batch = [
+      callPayload({ started_at: STARTED_AT, client_version: "0.14.2", server_version: "2.1.0", protocol_version: "2025-06-18", session_kind: "transport", transport: "http" }),
+      callPayload({ started_at: STARTED_AT, client_version: "v".repeat(65), server_version: 3, protocol_version: "", session_kind: "cookie", transport: "streamable-http" }),
+    ];
+    const res = await postIngest({ batch }, { key: p.ingest_key, env: { ...env, CALLS_AE: dataset } });
+    expect(res.status).toBe(202);
+    expect(points).toHaveLength(2);
+    expect(dataPointFields(points[0]!).blobs).toMatchObject({ client_version: "0.14.2", server_version: "2.1.0", protocol_version: "2025-06-18", session_kind: "transport", transport: "http" });
+    expect(dataPointFields(points[1]!).blobs).toMatchObject({ client_version: "unknown", server_version: "unknown", protocol_version: "unknown", session_kind: "unknown", transport: "unknown" });
+  });
+
   it("counts a call without a session in its own slot (calls_without_session, from the counter definition)", () => {
     const call = (session_id: string) => analyticsCall({ session_id });
     const points = callDataPoints("prj", [call(""), call("s_0123456789ab")]);

@@ -9,6 +9,7 @@
 import { bucketValueMs, durationBucket } from "../histogram.ts";
 import { PER_CALL_COUNTER_NAMES, addCall, type CallFacts, type PerCallCounterName } from "../metrics/counters.ts";
 import { wellFormed } from "../text.ts";
+import type { SessionKind } from "../../shared/call.ts";
 
 /** Platform limit: writeDataPoint calls per Worker invocation. */
 export const MAX_DATA_POINTS_PER_INVOCATION = 250;
@@ -82,9 +83,7 @@ export function slotNumber(slot: string): number {
   return Number(slot.replace(/^\D+/, ""));
 }
 
-/** Session kinds (SPEC §4 "Sessions are conversations"); `unknown` when the producer does not say. */
-export const SESSION_KINDS = ["key", "conversation", "transport", "connection", "none", "unknown"] as const;
-export type SessionKind = (typeof SESSION_KINDS)[number];
+export { SESSION_KINDS, type SessionKind } from "../../shared/call.ts";
 
 /** What a descriptive dimension holds when nothing said it. */
 export const UNKNOWN_VALUE = "unknown";
