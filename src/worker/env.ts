@@ -29,6 +29,12 @@ export interface Env {
   D1_QUERIES_PER_INVOCATION?: string;
   /** The worker's public origin, for the dashboard links in alert notifications (docs/alerts.md). */
   PUBLIC_URL?: string;
+  /**
+   * Local only (`npm run dev`, tests): the embedded ClickHouse engine standing in for Analytics
+   * Engine (scripts/analytics-local.ts). Ingest also posts its data points there, and Explore
+   * queries it when no AE SQL interface is configured. Never set on deploy.
+   */
+  ANALYTICS_LOCAL_URL?: string;
   /** "true" when the worker runs locally (`npm run dev`): alert targets may then be http://127.0.0.1 and the like. */
   LOCAL_DEV?: string;
 }

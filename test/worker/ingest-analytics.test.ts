@@ -157,10 +157,14 @@ describe("Analytics Engine data points", () => {
       callPayload({ tool_name: `t${i % 50}`, client_name: `c${i % 4}`, outcome: OUTCOMES[i % 4], is_empty: i % 8 === 0, duration_ms: i, response_bytes: 3, started_at: STARTED_AT }),
     );
     expect((await postIngest({ batch }, { key: p.ingest_key, env: { ...env, CALLS_AE: dataset } })).status).toBe(202);
-    // The durations are too spread for duration buckets to fit, so the groups are the distinct
+    // The durations are too spread for 10 %-wide chunks to fit, so the groups are the distinct
     // (tool, client, outcome, empty): 75 without an ok call (i % 4 ≠ 0, one per i % 100) and 50 ok
-    // ones (i % 50, empty or not) — 125.
-    expect(points).toHaveLength(125);
+    // ones (i % 50, empty or not) — 125 — and the 125 points left are shared among them by calls,
+    // as runs of neighbouring durations.
+    expect(points.length).toBeGreaterThan(125);
+    expect(points.length).toBeLessThanOrEqual(MAX_DATA_POINTS_PER_INVOCATION);
+    const groups = new Set(points.map((pt) => JSON.stringify(pt.blobs?.slice(0, 5))));
+    expect(groups.size).toBe(125);
     expect(sumOf(points, "calls")).toBe(1000);
     for (const outcome of OUTCOMES) expect(sumOf(points, outcome)).toBe(250);
     expect(sumOf(points, "empty")).toBe(125);
@@ -199,6 +203,18 @@ describe("Analytics Engine data points", () => {
     expect(points).toHaveLength(expected);
     expect(sumOf(points, "calls")).toBe(1000);
     expect(points.some((pt) => pt.blobs?.[0] === OTHER_GROUP)).toBe(hasOther);
+  });
+
+  it("posts the same points to the local engine (ANALYTICS_LOCAL_URL), where the builder's SQL reads them", async () => {
+    const p = await createProject();
+    const { points, dataset } = fakeDataset();
+    const batch = Array.from({ length: 300 }, (_, i) => callPayload({ tool_name: `t${i % 3}`, outcome: OUTCOMES[i % 4], duration_ms: 10 + i, started_at: STARTED_AT }));
+    expect((await postIngest({ batch }, { key: p.ingest_key, env: { ...env, CALLS_AE: dataset } })).status).toBe(202);
+    const sql = `SELECT blob1 AS tool, SUM(_sample_interval * double1) AS calls, SUM(_sample_interval * double4) AS bad_args, count() AS points
+      FROM mcpulse_calls WHERE index1 = '${p.project_id}' GROUP BY blob1 ORDER BY blob1 FORMAT JSON`;
+    const answer = await (await fetch(new URL("/sql", env.ANALYTICS_LOCAL_URL), { method: "POST", body: sql })).json<{ data: Record<string, unknown>[] }>();
+    expect(answer.data.map((r) => [r.tool, r.calls, r.bad_args])).toEqual([["t0", 100, 25], ["t1", 100, 25], ["t2", 100, 25]]);
+    expect(answer.data.reduce((sum, r) => sum + Number(r.points), 0)).toBe(points.length);
   });
 
   it("writes no point for a batch without calls", () => {

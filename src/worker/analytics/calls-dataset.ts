@@ -6,7 +6,6 @@
 // double1–9 are the per-call counters of metrics/counters.ts, each named as there: a counter that
 // one call decides gets a slot here or the type check fails; what a call adds is counters.ts's.
 // The same map is read by the writer below and by the query builder (explore-sql.ts).
-import { bucketValueMs, durationBucket } from "../histogram.ts";
 import { PER_CALL_COUNTER_NAMES, addCall, type CallFacts, type PerCallCounterName } from "../metrics/counters.ts";
 import { wellFormed } from "../text.ts";
 import type { SessionKind } from "../../shared/call.ts";
@@ -61,7 +60,7 @@ export const CALLS_DATASET = {
     calls_without_session: "double9",
     /** The call's `started_at`, epoch ms (a group's earliest). Ranges and grains read this, not `timestamp`. */
     started_at_ms: "double10",
-    /** One call's duration: the call's own, or its group's duration bucket value (within 2.5 %). Quantiles read this. */
+    /** One call's duration: the call's own, or its duration chunk's value. Quantiles read this. */
     duration_ms: "double11",
     /** One call's response size: the call's own, or its group's mean. */
     response_bytes: "double12",
@@ -138,39 +137,90 @@ function blobsOf(call: CallForAnalytics, request: RequestFacts): Blobs {
 }
 
 /**
- * How a batch over the limit is grouped, finest first: the first level whose groups fit is used.
- * Every level keeps tool, client, outcome and emptiness (every count by them stays exact) and the
- * call's hour (so hourly figures and the reconciliation with D1 stay exact). Durations are grouped
- * by the latency histogram's buckets (histogram.ts: every duration within 2.5 % of its bucket's
- * value), so a quantile read from grouped points lands in the true quantile's bucket: p95 within
- * 5 %. What a coarser level merges is stored as `(other)`; distinct counts over it are approximate.
+ * Widest a duration chunk may be (largest ÷ smallest): its value, 2·lo·hi/(lo+hi), is then within
+ * (hi−lo)/(hi+lo) < 4.8 % of every duration in it. Any quantile of values each within 4.8 % of the
+ * true ones is within 4.8 % of the true quantile (at least k of them lie at or below 1.048 × the
+ * true k-th value, and likewise from below), so quantiles read from such points stay within 5 %.
  */
-const GROUPING_LEVELS: readonly { keep: ReadonlySet<BlobName>; timeMs: number; durations: "bucket" | "none" }[] = [
-  { keep: new Set(BLOB_ORDER.filter((b) => b !== "args_hash")), timeMs: 60_000, durations: "bucket" },
-  { keep: new Set(BLOB_ORDER.filter((b) => b !== "args_hash" && b !== "session_id")), timeMs: 60_000, durations: "bucket" },
-  { keep: new Set<BlobName>(["tool_name", "client_name", "outcome", "empty"]), timeMs: 3_600_000, durations: "bucket" },
-  { keep: new Set<BlobName>(["tool_name", "client_name", "outcome", "empty"]), timeMs: 3_600_000, durations: "none" },
+export const DURATION_CHUNK_RATIO = 1.1;
+
+/**
+ * How a batch over the limit is grouped, finest first: the first level whose points fit is used.
+ * Every level keeps tool, outcome and emptiness, and the call's hour (hourly figures, and the
+ * reconciliation with D1, stay exact); all but the last keep the client. Within a group, calls are
+ * cut into duration chunks — `ratio`: each chunk at most DURATION_CHUNK_RATIO wide (quantiles
+ * within 5 %); `budget`: the points left over shared among the groups by their calls, each chunk a
+ * run of neighbouring durations (quantiles approximate). What a level merges is stored as
+ * `(other)`; distinct counts over it are approximate.
+ */
+type Level = { keep: ReadonlySet<BlobName>; timeMs: number; chunks: "ratio" | "budget" };
+const EXACT_DIMENSIONS = new Set<BlobName>(["tool_name", "client_name", "outcome", "empty"]);
+const GROUPING_LEVELS: readonly Level[] = [
+  { keep: new Set(BLOB_ORDER.filter((b) => b !== "args_hash")), timeMs: 60_000, chunks: "ratio" },
+  { keep: new Set(BLOB_ORDER.filter((b) => b !== "args_hash" && b !== "session_id")), timeMs: 60_000, chunks: "ratio" },
+  { keep: EXACT_DIMENSIONS, timeMs: 3_600_000, chunks: "ratio" },
+  { keep: EXACT_DIMENSIONS, timeMs: 3_600_000, chunks: "budget" },
+  { keep: new Set<BlobName>(["tool_name", "outcome", "empty"]), timeMs: 3_600_000, chunks: "budget" },
 ];
 
-function groupCalls(calls: readonly CallForAnalytics[], request: RequestFacts, level: (typeof GROUPING_LEVELS)[number]): Group[] {
-  const byKey = new Map<string, Group>();
+type Bucket = { blobs: Blobs; calls: CallForAnalytics[] };
+
+function bucketsOf(calls: readonly CallForAnalytics[], request: RequestFacts, level: Level): Bucket[] {
+  const byKey = new Map<string, Bucket>();
   for (const call of calls) {
     const blobs = blobsOf(call, request);
     for (const name of BLOB_ORDER) if (!level.keep.has(name)) blobs[name] = OTHER_GROUP;
-    const bucket = level.durations === "bucket" ? durationBucket(call.duration_ms) : -1;
-    const key = JSON.stringify([BLOB_ORDER.map((n) => blobs[n]), Math.floor(call.started_at_ms / level.timeMs), bucket]);
-    let group = byKey.get(key);
-    if (!group) {
-      group = { blobs, counters: emptyCounters(), startedAtMs: call.started_at_ms, durationMs: bucket >= 0 ? bucketValueMs(bucket) : 0, responseBytesSum: 0 };
-      byKey.set(key, group);
+    const key = JSON.stringify([BLOB_ORDER.map((n) => blobs[n]), Math.floor(call.started_at_ms / level.timeMs)]);
+    let bucket = byKey.get(key);
+    if (!bucket) byKey.set(key, (bucket = { blobs, calls: [] }));
+    bucket.calls.push(call);
+  }
+  for (const bucket of byKey.values()) bucket.calls.sort((a, b) => a.duration_ms - b.duration_ms);
+  return [...byKey.values()];
+}
+
+/** Runs of durations (sorted) at most DURATION_CHUNK_RATIO wide. */
+function ratioChunks(sorted: CallForAnalytics[]): CallForAnalytics[][] {
+  const chunks: CallForAnalytics[][] = [];
+  let current: CallForAnalytics[] = [];
+  for (const call of sorted) {
+    const low = current[0]?.duration_ms;
+    if (low !== undefined && call.duration_ms > low * DURATION_CHUNK_RATIO) {
+      chunks.push(current);
+      current = [];
     }
+    current.push(call);
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
+
+/** `count` runs of neighbouring durations (sorted), as equal in calls as they can be. */
+function countChunks(sorted: CallForAnalytics[], count: number): CallForAnalytics[][] {
+  const n = Math.max(1, Math.min(count, sorted.length));
+  return Array.from({ length: n }, (_, i) => sorted.slice(Math.floor((i * sorted.length) / n), Math.floor(((i + 1) * sorted.length) / n)));
+}
+
+function groupOf(blobs: Blobs, calls: CallForAnalytics[]): Group {
+  const group: Group = { blobs, counters: emptyCounters(), startedAtMs: Infinity, durationMs: 0, responseBytesSum: 0 };
+  for (const call of calls) {
     addCall(group.counters, call);
     group.startedAtMs = Math.min(group.startedAtMs, call.started_at_ms);
     group.responseBytesSum += call.response_bytes;
   }
-  const groups = [...byKey.values()];
-  if (level.durations === "none") for (const g of groups) g.durationMs = g.counters.duration_ms_sum / g.counters.calls;
-  return groups;
+  const lo = calls[0]!.duration_ms;
+  const hi = calls[calls.length - 1]!.duration_ms;
+  // The value with the least worst relative error over [lo, hi] (0 for a chunk of zeros).
+  group.durationMs = lo + hi === 0 ? 0 : (2 * lo * hi) / (lo + hi);
+  return group;
+}
+
+function groupCalls(calls: readonly CallForAnalytics[], request: RequestFacts, level: Level, maxPoints: number): Group[] {
+  const buckets = bucketsOf(calls, request, level);
+  if (level.chunks === "ratio") return buckets.flatMap((b) => ratioChunks(b.calls).map((chunk) => groupOf(b.blobs, chunk)));
+  // Each group one point, and the points left over shared by calls (never more than maxPoints).
+  const spare = Math.max(0, maxPoints - buckets.length);
+  return buckets.flatMap((b) => countChunks(b.calls, 1 + Math.floor((spare * b.calls.length) / calls.length)).map((chunk) => groupOf(b.blobs, chunk)));
 }
 
 /** The smallest groups merged into one `(other)` point, the largest keeping their own: the last resort. */
@@ -211,10 +261,12 @@ export function callDataPoints(
   } else {
     groups = [];
     for (const level of GROUPING_LEVELS) {
-      groups = groupCalls(calls, request, level);
+      groups = groupCalls(calls, request, level, maxPoints);
       if (groups.length <= maxPoints) break;
     }
-    if (groups.length > maxPoints) groups = mergeSmallest(groups, maxPoints);
+    // Not even one point per (tool, outcome, emptiness, hour) fits: the largest (tool, client, …)
+    // groups keep their point and the rest share one (other) point.
+    if (groups.length > maxPoints) groups = mergeSmallest(groupCalls(calls, request, GROUPING_LEVELS[3]!, 0), maxPoints);
   }
   return groups.map((group) => {
     const values: Record<DoubleName, number> = {

@@ -222,10 +222,19 @@ async function recordAnalytics(env: Env, projectId: string, payloads: readonly P
   const calls = payloads.filter((p) => p.type === "call");
   if (calls.length === 0) return;
   try {
-    writeCallDataPoints(env.CALLS_AE, callDataPoints(projectId, calls, request));
+    const points = callDataPoints(projectId, calls, request);
+    writeCallDataPoints(env.CALLS_AE, points);
+    if (env.ANALYTICS_LOCAL_URL) await postToLocalEngine(env.ANALYTICS_LOCAL_URL, points);
   } catch (err) {
     console.error(JSON.stringify({ event: "analytics_write_failed", project_id: projectId, calls: calls.length, error: err instanceof Error ? err.name : typeof err }));
   }
+}
+
+/** The same points to the local stand-in for AE (scripts/analytics-local.ts); only ever set locally. */
+async function postToLocalEngine(baseUrl: string, points: readonly AnalyticsEngineDataPoint[]): Promise<void> {
+  const res = await fetch(new URL("/write", baseUrl), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ points }) });
+  if (!res.ok) throw new Error(`local analytics engine answered ${res.status}`);
+  await res.body?.cancel();
 }
 
 /** After the 202: the Analytics Engine points, then the D1 rows in the project's database (retried, else queued). */
