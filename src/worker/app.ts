@@ -9,6 +9,7 @@ import { alertRoutes } from "./routes/alerts.ts";
 import { ingestRoutes } from "./routes/ingest.ts";
 import { mcpApp } from "./routes/mcp.ts";
 import { metricsApp } from "./routes/metrics.ts";
+import { exploreApp } from "./routes/explore.ts";
 import { dashboardApp } from "./routes/dashboard.tsx";
 import { dashboardAlertsApp } from "./routes/dashboard-alerts.tsx";
 
@@ -44,6 +45,7 @@ app.get("/healthz", (c) => c.text("ok"));
 app.route("/v1/admin", adminRoutes);
 app.route("/v1/ingest", ingestRoutes);
 app.route("/v1/metrics", metricsApp);
+app.route("/v1/explore", exploreApp);
 app.route("/mcp", mcpApp);
 app.route("/v1", alertRoutes);
 app.route("/", dashboardAlertsApp);

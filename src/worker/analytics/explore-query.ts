@@ -153,8 +153,9 @@ const shape: Record<string, z.ZodOptional<typeof values>> = {};
 for (const name of EXPLORE_PARAMETERS) shape[name] = values.optional();
 
 /** The schema of `GET /v1/explore`'s query, given the request's clock (defaults and the 90-day edge). */
-export function exploreQuerySchema(nowMs: number) {
+export function exploreQuerySchema(clock: number | (() => number)) {
   return z.strictObject(shape).transform((q, ctx): ExploreQuery => {
+    const nowMs = typeof clock === "number" ? clock : clock();
     const measures = listOf(q.measure ?? ["calls"]);
     const by = listOf(q.by ?? []);
     let ok = true;
