@@ -5,7 +5,7 @@ import { readdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { parseExploreQuery, type ExploreQuery } from "../../src/worker/analytics/explore-query.ts";
-import { exploreSql, sqlString } from "../../src/worker/analytics/explore-sql.ts";
+import { exploreSql, hourlyCallsSql, sqlString } from "../../src/worker/analytics/explore-sql.ts";
 
 /** A fixed clock: 2026-12-02T12:00:00Z. */
 const NOW = Date.UTC(2026, 11, 2, 12);
@@ -56,9 +56,13 @@ describe("exploreSql golden snapshots", () => {
     });
   }
 
+  it("reconcile-hourly-calls.sql is the reconciliation's SQL", async () => {
+    await expect(hourlyCallsSql(NOW - 3 * 3_600_000, NOW)).toMatchFileSnapshot("./sql/reconcile-hourly-calls.sql");
+  });
+
   it("has no snapshot without a query (a removed case leaves no stale file)", () => {
     const files = readdirSync(SQL_DIR).filter((f) => f.endsWith(".sql")).sort();
-    expect(files).toEqual(Object.keys(GOLDEN).map((n) => `${n}.sql`).sort());
+    expect(files).toEqual([...Object.keys(GOLDEN), "reconcile-hourly-calls"].map((n) => `${n}.sql`).sort());
   });
 
   it("is pure: the same query gives the same text", () => {

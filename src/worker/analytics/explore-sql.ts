@@ -158,3 +158,29 @@ export function exploreSql(query: ExploreQuery, target: SqlTarget): string {
   lines.push("FORMAT JSON");
   return lines.join("\n");
 }
+
+/**
+ * Reconciliation (SPEC §8): weighted calls per (project, hour of started_at, tool) over
+ * [startMs, endMs), every project, with the Horvitz–Thompson variance of each estimate
+ * (Σ si·(si−1)·w² — 0 when unsampled, so an unsampled hour must match D1 exactly).
+ */
+export function hourlyCallsSql(startMs: number, endMs: number, table: string = CALLS_DATASET.name): string {
+  if (!TABLE_PATTERN.test(table)) throw new Error("bad table name");
+  const hour = `intDiv(${D.started_at_ms}, ${sqlInteger(GRAIN_MS.hour)}) * ${sqlInteger(GRAIN_MS.hour)}`;
+  return [
+    "SELECT",
+    "  index1 AS project_id,",
+    `  ${hour} AS hour_ms,`,
+    `  ${B.tool_name} AS tool,`,
+    `  SUM(${WEIGHT}) AS calls,`,
+    `  SUM(_sample_interval * (_sample_interval - 1) * ${D.calls} * ${D.calls}) AS variance,`,
+    "  MAX(_sample_interval) AS sample_interval_max",
+    `FROM ${table}`,
+    `WHERE ${D.started_at_ms} >= ${sqlInteger(startMs)}`,
+    `  AND ${D.started_at_ms} < ${sqlInteger(endMs)}`,
+    `GROUP BY index1, ${hour}, ${B.tool_name}`,
+    `ORDER BY index1, ${hour}, ${B.tool_name}`,
+    `LIMIT ${sqlInteger(MAX_SQL_ROWS + 1)}`,
+    "FORMAT JSON",
+  ].join("\n");
+}
