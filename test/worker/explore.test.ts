@@ -142,6 +142,18 @@ describe("GET /v1/explore", () => {
       ]);
     });
 
+    it("sums the tools past `limit` into (other) from their sums", async () => {
+      const p = await createProject();
+      for (const [tool, calls, bad] of [["a", 10, 1], ["b", 6, 3], ["c", 4, 1]] as const) {
+        await seedHour({ projectId: p.project_id, hourMs: dayMs(from) + HOUR, tool, client: "c", counters: { calls, ok: calls - bad, bad_args: bad } });
+      }
+      const { body } = await explore(`?from=${from}&to=${to}&by=tool&limit=1&measure=calls,error_rate,p50`, p.read_key);
+      expect(body.rows).toEqual([
+        { tool: "a", calls: 10, error_rate: 0.1, p50: 10 },
+        { tool: "(other)", calls: 10, error_rate: 0.4, p50: null },
+      ]);
+    });
+
     it.each([
       ["a measure they do not hold", "&measure=distinct_sessions", "hold no distinct_sessions"],
       ["a dimension they do not keep", "&by=colo", "break down by tool or by client only"],

@@ -130,7 +130,7 @@ async function fromRollups(db: D1Database, projectId: string, query: ExploreQuer
       histograms: query.measures.some((m) => m === "p50" || m === "p95" || m === "p99"),
     },
   ]);
-  const rows: { calls: number; order: string | number; row: ExploreRow }[] = [];
+  const rows: RollupRow[] = [];
   for (const [groupKey, group] of sums ?? new Map<string, CounterGroup>()) {
     if (group.counters.calls === 0) continue;
     const row: ExploreRow = {};
@@ -142,13 +142,13 @@ async function fromRollups(db: D1Database, projectId: string, query: ExploreQuer
       const def = MEASURE_DEFINITIONS[m];
       row[m] = def.kind === "additive" ? def.value(s) : quantiles[m as "p50" | "p95" | "p99"];
     }
-    rows.push({ calls: group.counters.calls, order: groupBy === "time" ? Number(groupKey) : groupKey, row });
+    rows.push({ calls: group.counters.calls, order: groupBy === "time" ? Number(groupKey) : groupKey, row, sums: s });
   }
   if (groupBy === "time") rows.sort((a, b) => (a.order as number) - (b.order as number));
   else rows.sort((a, b) => b.calls - a.calls || (a.order < b.order ? -1 : 1));
   const asOf = await scope.asOfMs;
   return {
-    rows: limitRollupRows(query, rows.map((r) => r.row), groupBy),
+    rows: limitRollupRows(query, rows, groupBy),
     sampled: false,
     sample_interval_max: 1,
     as_of: new Date(asOf ?? nowMs).toISOString(),
@@ -172,19 +172,20 @@ function sumsOf(group: CounterGroup): Sums {
   };
 }
 
-/** The first `limit` groups; the rest summed as `(other)` for the additive measures (as from AE). */
-function limitRollupRows(query: ExploreQuery, rows: ExploreRow[], groupBy: GroupBy): ExploreRow[] {
-  if ((groupBy !== "tool" && groupBy !== "client") || rows.length <= query.limit) return rows;
-  // Percentiles of the rest cannot be summed; additive measures can, from the rows' own sums —
-  // which only counts carry exactly, so the rest is re-read as counts.
-  const kept = rows.slice(0, query.limit);
+type RollupRow = { calls: number; order: string | number; row: ExploreRow; sums: Sums };
+
+/** The first `limit` groups; the rest summed as `(other)` from their sums, as from AE (quantiles null). */
+function limitRollupRows(query: ExploreQuery, rows: RollupRow[], groupBy: GroupBy): ExploreRow[] {
+  if ((groupBy !== "tool" && groupBy !== "client") || rows.length <= query.limit) return rows.map((r) => r.row);
   const rest = rows.slice(query.limit);
+  const sums = { ...rest[0]!.sums };
+  for (const r of rest.slice(1)) for (const k of Object.keys(sums) as (keyof Sums)[]) sums[k] += r.sums[k];
   const other: ExploreRow = { [groupBy]: "(other)" };
   for (const m of query.measures) {
     const def = MEASURE_DEFINITIONS[m];
-    other[m] = def.kind === "additive" && ["calls", "errors", "bad_args", "tool_errors", "crashes", "response_bytes"].includes(m) ? rest.reduce((s, r) => s + Number(r[m] ?? 0), 0) : null;
+    other[m] = def.kind === "additive" ? def.value(sums) : null;
   }
-  return [...kept, other];
+  return [...rows.slice(0, query.limit).map((r) => r.row), other];
 }
 
 export { UNAVAILABLE_RETRY_AFTER_SECONDS };
