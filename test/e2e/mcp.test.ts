@@ -9,15 +9,19 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { demoWorkload } from "./dashboard/demo-data.ts";
 import { createProject, startWorker, type RunningWorker } from "./dashboard/start-worker.ts";
 import { storedPayloadRows } from "./helpers/stored-rows.ts";
+import { sharedLocalAnalytics } from "../../scripts/analytics-local.ts";
+import { CALLS_DATASET } from "../../src/worker/analytics/calls-dataset.ts";
 
 let worker: RunningWorker;
 let project: Awaited<ReturnType<typeof createProject>>;
 let other: Awaited<ReturnType<typeof createProject>>;
 
-const TOOL_NAMES = ["list_tools_health", "get_tool", "get_insights", "compare_ranges", "get_clients", "get_sessions", "get_schema_regressions", "get_alerts"];
+const TOOL_NAMES = ["list_tools_health", "get_tool", "get_insights", "compare_ranges", "get_clients", "get_sessions", "get_schema_regressions", "get_alerts", "explore"];
 
 beforeAll(async () => {
-  worker = await startWorker();
+  // Explore reads the local stand-in for Analytics Engine (an embedded ClickHouse), as `npm run dev` does.
+  const analytics = await sharedLocalAnalytics();
+  worker = await startWorker({ vars: { ANALYTICS_LOCAL_URL: analytics.url } });
   project = await createProject(worker, "Orders MCP server");
   other = await createProject(worker, "Someone else");
   const { payloads } = demoWorkload(Date.now());
@@ -32,6 +36,13 @@ beforeAll(async () => {
   const deadline = Date.now() + 20_000;
   while ((await storedPayloadRows(worker.db, project.project_id)) < payloads.length) {
     if (Date.now() > deadline) throw new Error("ingest did not land");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  // Each batch's data points reach the engine after its 202: wait until every call is there.
+  const weighted = `SELECT sum(${CALLS_DATASET.doubles.calls}) AS n FROM ${analytics.engine.table} WHERE index1 = '${project.project_id}' FORMAT JSON`;
+  const calls = payloads.filter((p) => p.type === "call").length;
+  while (Number((await analytics.engine.query(weighted)).data[0]?.n ?? 0) < calls) {
+    if (Date.now() > deadline) throw new Error("data points did not land");
     await new Promise((r) => setTimeout(r, 20));
   }
   // An alert rule on the project, so get_alerts has something to answer (SPEC §5).
@@ -185,6 +196,69 @@ describe.each(["1.x", "2.x"] as const)("MCP client %s", (version) => {
       expect([row.first_call_rate.a, row.first_call_rate.b]).toEqual([a?.first_call_rate ?? null, b?.first_call_rate ?? null]);
       expect([row.p95_ms.a, row.p95_ms.b]).toEqual([a?.duration_ms.p95 ?? null, b?.duration_ms.p95 ?? null]);
     }
+    await client.close();
+  });
+
+  it("answers explore with GET /v1/explore's answer for the same query", async () => {
+    const client = await connect(version, project.read_key);
+    const apiTools = await api<{ from: string; to: string; tools: ApiTool[] }>("/v1/metrics/tools");
+    const { from, to } = apiTools;
+    const args = { measures: ["calls", "error_rate", "p95", "distinct_args"], by: ["tool", "client"], filters: { outcome: ["ok", "bad_args"] }, from, to, limit: 5 };
+    const answer = structured(await call(client, "explore", args));
+    const viaApi = await api<Record<string, unknown>>(
+      `/v1/explore?measure=calls,error_rate,p95,distinct_args&by=tool,client&filter[outcome]=ok&filter[outcome]=bad_args&from=${from}&to=${to}&limit=5`,
+    );
+    expect(answer).toEqual(viaApi);
+    expect(answer).toMatchObject({ source: "analytics-engine", sampled: false, approximate: ["distinct_args"] });
+    const rows = answer.rows as Record<string, unknown>[];
+    expect(rows).toHaveLength(6);
+    expect(rows[5]).toMatchObject({ tool: "(other)", client: "(other)" });
+
+    // Calls per tool over whole days equal the rollups' (every point unsampled locally).
+    const perTool = structured(await call(client, "explore", { by: ["tool"], from, to, limit: 200 }));
+    const counted = Object.fromEntries((perTool.rows as { tool: string; calls: number }[]).map((r) => [r.tool, r.calls]));
+    expect(counted).toEqual(Object.fromEntries(apiTools.tools.filter((t) => t.calls > 0).map((t) => [t.tool_name, t.calls])));
+    expect(Object.keys(counted).length).toBeGreaterThan(3);
+
+    // Another project's key sees none of these calls.
+    const theirs = await connect(version, other.read_key);
+    expect(structured(await call(theirs, "explore", { by: ["tool"], from, to })).rows).toEqual([]);
+    await theirs.close();
+    await client.close();
+  });
+
+  it("answers a bad or hostile explore argument with a tool error naming what is allowed", async () => {
+    const client = await connect(version, project.read_key);
+    const cases: [Record<string, unknown>, RegExp][] = [
+      [{ measures: ["calls') --"] }, /calls.*error_rate.*distinct_sessions/s],
+      [{ by: ["tool", "client", "colo"] }, /<=2 items|at most 2/],
+      [{ by: ["index1"] }, /client_version/],
+      [{ filters: { tool: ["a\u0000b"] } }, /filter\[tool\]/],
+      [{ filters: { project: ["prj_other"] } }, /project|unrecognized|Unrecognized/],
+      [{ limit: 201 }, /<=200|from 1 to 200/],
+      [{ grain: "minute" }, /hour/],
+      [{ from: "2026-02-30" }, /'from' and 'to' must be dates/],
+      [{ from: "2020-01-01", to: "2020-01-02", measures: ["distinct_args"] }, /day rows/],
+      [{ project_id: "prj_other" }, /project_id|unrecognized|Unrecognized/],
+    ];
+    for (const [args, allowed] of cases) {
+      let result: ToolResult;
+      try {
+        result = await call(client, "explore", args);
+      } catch (err) {
+        // Some SDK versions answer arguments that break the input schema with a JSON-RPC error (-32602).
+        expect(String(err), JSON.stringify(args)).toMatch(/-32602|invalid/i);
+        expect(String(err), JSON.stringify(args)).toMatch(allowed);
+        continue;
+      }
+      expect(result.isError, JSON.stringify(args)).toBe(true);
+      const text = result.content.map((c) => c.text ?? "").join(" ");
+      expect(text, JSON.stringify(args)).toMatch(allowed);
+      expect(text).not.toMatch(/\bat .*\.(ts|js):\d+/);
+      expect(text).not.toContain("prj_other");
+    }
+    // Just at the limits: 200 groups and two dimensions are answered.
+    expect(structured(await call(client, "explore", { by: ["tool", "outcome"], limit: 200 })).source).toBe("analytics-engine");
     await client.close();
   });
 

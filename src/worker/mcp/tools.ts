@@ -11,7 +11,10 @@ import { FIGURES_HELP } from "../metrics/definitions.ts";
 import { schemaRegressionsReport } from "../metrics/schema-regressions.ts";
 import { openReadScope, type ReadScope } from "../metrics/scope.ts";
 import { MAX_CLIENT_NAME_CHARS, MAX_TOOL_NAME_CHARS } from "../../shared/limits.ts";
-import { AlertDelivery, AlertRuleAnswer, ClientRow, Insight, PairRow, RangeFields, SchemaRegression, Sessions, ToolRow } from "./schemas.ts";
+import { answerExplore, exploreAnswerSchema, exploreClock } from "../analytics/explore.ts";
+import { exploreMessageOf, exploreQuerySchema } from "../analytics/explore-query.ts";
+import { apiError } from "../errors.ts";
+import { AlertDelivery, ExploreArguments, AlertRuleAnswer, ClientRow, Insight, PairRow, RangeFields, SchemaRegression, Sessions, ToolRow } from "./schemas.ts";
 
 /** Who is asking: the project named by the read key, and the worker's bindings. */
 /** One tool call: the env (for its variables), the project and its database (resolved by the request), the clock. */
@@ -294,6 +297,33 @@ export const MCP_TOOLS: McpToolDefinition[] = [
       const sorted = [...report.rules].sort((a, b) => firing(b) - firing(a) || pending(b) - pending(a));
       const { rows, total, truncated } = top(sorted, args.limit);
       return { as_of: report.as_of, total, truncated, rules: rows, deliveries: report.deliveries };
+    },
+  }),
+  defineTool({
+    name: "explore",
+    title: "Ask any question of the last 90 days",
+    description:
+      "Breaks every call of the last 90 days down by up to two dimensions (tool, client, client_version, outcome, " +
+      "empty, session_kind, transport, protocol_version, server_version, country, colo, args_hash, session_id), " +
+      "filtered by any of them, per hour or day if asked, with measures such as calls, error_rate, p95 or " +
+      "distinct_args. Answers from Analytics Engine: when `sampled` is true counts and sums are estimates, and the " +
+      "measures in `approximate` always are. Example: which client version started failing a tool — " +
+      '{"measures": ["calls", "error_rate"], "by": ["client_version"], "filters": {"tool": ["search_orders"]}}.',
+    inputSchema: ExploreArguments,
+    outputSchema: exploreAnswerSchema,
+    async run(ctx, args) {
+      // As GET /v1/explore's URL would carry them, through the route's own schema.
+      const params: Record<string, string | string[]> = {};
+      if (args.measures) params.measure = args.measures;
+      if (args.by) params.by = args.by;
+      for (const [dimension, values] of Object.entries(args.filters ?? {})) if (values) params[`filter[${dimension}]`] = values;
+      if (args.from !== undefined) params.from = args.from;
+      if (args.to !== undefined) params.to = args.to;
+      if (args.grain !== undefined) params.grain = args.grain;
+      if (args.limit !== undefined) params.limit = String(args.limit);
+      const parsed = exploreQuerySchema(exploreClock).safeParse(params);
+      if (!parsed.success) throw apiError("BAD_REQUEST", exploreMessageOf(parsed.error));
+      return answerExplore(ctx.env, ctx.db, ctx.projectId, parsed.data, ctx.nowMs);
     },
   }),
 ];

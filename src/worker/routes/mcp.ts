@@ -18,7 +18,10 @@ export const MAX_MCP_BODY_BYTES = 64 * 1024;
 const INSTRUCTIONS =
   "Read-only analytics of one MCP server (the project of the key): how models use its tools. " +
   "Start with list_tools_health (worst tools first) or get_insights (ranked findings), then get_tool for " +
-  "one tool. Dates are UTC days YYYY-MM-DD, both ends included; the default range is the last 7 days.";
+  "one tool. Dates are UTC days YYYY-MM-DD, both ends included; the default range is the last 7 days. " +
+  "For any other question of the last 90 days — a breakdown by client version, outcome, protocol revision, " +
+  "country or argument hash, filtered by any of them, per hour or day — use explore (Analytics Engine; it " +
+  "says when figures are sampled or approximate).";
 
 /** The error a tool returns: the message of a refused parameter, never a stack trace or internals. */
 function toolErrorMessage(err: unknown): string {
