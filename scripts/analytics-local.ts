@@ -123,9 +123,11 @@ export async function startLocalAnalyticsServer(engine: LocalAnalyticsEngine, po
       const body = await bodyOf(req);
       if (body === null) return reply(413, { error: "body too large" });
       if (req.url === "/write") {
-        const parsed = JSON.parse(body) as { points?: unknown };
+        // `sample_interval` (tests only; the worker never sends it): these points as AE keeps them when it samples.
+        const parsed = JSON.parse(body) as { points?: unknown; sample_interval?: unknown };
         if (!Array.isArray(parsed.points)) return reply(400, { error: "body must be {\"points\": [...]}" });
-        return reply(200, { written: await engine.write(parsed.points as LocalDataPoint[]) });
+        const sampleInterval = parsed.sample_interval === undefined ? 1 : Number(parsed.sample_interval);
+        return reply(200, { written: await engine.write(parsed.points as LocalDataPoint[], { sampleInterval }) });
       }
       return reply(200, await engine.query(body));
     } catch (error) {

@@ -290,3 +290,51 @@ export const OutcomeBar: FC<{ counts: OutcomeCounts }> = ({ counts }) => {
     </div>
   );
 };
+
+export type MeasureBar = { label: string; title: string; value: number | null };
+
+/**
+ * One measure as bars — per time bucket (Explore with a grain) or per group (without one): any
+ * scale, its axis in the measure's own format; a null (no calls) leaves a gap.
+ */
+export const MeasureChart: FC<{ bars: MeasureBar[]; format: (v: number) => string; label: string; height?: number }> = ({ bars, format, label, height = 190 }) => (
+  <Responsive draw={(f) => <MeasureSvg bars={bars} format={format} label={label} frame={f} height={f === NARROW ? Math.min(height, 170) : height} />} />
+);
+
+const MeasureSvg: FC<{ bars: MeasureBar[]; format: (v: number) => string; label: string; frame: ChartFrame; height: number }> = ({ bars, format, label, frame, height: h }) => {
+  const W = frame.width;
+  const PAD = padOf(frame);
+  const plotW = W - PAD.left - PAD.right;
+  const plotH = h - PAD.top - PAD.bottom;
+  const max = niceMax(Math.max(0, ...bars.map((b) => b.value ?? 0)));
+  const step = plotW / Math.max(1, bars.length);
+  const barW = Math.max(1, step * 0.72);
+  const every = labelEvery(bars.length, frame.xLabels);
+  const y = (v: number) => PAD.top + plotH - (v / max) * plotH;
+  return (
+    <svg viewBox={`0 0 ${W} ${h}`} width="100%" font-size={frame.font} role="img" aria-label={label} data-chart="measure" data-variant={frame === NARROW ? "narrow" : "wide"}>
+      {[0, 0.5, 1].map((f) => (
+        <g>
+          <line x1={PAD.left} x2={W - PAD.right} y1={y(max * f)} y2={y(max * f)} stroke="#eaecf0" />
+          <text x={PAD.left - 6} y={y(max * f) + frame.font / 3} text-anchor="end">{format(max * f)}</text>
+        </g>
+      ))}
+      {bars.map((b, i) => {
+        const x = PAD.left + i * step + (step - barW) / 2;
+        const v = b.value ?? 0;
+        return (
+          <g>
+            {b.value === null ? null : (
+              <rect x={x} y={y(v)} width={barW} height={Math.max(0, y(0) - y(v))} rx="2" fill="#818cf8">
+                <title>{`${b.title}: ${format(v)}`}</title>
+              </rect>
+            )}
+            {i % every === 0 ? (
+              <text x={x + barW / 2} y={h - frame.font * 0.7} text-anchor={i === 0 ? "start" : "middle"}>{[...b.label].length > 14 ? [...b.label].slice(0, 13).join("") + "…" : b.label}</text>
+            ) : null}
+          </g>
+        );
+      })}
+    </svg>
+  );
+};

@@ -1,5 +1,7 @@
 // Small building blocks shared by the dashboard pages: metric cards, status pills, the tools table.
 import type { Child, FC } from "hono/jsx";
+import type { Dimension } from "../analytics/explore-query.ts";
+import { exploreHref } from "./explore-page.tsx";
 import { ruleForInsight } from "../alerts/suggest.ts";
 import { DEFINITIONS } from "../metrics/definitions.ts";
 import type { Insight } from "../metrics/insights.ts";
@@ -82,6 +84,7 @@ export const ToolsTable: FC<{ rows: ToolRow[]; query: PageQuery }> = ({ rows, qu
               <td class="tool" data-value={r.tool_name}>
                 <a href={toolHref(r.tool_name, query)}><Name text={r.tool_name} /></a>
                 <ToolStatus row={r} />
+                <ExploreLink filters={{ tool: r.tool_name, client: query.client }} by="client_version" query={query} />
               </td>
               <N col="calls" value={r.calls} text={formatInt(r.calls)} />
               <N col="first_call_rate" value={r.first_call_rate} text={formatRate(r.first_call_rate)} cls={firstCallClass(r.first_call_rate)} why={firstCallHint(r)} />
@@ -190,3 +193,13 @@ export const InsightList: FC<{ insights: Insight[]; query: PageQuery; limit?: nu
     </ul>
   );
 };
+
+/**
+ * "explore" beside a tool or client row: the Explore page filtered to that row (and the page's
+ * client), broken down by `by`, over the page's range.
+ */
+export const ExploreLink: FC<{ filters: Partial<Record<Dimension, string | undefined>>; by: Dimension; query: PageQuery }> = ({ filters, by, query }) => (
+  <a class="explore-link" data-explore-link href={exploreHref(filters, by, ["calls", "error_rate", "p95"], query.from !== undefined && query.to !== undefined ? { from: query.from, to: query.to } : undefined)} title="break these calls down further in Explore">
+    explore
+  </a>
+);

@@ -71,6 +71,7 @@ export const TopBar: FC<{ projectName: string; home?: string }> = ({ projectName
     </a>
     <span class="project" data-project><Name text={projectName} /></span>
     <span class="spacer" />
+    <a class="nav" href="/explore">Explore</a>
     <a class="nav" href="/alerts">Alerts</a>
     <form method="post" action="/signout">
       <button type="submit">Sign out</button>

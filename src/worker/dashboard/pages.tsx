@@ -4,7 +4,7 @@ import { PAGE_ROWS, type ChartSeries, type OverviewData, type ToolPageData } fro
 import type { DateRange, Grain } from "../metrics/query.ts";
 import { UTF16_UNITS_PER_TOKEN, type TimeseriesBucket } from "../metrics/reports.ts";
 import { CallsChart, LatencyHistogram, OutcomeBar, RateChart, type TimePoint } from "./charts.tsx";
-import { Card, InsightList, More, Names, Pager, SearchBox, ToolStatus, ToolsTable, badRateClass, firstCallClass } from "./components.tsx";
+import { Card, ExploreLink, InsightList, More, Names, Pager, SearchBox, ToolStatus, ToolsTable, badRateClass, firstCallClass } from "./components.tsx";
 import { formatChars, formatDelta, formatInt, formatMs, formatRate, formatTokens, formatUsd } from "./format.ts";
 import { Frame, pageHref, toolHref, type PageQuery } from "./layout.tsx";
 import { Name, visibleName } from "./name.tsx";
@@ -204,7 +204,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
               <tbody>
                 {data.clientRows.rows.map((c) => (
                   <tr data-client={c.client_name}>
-                    <td data-value={c.client_name}><a href={pageHref("/", { from: range.from, to: range.to, client: c.client_name })}><Name text={c.client_name} /></a></td>
+                    <td data-value={c.client_name}><a href={pageHref("/", { from: range.from, to: range.to, client: c.client_name })}><Name text={c.client_name} /></a> <ExploreLink filters={{ client: c.client_name }} by="client_version" query={q} /></td>
                     <td class="n" data-value={String(c.calls)}>{formatInt(c.calls)}</td>
                     <td class={`n ${firstCallClass(c.first_call_rate)}`} data-value={String(c.first_call_rate ?? "")} title={firstCallHint(c)}>{formatRate(c.first_call_rate)}</td>
                     <td class="n" data-value={String(c.error_rate ?? "")}>{formatRate(c.error_rate)}</td>
@@ -391,7 +391,7 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
               <tbody>
                 {data.clientRows.rows.map((c) => (
                   <tr data-client={c.client_name}>
-                    <td><a href={toolHref(tool, { ...q, client: c.client_name })}><Name text={c.client_name} /></a></td>
+                    <td><a href={toolHref(tool, { ...q, client: c.client_name })}><Name text={c.client_name} /></a> <ExploreLink filters={{ tool, client: c.client_name }} by="client_version" query={q} /></td>
                     <td class="n" data-value={String(c.calls)}>{formatInt(c.calls)}</td>
                     <td class={`n ${firstCallClass(c.first_call_rate)}`} title={firstCallHint(c)}>{formatRate(c.first_call_rate)}</td>
                     <td class="n">{formatRate(c.error_rate)}</td>

@@ -75,6 +75,13 @@ svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;fill:#
 .signin h1{font-size:20px;margin:0 0 6px}.signin p{color:var(--muted);margin:0 0 16px}
 .signin input{width:100%;font:inherit;padding:9px 10px;border:1px solid var(--line);border-radius:8px;margin-bottom:12px;font-family:ui-monospace,Menlo,monospace;font-size:13px}
 .signin button{width:100%;font:inherit;padding:9px;border:0;border-radius:8px;background:var(--accent);color:#fff;font-weight:600;cursor:pointer}
+.explore-link{font-size:11px;margin-left:6px;color:var(--muted)}
+.explore-form{display:flex;flex-direction:column;gap:8px;margin-bottom:12px}
+.explore-form fieldset{border:1px solid var(--line);border-radius:6px;display:flex;flex-wrap:wrap;gap:6px 14px;min-width:0;max-width:100%}
+.explore-form label{display:flex;flex-direction:column;font-size:11px;color:var(--muted);gap:2px}
+.explore-form label.check{flex-direction:row;align-items:center;gap:4px;font-size:13px;color:var(--ink)}
+.explore-form input[type=text],.explore-form select,.explore-form input[type=number]{font:inherit;font-size:13px;border:1px solid var(--line);border-radius:6px;padding:4px 6px;max-width:16em}
+.explore-form button{align-self:flex-start;font:inherit;font-size:13px;border:0;border-radius:6px;padding:6px 12px;background:var(--accent);color:#fff;cursor:pointer}
 .error{background:var(--bad-soft);color:var(--bad);border-radius:8px;padding:8px 10px;margin-bottom:12px;font-size:13px}
 .crumbs{font-size:12px;color:var(--muted);margin-bottom:4px}
 dl.facts{display:grid;grid-template-columns:auto 1fr;gap:6px 14px;margin:0;font-size:13px}

@@ -15,6 +15,10 @@ import { authenticateKey } from "../auth.ts";
 import { ConfirmSignInPage, DataNotice, ErrorPage, ScriptNonce, SignInPage } from "../dashboard/layout.tsx";
 import { INGEST_HEALTH_NAME } from "../health/ingest-health.ts";
 import { OverviewPage, ToolPage } from "../dashboard/pages.tsx";
+import { ExplorePage, type ExploreForm, type ExploreOutcome } from "../dashboard/explore-page.tsx";
+import { answerExplore, exploreClock } from "../analytics/explore.ts";
+import { DIMENSION_NAMES, exploreMessageOf, exploreQuerySchema } from "../analytics/explore-query.ts";
+import { ApiError } from "../errors.ts";
 import type { AppEnv } from "../env.ts";
 import { loadOverview, loadProjectName, loadToolPage } from "../metrics/page-data.ts";
 import { pageQuery, parseQuery, type PageParams, toolPageQuery } from "../metrics/query.ts";
@@ -145,6 +149,52 @@ dashboardApp.get("/tool", async (c) => {
     const [projectName, data] = await Promise.all([loadProjectName(scope), loadToolPage(scope, q.tool, q, props.pricePerMillion)]);
     return render(c, <ToolPage {...props} projectName={projectName} tool={q.tool} data={data} />, 200, await dataNotice(c, scope));
   });
+});
+
+const exploreQuery = exploreQuerySchema(exploreClock);
+
+/**
+ * The Explore page (SPEC §8): the form's parameters are GET /v1/explore's (so an address is the
+ * question, and every tool and client row links here pre-filtered), answered by the same function.
+ * The form sends its empty fields along (an unset breakdown or filter): they are dropped before the
+ * query schema reads the rest. A refused question is a 400 page that says why, AE unreachable a
+ * 503 page that says how to configure it; the form stays, filled in as it was sent.
+ */
+dashboardApp.get("/explore", async (c) => {
+  const auth = await authenticatePage(c);
+  if ("response" in auth) return auth.response;
+  const params: Record<string, string[]> = {};
+  for (const [name, values] of Object.entries(c.req.queries())) {
+    const given = values.filter((v) => v.trim() !== "");
+    if (given.length > 0) params[name] = given;
+  }
+  const one = (name: string) => params[name]?.[0] ?? "";
+  const form: ExploreForm = {
+    measures: params.measure?.flatMap((m) => m.split(",")) ?? ["calls"],
+    by: params.by?.flatMap((d) => d.split(",")) ?? [],
+    filters: Object.fromEntries(DIMENSION_NAMES.filter((d) => params[`filter[${d}]`]).map((d) => [d, params[`filter[${d}]`]!])),
+    from: one("from"),
+    to: one("to"),
+    grain: one("grain") || "none",
+    limit: one("limit"),
+  };
+  const scope = openReadScope(auth.db, auth.projectId);
+  const projectName = await loadProjectName(scope);
+  const parsed = exploreQuery.safeParse(params);
+  let outcome: ExploreOutcome;
+  if (!parsed.success) {
+    outcome = { kind: "refused", message: exploreMessageOf(parsed.error) };
+  } else {
+    try {
+      const answer = await answerExplore(c.env, auth.db, auth.projectId, parsed.data, Date.now());
+      outcome = { kind: "answer", answer, grain: parsed.data.grain, by: parsed.data.by, measures: parsed.data.measures };
+    } catch (err) {
+      if (!(err instanceof ApiError) || (err.code !== "BAD_REQUEST" && err.code !== "ANALYTICS_UNAVAILABLE")) throw err;
+      outcome = err.code === "BAD_REQUEST" ? { kind: "refused", message: err.message } : { kind: "unavailable", message: err.message };
+    }
+  }
+  const status = outcome.kind === "refused" ? 400 : outcome.kind === "unavailable" ? 503 : 200;
+  return render(c, <ExplorePage projectName={projectName} form={form} outcome={outcome} />, status);
 });
 
 /** The rollup runs every 5 minutes: data complete only to more than 15 minutes ago is late. */
