@@ -10,6 +10,8 @@ import { demoWorkload, type DemoWorkload } from "./dashboard/demo-data.ts";
 import { MIN_CHART_LABEL_PX, WIDTHS, measureLayout } from "./dashboard/layout-checks.ts";
 import { LONG_CLIENTS, LONG_PROJECT_NAME, LONG_TOOLS, MANY_TOOLS, ingestAndRollup, longNamesWorkload } from "./dashboard/long-names.ts";
 import { createProject, startWorker, type RunningWorker } from "./dashboard/start-worker.ts";
+import { sharedLocalAnalytics } from "../../scripts/analytics-local.ts";
+import { CALLS_DATASET } from "../../src/worker/analytics/calls-dataset.ts";
 import { storedPayloadRows } from "./helpers/stored-rows.ts";
 
 // Screenshots go to the ignored test-results/ so `npm test` leaves the tree clean; `npm run
@@ -94,10 +96,20 @@ async function expectTableEqualsApi(page: Page, query: string): Promise<ToolRow[
 }
 
 beforeAll(async () => {
-  worker = await startWorker();
+  // Explore reads the local stand-in for Analytics Engine (an embedded ClickHouse), as `npm run dev` does.
+  const analytics = await sharedLocalAnalytics();
+  worker = await startWorker({ vars: { ANALYTICS_LOCAL_URL: analytics.url } });
   project = await createProject(worker, "Orders MCP server");
   workload = demoWorkload(Date.now());
   await ingest(workload.payloads);
+  // Each batch's data points reach the engine after its 202: wait until every call is there.
+  const weighted = `SELECT sum(${CALLS_DATASET.doubles.calls}) AS n FROM ${analytics.engine.table} WHERE index1 = '${project.project_id}' FORMAT JSON`;
+  const calls = workload.payloads.filter((p) => p.type === "call").length;
+  const deadline = Date.now() + 20_000;
+  while (Number((await analytics.engine.query(weighted)).data[0]?.n ?? 0) < calls) {
+    if (Date.now() > deadline) throw new Error("data points did not land");
+    await new Promise((r) => setTimeout(r, 20));
+  }
   // The 5-minute cron, as Cloudflare runs it; a second run must change nothing (idempotent).
   await worker.runRollup();
   await worker.runRollup();
@@ -216,6 +228,38 @@ describe("dashboard in headless Chromium", () => {
     await page.waitForURL((u) => u.searchParams.get("client") === "cursor" && u.searchParams.get("from") !== newFrom);
     const u = new URL(page.url());
     await expectTableEqualsApi(page, `from=${u.searchParams.get("from")}&to=${u.searchParams.get("to")}&client=cursor`);
+    await context.close();
+  });
+
+  it("opens Explore from a tool row: its chart and table, figures equal to /v1/explore's, no CSP violation", async () => {
+    const context = await browser.newContext({ viewport: { width: 1440, height: 1000 } });
+    const page = await context.newPage();
+    const refused: string[] = [];
+    page.on("console", (m) => {
+      if (m.type() === "error") refused.push(m.text());
+    });
+    page.on("pageerror", (e) => refused.push(String(e)));
+    await page.goto(`${worker.url}/?key=${project.read_key}`);
+    await page.click('form[action="/signin"] button[type="submit"]');
+    await page.waitForSelector("[data-project]");
+    await page.click('tr[data-tool="search_orders"] a[data-explore-link]');
+    await page.waitForSelector("#explore-table");
+    expect(new URL(page.url()).pathname).toBe("/explore");
+    expect(await page.isVisible('[data-chart="measure"]')).toBe(true);
+    const search = new URL(page.url()).search;
+    const answer = await api<{ rows: { client_version: string; calls: number }[] }>(`/v1/explore${search}`);
+    expect(answer.rows.length).toBeGreaterThan(0);
+    const cells = await page.$$eval("#explore-table tbody tr", (trs) => trs.map((tr) => [...tr.querySelectorAll("td")].slice(0, 2).map((td) => td.textContent?.trim() ?? "")));
+    expect(cells).toEqual(answer.rows.map((r) => [r.client_version, r.calls.toLocaleString("en-US")]));
+    // Change the question in the form: per day, the chart over time.
+    await page.selectOption('select[name="grain"]', "day");
+    await page.click('#explore-form button[type="submit"]');
+    await page.waitForSelector("#explore-table");
+    expect(new URL(page.url()).searchParams.get("grain")).toBe("day");
+    expect(await page.isVisible('[data-chart="measure"]')).toBe(true);
+    await page.screenshot({ path: `${SCREENSHOTS}explore.png`, fullPage: true });
+    expect(refused.filter((t) => /Content Security Policy|Refused to/i.test(t))).toEqual([]);
+    expect(refused).toEqual([]);
     await context.close();
   });
 

@@ -68,7 +68,7 @@ describe("the Explore page", () => {
     await ingest(p.ingest_key, 30);
     const other = await page("/explore?measure=calls&by=tool&limit=1", p.read_key);
     const rows = tableRows(other.html);
-    expect(rows).toEqual([["tool_0", "10"], ["(other groups)", "20"]]);
+    expect(rows).toEqual([["tool_0", "10"], ["(other)", "20"]]);
     expect(other.html).toContain('data-other="1"');
 
     const perDay = await page("/explore?measure=calls&grain=day", p.read_key);

@@ -26,6 +26,9 @@ export type ExploreOutcome =
   | { kind: "refused"; message: string }
   | { kind: "unavailable"; message: string };
 
+/** `(other)` is both the groups past `limit` and the calls of a large batch ingest merged into one point (docs/explore.md). */
+const OTHER_HINT = "(other): the groups past the limit, summed, and the calls a large batch wrote as one merged point";
+
 /** Groups the chart draws without a grain; the table shows them all. */
 const CHART_GROUPS = 20;
 
@@ -99,8 +102,10 @@ const ExploreResult: FC<{ outcome: Extract<ExploreOutcome, { kind: "answer" }> }
   const columns = [...(grain === "none" ? [] : ["time"]), ...by];
   const isOther = (row: ExploreAnswer["rows"][number]) => by.length > 0 && by.every((d) => row[d] === OTHER_GROUP);
   const groupOf = (row: ExploreAnswer["rows"][number]) => by.map((d) => String(row[d] ?? "")).join(" · ");
-  // Over time: the first measure of the largest group (the only one without a breakdown).
-  const chartGroup = by.length > 0 && answer.rows[0] ? groupOf(answer.rows[0]) : null;
+  // Over time: the first measure of the group with the most calls (the only group without a breakdown).
+  const callsOf = new Map<string, number>();
+  for (const r of answer.rows) callsOf.set(groupOf(r), (callsOf.get(groupOf(r)) ?? 0) + (typeof r.calls === "number" ? r.calls : typeof r[first] === "number" ? r[first] : 0));
+  const chartGroup = by.length > 0 && answer.rows.length > 0 ? [...callsOf].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))[0]![0] : null;
   const bars: MeasureBar[] =
     grain === "none"
       ? answer.rows.filter((r) => !isOther(r)).slice(0, CHART_GROUPS).map((r) => ({ label: by.length > 0 ? groupOf(r) : "all calls", title: by.length > 0 ? groupOf(r) : "all calls", value: typeof r[first] === "number" ? r[first] : null }))
@@ -143,7 +148,7 @@ const ExploreResult: FC<{ outcome: Extract<ExploreOutcome, { kind: "answer" }> }
                 {answer.rows.map((r) => (
                   <tr data-other={isOther(r) ? "1" : undefined}>
                     {columns.map((c) =>
-                      c === "time" ? <td class="mono">{timeLabel(String(r.time), grain)}</td> : isOther(r) ? <td><em>(other groups)</em></td> : <td class="tool"><Name text={String(r[c] ?? "")} /></td>,
+                      c === "time" ? <td class="mono">{timeLabel(String(r.time), grain)}</td> : <td class="tool" title={r[c] === OTHER_GROUP ? OTHER_HINT : undefined}><Name text={String(r[c] ?? "")} /></td>,
                     )}
                     {measures.map((m) => <Figure answer={answer} measure={m} value={r[m]} />)}
                   </tr>
