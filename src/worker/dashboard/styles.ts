@@ -75,7 +75,8 @@ svg text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;fill:#
 .signin h1{font-size:20px;margin:0 0 6px}.signin p{color:var(--muted);margin:0 0 16px}
 .signin input{width:100%;font:inherit;padding:9px 10px;border:1px solid var(--line);border-radius:8px;margin-bottom:12px;font-family:ui-monospace,Menlo,monospace;font-size:13px}
 .signin button{width:100%;font:inherit;padding:9px;border:0;border-radius:8px;background:var(--accent);color:#fff;font-weight:600;cursor:pointer}
-.explore-link{font-size:11px;margin-left:6px;color:var(--muted)}
+.explore-link{font-size:11px;color:var(--muted)}
+td a.explore-link,td.tool a.explore-link{display:block;font-weight:400;font-family:inherit;font-size:11px;width:max-content}
 .explore-form{display:flex;flex-direction:column;gap:8px;margin-bottom:12px}
 .explore-form fieldset{border:1px solid var(--line);border-radius:6px;display:flex;flex-wrap:wrap;gap:6px 14px;min-width:0;max-width:100%}
 .explore-form label{display:flex;flex-direction:column;font-size:11px;color:var(--muted);gap:2px}
