@@ -35,7 +35,8 @@ const LEAVES = ["time.ts", "retry-rule.ts", "histogram.ts", "text.ts", "env.ts",
 const MAY_IMPORT: Record<string, string[]> = {
   "db/": [],
   // The Analytics Engine layout is named after the counter definition (one list of counters).
-  "analytics/": ["metrics/counters.ts"],
+  // Explore past AE's 90 days answers from the read API's own sums of D1's day rows (analytics/explore.ts).
+  "analytics/": ["metrics/counters.ts", "metrics/counter-sums.ts", "metrics/scope.ts"],
   "budget/": [],
   "throttle/": [],
   "health/": [],
@@ -48,8 +49,9 @@ const MAY_IMPORT: Record<string, string[]> = {
   // the hour-row fold keeps the hours schema regressions compare (metrics/schema-change.ts, leaves only).
   "rollup/": ["db/", "metrics/counters.ts", "metrics/schema-change.ts"],
   "metrics/": ["db/"],
-  "dashboard/": ["metrics/", "alerts/"],
-  "mcp/": ["metrics/", "alerts/"],
+  // The Explore page and the MCP explore tool ask Explore's one answering path (analytics/explore.ts), as GET /v1/explore does.
+  "dashboard/": ["metrics/", "alerts/", "analytics/"],
+  "mcp/": ["metrics/", "alerts/", "analytics/"],
   // Alerts evaluate with the read side's counter definitions (SPEC §5: the read API's figures).
   "alerts/": ["metrics/", "db/", "auth.ts"],
   // The ingest key is checked by its Durable Object (budget/), D1 only to refresh it.
