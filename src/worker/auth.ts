@@ -7,7 +7,7 @@ import type { KeyState } from "./budget/key-budget.ts";
 import { findKeyById, type KeyKind, type KeyWithProject } from "./db/keys.ts";
 import { databaseOf, directoryDb } from "./databases.ts";
 import { apiError } from "./errors.ts";
-import { attemptOf, guardBeforeCheck, keyPrefix, recordFailedCredential, tooManyAttempts } from "./throttle/credentials.ts";
+import { attemptOf, keyPrefix, recordFailedCredential, tooManyAttempts } from "./throttle/credentials.ts";
 
 export type { KeyKind };
 
@@ -40,6 +40,11 @@ export function randomBase62(count: number): string {
     }
   }
   return out;
+}
+
+/** Whether a credential has the shape of a project key (ingest or read), whether or not it exists. */
+export function isProjectKeyShaped(credential: string): boolean {
+  return KEY_PATTERN.test(credential);
 }
 
 export function generateKey(kind: KeyKind): string {
@@ -153,37 +158,33 @@ export function bearerToken(header: string | undefined): string | null {
 }
 
 /**
- * A bearer key checked with the sign-in throttle around it (throttle/credentials.ts): a network
- * over its limit is answered 429 with Retry-After from this isolate's memory before the check; a
- * wrong key or a malformed header counts as a failed sign-in and ends in 401 (or 429 once the
- * network or the key's prefix is over its limit); a correct key costs nothing more. A request
- * without any Authorization header is not a guess and is not counted. `check` answers the key, or
- * null for a wrong one; what it throws (ingest's 503 when nobody can tell) passes uncounted.
+ * A bearer key checked, then the sign-in throttle asked (throttle/credentials.ts, SPEC §3): a
+ * correct key is let in whatever its network or its prefix did — nothing is asked before the check,
+ * and a correct key costs nothing more; a wrong key or a malformed header counts as a failed
+ * sign-in and ends in 401, or 429 once its network (not for ingest keys: `countNetwork: false`) or
+ * its prefix is over its limit. A request without any Authorization header is not a guess and is
+ * not counted. `check` answers the key, or null for a wrong one; what it throws (ingest's 503 when
+ * nobody can tell) passes uncounted.
  */
 export async function checkBearerKey<T>(
   env: Env,
   request: Request,
   what: string,
   check: (token: string) => Promise<T | null>,
+  options: { countNetwork: boolean } = { countNetwork: true },
 ): Promise<T> {
   const header = request.headers.get("authorization") ?? undefined;
   const token = bearerToken(header);
-  const attempt = attemptOf(request, token === null ? null : keyPrefix(token));
-  const nowMs = Date.now();
-  const throttle = header !== undefined;
-  if (throttle) {
-    const wait = await guardBeforeCheck(env, attempt, nowMs, { authoritative: false });
-    if (wait !== null) throw tooManyAttempts(wait);
-  }
   const key = token === null ? null : await check(token);
-  if (key === null) {
-    const wait = throttle ? await recordFailedCredential(env, attempt, nowMs) : null;
-    if (wait !== null) throw tooManyAttempts(wait);
-    throw apiError("UNAUTHORIZED", token === null ? "missing bearer key" : `not a valid ${what}`, {
-      "WWW-Authenticate": 'Bearer realm="mcpulse"',
-    });
+  if (key !== null) return key;
+  if (header !== undefined) {
+    const attempt = attemptOf(request, token === null ? null : keyPrefix(token));
+    const refusal = await recordFailedCredential(env, attempt, Date.now(), { network: options.countNetwork });
+    if (refusal !== null) throw tooManyAttempts(refusal);
   }
-  return key;
+  throw apiError("UNAUTHORIZED", token === null ? "missing bearer key" : `not a valid ${what}`, {
+    "WWW-Authenticate": 'Bearer realm="mcpulse"',
+  });
 }
 
 /**

@@ -29,6 +29,11 @@ export interface Env {
   D1_QUERIES_PER_INVOCATION?: string;
   /** The worker's public origin, for the dashboard links in alert notifications (docs/alerts.md). */
   PUBLIC_URL?: string;
+  /**
+   * Origins besides the worker's own that may call /mcp from a browser, comma-separated (e.g. an MCP
+   * inspector's page). A request with any other `Origin` is answered 403 (SPEC §9, DNS rebinding).
+   */
+  MCP_ALLOWED_ORIGINS?: string;
   /** "true" when the worker runs locally (`npm run dev`): alert targets may then be http://127.0.0.1 and the like. */
   LOCAL_DEV?: string;
 }

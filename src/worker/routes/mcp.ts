@@ -8,6 +8,7 @@ import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { requireKey } from "../auth.ts";
 import type { AppEnv } from "../env.ts";
+import { apiError } from "../errors.ts";
 import { MCP_TOOLS, type ToolContext } from "../mcp/tools.ts";
 
 export const MCP_SERVER_NAME = "mcpulse-edge";
@@ -52,8 +53,37 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
   return server;
 }
 
+/**
+ * Whether a request may reach /mcp by its `Origin` (SPEC §9; the MCP transports' DNS-rebinding
+ * rule): no `Origin` (a program, not a page), the worker's own origin, or one of
+ * `MCP_ALLOWED_ORIGINS`. Origins are compared in their serialised form (scheme, host, port), so
+ * `https://a.example` never passes as `https://a.example.evil`.
+ */
+export function mcpOriginAllowed(request: Request, allowedList: string | undefined): boolean {
+  const origin = request.headers.get("origin");
+  if (origin === null) return true;
+  const own = new URL(request.url).origin;
+  const allowed = new Set([own, ...(allowedList ?? "").split(",").map(serialisedOrigin).filter((o) => o !== null)]);
+  return allowed.has(serialisedOrigin(origin) ?? "");
+}
+
+/** `https://Example.com:443/` → `https://example.com`; null for anything that is not an http(s) origin (`null`, garbage). */
+function serialisedOrigin(text: string): string | null {
+  try {
+    const url = new URL(text.trim());
+    return url.protocol === "https:" || url.protocol === "http:" ? url.origin : null;
+  } catch {
+    return null;
+  }
+}
+
 export const mcpApp = new Hono<AppEnv>();
 
+// Before the credential: a page on a foreign origin learns nothing, not even whether a key is valid.
+mcpApp.use("*", async (c, next) => {
+  if (!mcpOriginAllowed(c.req.raw, c.env.MCP_ALLOWED_ORIGINS)) throw apiError("FORBIDDEN", "this Origin may not call /mcp");
+  await next();
+});
 mcpApp.use("*", requireKey("read"));
 
 mcpApp.all("/", async (c) => {
