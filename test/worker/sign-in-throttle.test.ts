@@ -327,15 +327,30 @@ describe("/mcp and Origin (SPEC §9, DNS rebinding)", () => {
 
   it("lets the origins of MCP_ALLOWED_ORIGINS in, and only them", async () => {
     const { mcpOriginAllowed } = await import("../../src/worker/routes/mcp.ts");
-    const request = (origin: string | null) => new Request("https://mcpulse.example/mcp", { headers: origin ? { origin } : {} });
+    const req = (origin: string | null) => new Request("https://mcpulse.example/mcp", { headers: origin ? { origin } : {} });
     const list = " https://inspector.example , http://127.0.0.1:6274,not a url";
-    expect(mcpOriginAllowed(request("https://inspector.example"), list)).toBe(true);
-    expect(mcpOriginAllowed(request("https://inspector.example:443"), list)).toBe(true);
-    expect(mcpOriginAllowed(request("http://127.0.0.1:6274"), list)).toBe(true);
-    expect(mcpOriginAllowed(request("http://127.0.0.1:6275"), list)).toBe(false);
-    expect(mcpOriginAllowed(request("https://inspector.example.evil"), list)).toBe(false);
-    expect(mcpOriginAllowed(request("https://mcpulse.example"), undefined)).toBe(true);
-    expect(mcpOriginAllowed(request(null), undefined)).toBe(true);
-    expect(mcpOriginAllowed(request("not a url"), list)).toBe(false);
+    expect(mcpOriginAllowed(req("https://inspector.example"), { allowedOrigins: list })).toBe(true);
+    expect(mcpOriginAllowed(req("https://inspector.example:443"), { allowedOrigins: list })).toBe(true);
+    expect(mcpOriginAllowed(req("http://127.0.0.1:6274"), { allowedOrigins: list })).toBe(true);
+    expect(mcpOriginAllowed(req("http://127.0.0.1:6275"), { allowedOrigins: list })).toBe(false);
+    expect(mcpOriginAllowed(req("https://inspector.example.evil"), { allowedOrigins: list })).toBe(false);
+    expect(mcpOriginAllowed(req("https://mcpulse.example"), {})).toBe(true);
+    expect(mcpOriginAllowed(req(null), {})).toBe(true);
+    expect(mcpOriginAllowed(req("not a url"), { allowedOrigins: list })).toBe(false);
+    // A worker on a loopback host (npm run dev) takes any loopback page; a public one does not.
+    const local = (origin: string) => new Request("http://127.0.0.1:8787/mcp", { headers: { origin } });
+    expect(mcpOriginAllowed(local("http://localhost:6274"), {})).toBe(true);
+    expect(mcpOriginAllowed(local("http://[::1]:3000"), {})).toBe(true);
+    expect(mcpOriginAllowed(local("http://127.0.0.1.evil.example"), {})).toBe(false);
+    expect(mcpOriginAllowed(local("http://evil.example"), {})).toBe(false);
+    expect(mcpOriginAllowed(req("http://localhost:6274"), {})).toBe(false);
+    // Locally, a request addressed to another name is a rebinding page, with or without an Origin.
+    const rebound = (origin: string | null) => new Request("http://evil.example:8787/mcp", { headers: origin ? { origin } : {} });
+    expect(mcpOriginAllowed(rebound("http://evil.example:8787"), { local: true })).toBe(false);
+    expect(mcpOriginAllowed(rebound(null), { local: true })).toBe(false);
+    expect(mcpOriginAllowed(local("http://localhost:8787"), { local: true })).toBe(true);
+    expect(mcpOriginAllowed(new Request("http://localhost:8787/mcp"), { local: true })).toBe(true);
+    // Deployed, the host is the one Cloudflare routed by.
+    expect(mcpOriginAllowed(rebound("http://evil.example:8787"), {})).toBe(true);
   });
 });

@@ -9,6 +9,7 @@ import { HTTPException } from "hono/http-exception";
 import { requireKey } from "../auth.ts";
 import type { AppEnv } from "../env.ts";
 import { apiError } from "../errors.ts";
+import { runsLocally } from "../alerts/targets.ts";
 import { MCP_TOOLS, type ToolContext } from "../mcp/tools.ts";
 
 export const MCP_SERVER_NAME = "mcpulse-edge";
@@ -54,17 +55,31 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
 }
 
 /**
- * Whether a request may reach /mcp by its `Origin` (SPEC §9; the MCP transports' DNS-rebinding
- * rule): no `Origin` (a program, not a page), the worker's own origin, or one of
- * `MCP_ALLOWED_ORIGINS`. Origins are compared in their serialised form (scheme, host, port), so
- * `https://a.example` never passes as `https://a.example.evil`.
+ * Whether a request may reach /mcp by its `Origin` and `Host` (SPEC §9; the MCP transports'
+ * DNS-rebinding rule):
+ * - a worker running locally (`npm run dev`, LOCAL_DEV) answers only requests addressed to a
+ *   loopback host: a rebinding page reaches 127.0.0.1 under its own name, which it sends as `Host`
+ *   (and as `Origin`, so comparing the two would prove nothing). Deployed, Cloudflare routes by
+ *   host, so `Host` is the worker's own;
+ * - then: no `Origin` (a program, not a page), the worker's own origin, one of
+ *   `MCP_ALLOWED_ORIGINS`, or — on a loopback host — any loopback origin (an MCP inspector on another
+ *   local port). Origins are compared serialised (scheme, host, port), so `https://a.example` never
+ *   passes as `https://a.example.evil`.
  */
-export function mcpOriginAllowed(request: Request, allowedList: string | undefined): boolean {
+export function mcpOriginAllowed(request: Request, options: { allowedOrigins?: string | undefined; local?: boolean }): boolean {
+  const own = new URL(request.url);
+  if (options.local && !isLoopback(own.hostname)) return false;
   const origin = request.headers.get("origin");
   if (origin === null) return true;
-  const own = new URL(request.url).origin;
-  const allowed = new Set([own, ...(allowedList ?? "").split(",").map(serialisedOrigin).filter((o) => o !== null)]);
-  return allowed.has(serialisedOrigin(origin) ?? "");
+  const asSent = serialisedOrigin(origin);
+  if (asSent === null) return false;
+  const allowed = new Set([own.origin, ...(options.allowedOrigins ?? "").split(",").map(serialisedOrigin).filter((o) => o !== null)]);
+  if (allowed.has(asSent)) return true;
+  return isLoopback(own.hostname) && isLoopback(new URL(asSent).hostname);
+}
+
+function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
 }
 
 /** `https://Example.com:443/` → `https://example.com`; null for anything that is not an http(s) origin (`null`, garbage). */
@@ -81,7 +96,9 @@ export const mcpApp = new Hono<AppEnv>();
 
 // Before the credential: a page on a foreign origin learns nothing, not even whether a key is valid.
 mcpApp.use("*", async (c, next) => {
-  if (!mcpOriginAllowed(c.req.raw, c.env.MCP_ALLOWED_ORIGINS)) throw apiError("FORBIDDEN", "this Origin may not call /mcp");
+  if (!mcpOriginAllowed(c.req.raw, { allowedOrigins: c.env.MCP_ALLOWED_ORIGINS, local: runsLocally(c.env) })) {
+    throw apiError("FORBIDDEN", "this Origin or Host may not call /mcp");
+  }
   await next();
 });
 mcpApp.use("*", requireKey("read"));
