@@ -48,6 +48,8 @@ interface Attempted {
   addedAtMs: number[];
   idempotencyKey: string;
   retries: number;
+  /** Still unanswered when the exit flush ran out of time, and reported then: nothing more is done with it. */
+  givenUpAtExit?: boolean;
 }
 
 export class PayloadBuffer {
@@ -71,6 +73,8 @@ export class PayloadBuffer {
   /** Source of jitter (tests make it fixed). */
   random: () => number = Math.random;
   private inFlight: Promise<void> | null = null;
+  /** The batch of the ordinary send in flight. */
+  private inFlightEntry: Attempted | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
   /** The 5-second timer fired while a send was in flight: send as soon as it ends. */
   private due = false;
@@ -190,15 +194,20 @@ export class PayloadBuffer {
   }
 
   private attempt(entry: Attempted): void {
+    this.inFlightEntry = entry;
     this.inFlight = this.send(entry.batch, false, entry.idempotencyKey)
       .catch((error: unknown) => {
         // The send threw before any request could go: the batch cannot be kept (it would throw again).
+        if (entry.givenUpAtExit) return;
         this.droppedBatches++;
         this.drop(DROP_REASONS.unsendable(messageOf(error)), entry.batch.length);
       })
       .then((outcome) => {
         this.inFlight = null;
-        if (outcome && typeof outcome === "object" && "retry" in outcome) {
+        this.inFlightEntry = null;
+        if (entry.givenUpAtExit) {
+          // Already reported at the exit flush's deadline; a retry now would outlive the process.
+        } else if (outcome && typeof outcome === "object" && "retry" in outcome) {
           if (entry.batch.length > 0) this.scheduleRetry(entry, outcome.retryAfterMs, outcome.cause);
         } else if (outcome === "drop" || (outcome && typeof outcome === "object")) {
           this.droppedBatches++;
@@ -327,6 +336,12 @@ export class PayloadBuffer {
       if (unanswered && !unanswered.settled) {
         unanswered.counted = true;
         this.drop(DROP_REASONS.exitDeadline(deadlineMs), unanswered.payloads);
+      }
+      // An ordinary send still unanswered: the process is about to end without its answer.
+      const ordinary = this.inFlightEntry;
+      if (ordinary && !ordinary.givenUpAtExit) {
+        ordinary.givenUpAtExit = true;
+        this.drop(DROP_REASONS.exitDeadline(deadlineMs), ordinary.batch.length);
       }
       const left = this.waiting.length + (this.retrying?.batch.length ?? 0);
       this.drop(DROP_REASONS.exitDeadline(deadlineMs), left);

@@ -66,13 +66,16 @@ export class DropReporter {
   private total = 0;
   private lastLineAtMs: number | null = null;
   private cancelTimer: (() => void) | null = null;
+  private readonly name: string;
+  private readonly write: DebugLog;
+  private readonly clock: ReportClock;
 
   /** `name` says which destination a line is about (its ingest URL and key id, never the key). */
-  constructor(
-    private readonly name: string,
-    private readonly write: DebugLog = toStderr,
-    private readonly clock: ReportClock = realReportClock,
-  ) {}
+  constructor(name: string, write: DebugLog = toStderr, clock: ReportClock = realReportClock) {
+    this.name = name;
+    this.write = write;
+    this.clock = clock;
+  }
 
   /**
    * Counts `payloads` given up for `reason`. Written at once when no line went out in the last
