@@ -131,9 +131,9 @@ export class PayloadBuffer {
       let excess = this.size - this.tuning.maxBuffered;
       this.drop(DROP_REASONS.bound(this.tuning.maxBuffered), excess);
       if (this.retrying) {
-        this.retrying.addedAtMs.splice(0, Math.min(excess, this.retrying.batch.length));
         const fromRetry = Math.min(excess, this.retrying.batch.length);
         this.retrying.batch.splice(0, fromRetry);
+        this.retrying.addedAtMs.splice(0, fromRetry);
         excess -= fromRetry;
         if (this.retrying.batch.length === 0) this.abandonRetry();
       }
