@@ -75,6 +75,8 @@ export class PayloadBuffer {
   private inFlight: Promise<void> | null = null;
   /** The batch of the ordinary send in flight. */
   private inFlightEntry: Attempted | null = null;
+  /** The exit flush's send under way: counted at its deadline if still unanswered, else when it ends. */
+  private finalSend: { payloads: number; settled: boolean; counted: boolean } | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
   /** The 5-second timer fired while a send was in flight: send as soon as it ends. */
   private due = false;
@@ -287,11 +289,9 @@ export class PayloadBuffer {
     const timeUp = new Promise<void>((resolve) => {
       deadlineTimer = setTimeout(resolve, deadlineMs);
     });
-    /** The exit send under way: counted at the deadline if still unanswered, else when it ends. */
-    let current: { payloads: number; settled: boolean; counted: boolean } | null = null;
     const sendFinal = async (batch: object[], idempotencyKey: string) => {
       const mine = { payloads: batch.length, settled: false, counted: false };
-      current = mine;
+      this.finalSend = mine;
       let outcome: SendOutcome | void;
       try {
         outcome = await this.send(batch, true, idempotencyKey);
@@ -332,8 +332,8 @@ export class PayloadBuffer {
     } finally {
       // Best effort: what could not go within the deadline is dropped, so the process can end
       // (otherwise every later beforeExit would start another flush of the same payloads).
-      const unanswered = current as { payloads: number; settled: boolean; counted: boolean } | null;
-      if (unanswered && !unanswered.settled) {
+      const unanswered = this.finalSend;
+      if (unanswered && !unanswered.settled && !unanswered.counted) {
         unanswered.counted = true;
         this.drop(DROP_REASONS.exitDeadline(deadlineMs), unanswered.payloads);
       }
@@ -351,6 +351,30 @@ export class PayloadBuffer {
       clearTimeout(deadlineTimer);
       this.finalFlushing = false;
     }
+  }
+
+  /**
+   * The process is ending now, without (or in the middle of) the exit flush — `process.exit()`
+   * skips `beforeExit`: everything still held, and any send not yet answered, is given up and
+   * reported. Synchronous: an `exit` listener can run nothing else.
+   */
+  giveUpAtExit(): void {
+    const reason = DROP_REASONS.exitAbrupt;
+    const ordinary = this.inFlightEntry;
+    if (ordinary && !ordinary.givenUpAtExit) {
+      ordinary.givenUpAtExit = true;
+      this.drop(reason, ordinary.batch.length);
+    }
+    const final = this.finalSend;
+    if (final && !final.settled && !final.counted) {
+      final.counted = true;
+      this.drop(reason, final.payloads);
+    }
+    this.drop(reason, this.waiting.length + (this.retrying?.batch.length ?? 0));
+    this.waiting.length = 0;
+    this.waitingSince.length = 0;
+    this.abandonRetry();
+    this.clearTimer();
   }
 
   private afterSend(): void {

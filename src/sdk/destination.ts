@@ -272,9 +272,14 @@ function installExitFlush(): void {
         writePendingDropReports();
       }
     });
-    // process.exit() skips beforeExit: the report still goes out (stderr writes are synchronous
-    // to files, terminals and, on Linux, pipes).
-    proc.on("exit", () => writePendingDropReports());
+    // process.exit() skips beforeExit, so no exit flush: what is still held is given up, and the
+    // report still goes out (stderr writes are synchronous to files, terminals and, on Linux, pipes).
+    proc.on("exit", () => {
+      for (const destination of allDestinations()) {
+        if (typeof (destination.buffer as Partial<PayloadBuffer>).giveUpAtExit === "function") destination.buffer.giveUpAtExit();
+      }
+      writePendingDropReports();
+    });
     for (const signal of ["SIGINT", "SIGTERM"]) {
       const onSignal = () => {
         // Another listener means the host handles this signal itself; we only flush.

@@ -32,6 +32,8 @@ export const DROP_REASONS = {
   exitDeadline: (deadlineMs: number) => `exit flush out of time (${formatSeconds(deadlineMs)}: not sent or not confirmed)`,
   /** Held at exit while the ingest's Retry-After had not ended: never sent inside it. */
   exitHeld: (cause: string | undefined) => `exit before the ingest's Retry-After ended${cause ? ` (${cause})` : ""}`,
+  /** The process ended at once (`process.exit()`, which skips the exit flush) while they were held or unanswered. */
+  exitAbrupt: "process exited before they were sent or confirmed",
   /** The batch could not be sent at all (its send threw before any request). */
   unsendable: (message: string) => `could not be sent (${message})`,
 } as const;

@@ -418,6 +418,27 @@ describe("the exit flush reports what it could not deliver", () => {
     expect(drops).toHaveLength(2);
   });
 
+  test("process.exit() (no exit flush): what is held and the send not yet answered are given up at once, once", async () => {
+    vi.useFakeTimers();
+    let answer!: (outcome: SendOutcome) => void;
+    const { buffer, attempts, drops } = bufferAnswering([() => new Promise<SendOutcome>((resolve) => (answer = resolve))], { flushIntervalMs: 600_000 });
+    for (let i = 0; i < 30; i++) buffer.add(item(i));
+    await vi.advanceTimersByTimeAsync(0); // in flight, unanswered
+    for (let i = 30; i < 34; i++) buffer.add(item(i));
+    buffer.giveUpAtExit();
+    const abrupt = "process exited before they were sent or confirmed";
+    expect(drops).toEqual([
+      { reason: abrupt, payloads: 30, now: false },
+      { reason: abrupt, payloads: 4, now: false },
+    ]);
+    expect(buffer.size).toBe(0);
+    buffer.giveUpAtExit();
+    answer(failing503);
+    await vi.advanceTimersByTimeAsync(120_000);
+    expect(drops).toHaveLength(2);
+    expect(attempts).toHaveLength(1);
+  });
+
   test("a final flush that delivers everything reports nothing", async () => {
     vi.useFakeTimers();
     const { buffer, drops } = bufferAnswering([], { flushIntervalMs: 600_000 });
@@ -538,4 +559,19 @@ test.skipIf(!childRunsTypeScript)("a child process answered 429 Retry-After 900 
     expect(lines[0]).toContain('52 ingest answered 429 ("payload budget exceeded", TOO_MANY_REQUESTS) with Retry-After 900 s');
     expect(lines[1]).toMatch(/since the last report: 5 exit before the ingest's Retry-After ended/);
   }
+});
+
+test.skipIf(!childRunsTypeScript)("process.exit() skips the exit flush: the payloads it costs are still reported before the process ends", { timeout: 20_000 }, async () => {
+  const ingest = await capture("accept");
+  const child = spawn(process.execPath, [EXIT_CHILD, ingest.url, ingestKey(), "5", "exit"], { stdio: ["ignore", "ignore", "pipe"] });
+  onTestFinished(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  });
+  let stderr = "";
+  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on("exit", (exitCode) => resolve(exitCode)));
+  expect(code, stderr).toBe(0);
+  // 5 calls and the startup, fewer than 30 and inside the 5 s interval: never sent, all reported.
+  expect(stderr.trim()).toMatch(/^\[mcpulse\] gave up on 6 payload\(s\) for \S+\/v1\/ingest \(key mp_live_drops\d{3}…\): 6 process exited before they were sent or confirmed$/);
+  expect(ingest.requests).toHaveLength(0);
 });

@@ -1,5 +1,5 @@
 // A process that records calls and then ends in a chosen way, to test the exit flush (SPEC §4).
-// node exit-child.ts <endpoint> <key> <calls, or groups of calls: 51+5> <idle|wait|host-handler>
+// node exit-child.ts <endpoint> <key> <calls, or groups of calls: 51+5> <idle|wait|host-handler|exit>
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
@@ -25,3 +25,4 @@ if (mode === "host-handler") {
   process.on("SIGTERM", () => setTimeout(() => process.exit(7), 300));
 }
 process.stdout.write("ready\n");
+if (mode === "exit") process.exit(0); // skips beforeExit, and so the exit flush
