@@ -378,6 +378,19 @@ describe("what a token reaches", () => {
     expect(after).not.toContain("Doomed agent");
   });
 
+  it("ends a project's grants when the project is deleted", async () => {
+    const doomed = await createProject(worker, "Deleted soon");
+    const provider = await connectAgent(doomed.read_key);
+    const token = provider.stored!.access_token;
+    expect((await rawMcp(token)).status).toBe(200);
+    const kv = await worker.mf.getKVNamespace("OAUTH_KV");
+    expect((await kv.list({ prefix: `grant:${doomed.project_id}:` })).keys.length).toBe(1);
+    const res = await fetch(`${worker.url}/v1/admin/projects/${doomed.project_id}`, { method: "DELETE", headers: { authorization: `Bearer ${worker.adminToken}` } });
+    expect(res.status).toBe(204);
+    expect((await rawMcp(token)).status).toBe(401);
+    expect((await kv.list({ prefix: `grant:${doomed.project_id}:` })).keys.length).toBe(0);
+  });
+
   it("revokes a connection from the dashboard; another project's grant id revokes nothing", async () => {
     const provider = await connectAgent(project.read_key, "Revoked from the dashboard");
     const bystander = await connectAgent(other.read_key, "Bystander");
