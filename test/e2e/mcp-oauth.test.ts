@@ -312,6 +312,19 @@ describe("the SDK's OAuth client against /mcp", () => {
     }
   });
 
+  it("asks only for the approval when the person is already signed in to the dashboard", async () => {
+    const provider = new AgentProvider("Signed-in agent");
+    expect(await auth(provider, { serverUrl: `${worker.url}/mcp` })).toBe("REDIRECT");
+    const session = await signedIn(other.read_key);
+    const res = await fetch(provider.authorizationUrl!, { redirect: "manual", headers: { cookie: session } });
+    expect(res.status).toBe(200);
+    const page = await res.text();
+    expect(page).toContain("data-consent-approve");
+    expect(page).toContain("Someone else");
+    // And a page of the dashboard's own: no connections list without a session.
+    expect((await fetch(`${worker.url}/connections`, { redirect: "manual" })).status).toBe(401);
+  });
+
   it("sends a refusal back to the app as access_denied, with iss", async () => {
     const provider = new AgentProvider();
     expect(await auth(provider, { serverUrl: `${worker.url}/mcp` })).toBe("REDIRECT");
