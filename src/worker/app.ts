@@ -11,6 +11,7 @@ import { mcpApp } from "./routes/mcp.ts";
 import { metricsApp } from "./routes/metrics.ts";
 import { dashboardApp } from "./routes/dashboard.tsx";
 import { dashboardAlertsApp } from "./routes/dashboard-alerts.tsx";
+import { oauthApp } from "./routes/oauth.tsx";
 
 export const app = new Hono<AppEnv>();
 
@@ -46,6 +47,7 @@ app.route("/v1/ingest", ingestRoutes);
 app.route("/v1/metrics", metricsApp);
 app.route("/mcp", mcpApp);
 app.route("/v1", alertRoutes);
+app.route("/", oauthApp);
 app.route("/", dashboardAlertsApp);
 app.route("/", dashboardApp);
 

@@ -81,6 +81,17 @@ export async function authenticateKey(
   return { project_id: row.project_id, key_id: row.key_id, payload_budget_per_minute: row.payload_budget_per_minute, database: row.database_name };
 }
 
+/**
+ * The project of an OAuth grant (SPEC §9), checked like its read key on every call: the key that
+ * approved the grant must still be a live read key of the grant's project, so revoking the key (or
+ * deleting the project) ends the grant's tokens at once. Null otherwise.
+ */
+export async function authenticateGrantKey(db: D1Database, keyId: string, projectId: string): Promise<AuthenticatedKey | null> {
+  const row = await findKeyById(db, keyId);
+  if (!row || row.kind !== "read" || row.revoked_at_ms !== null || row.project_id !== projectId) return null;
+  return { project_id: row.project_id, key_id: row.key_id, payload_budget_per_minute: row.payload_budget_per_minute, database: row.database_name };
+}
+
 /** The answer to an ingest key: its project, no such key (401), or cannot be told right now (503). */
 export type IngestKeyCheck = { ok: true; key: AuthenticatedKey } | { ok: false; status: 401 | 503 };
 
@@ -171,7 +182,7 @@ export async function checkBearerKey<T>(
   request: Request,
   what: string,
   check: (token: string) => Promise<T | null>,
-  options: { countNetwork: boolean } = { countNetwork: true },
+  options: { countNetwork: boolean; challenge?: string } = { countNetwork: true },
 ): Promise<T> {
   const header = request.headers.get("authorization") ?? undefined;
   const token = bearerToken(header);
@@ -183,7 +194,7 @@ export async function checkBearerKey<T>(
     if (refusal !== null) throw tooManyAttempts(refusal);
   }
   throw apiError("UNAUTHORIZED", token === null ? "missing bearer key" : `not a valid ${what}`, {
-    "WWW-Authenticate": 'Bearer realm="mcpulse"',
+    "WWW-Authenticate": options.challenge ?? 'Bearer realm="mcpulse"',
   });
 }
 
@@ -205,9 +216,10 @@ export function setAuthenticated(c: Context<AppEnv>, auth: AuthenticatedKey): vo
  * `{"error": …, "code": "UNAUTHORIZED"}`; sets `c.var.projectId` / `c.var.keyId` and the project's
  * database (`c.var.db`) for the handlers after it.
  */
-export function requireKey(kind: KeyKind): MiddlewareHandler<AppEnv> {
+export function requireKey(kind: KeyKind, challenge?: (c: Context<AppEnv>) => string): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const auth = await checkBearerKey(c.env, c.req.raw, `${kind} key`, (token) => authenticateKey(directoryDb(c.env), token, kind));
+    const options = challenge ? { countNetwork: true, challenge: challenge(c) } : { countNetwork: true };
+    const auth = await checkBearerKey(c.env, c.req.raw, `${kind} key`, (token) => authenticateKey(directoryDb(c.env), token, kind), options);
     setAuthenticated(c, auth);
     await next();
   };

@@ -14,6 +14,8 @@ export interface Env {
   INGEST_HEALTH: DurableObjectNamespace<IngestHealth>;
   /** Failed sign-ins per client network and per key prefix (throttle/credentials.ts). */
   SIGN_IN_THROTTLE: DurableObjectNamespace<SignInThrottle>;
+  /** OAuth 2.1 for /mcp (SPEC §9): @cloudflare/workers-oauth-provider's clients, grants and hashed tokens. */
+  OAUTH_KV: KVNamespace;
   /** Batches D1 could not take yet; producer and consumer check messages with their Zod schema (queues/ingest-writes.ts). */
   INGEST_QUEUE: Queue<unknown>;
   /** One rollup or retention job per database per cron run (queues/rollup-jobs.ts, SPEC §7). */

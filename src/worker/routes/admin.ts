@@ -11,7 +11,8 @@ import { z } from "zod";
 import type { AppEnv } from "../env.ts";
 import { apiError, validBody } from "../errors.ts";
 import { bearerToken, generateKey, isProjectKeyShaped, keyIdOf, randomBase62, revokeKeyStates, sha256Hex, type KeyKind } from "../auth.ts";
-import { insertKeyStatement, listKeys, revokeKey } from "../db/keys.ts";
+import { findKeyById, insertKeyStatement, listKeys, revokeKey } from "../db/keys.ts";
+import { revokeGrantsOf } from "../oauth/authorization-server.ts";
 import { deleteAdminSessions, deleteSessionsOfKey } from "../db/sessions.ts";
 import { ADMIN_PREFIX, adminPrefixRefusal, attemptOf, recordFailedCredential, tooManyAttempts } from "../throttle/credentials.ts";
 import { deleteProject, findProject, insertProjectStatement, listProjects, setPayloadBudget } from "../db/projects.ts";
@@ -183,6 +184,7 @@ adminRoutes.delete("/projects/:id", async (c) => {
   if (!(await deleteProject(directory, projectId))) throw apiError("NOT_FOUND", "no such project");
   // Its ingest keys stop at once where their objects hold them (SPEC §3), not after their refresh.
   await revokeKeyStates(c.env, keys.filter((k) => k.kind === "ingest").map((k) => k.key_id));
+  await revokeGrantsOf(c.env, new URL(c.req.url).origin, projectId, null);
   await forgetProjectHealth(c.env, projectId);
   return c.body(null, 204);
 });
@@ -217,9 +219,12 @@ adminRoutes.post("/projects/:id/keys", validBody(CreateKeyBody), async (c) => {
 
 adminRoutes.delete("/keys/:key_id", async (c) => {
   const keyId = c.req.param("key_id");
-  if (!(await revokeKey(directoryDb(c.env), keyId, Date.now()))) {
+  const key = await findKeyById(directoryDb(c.env), keyId);
+  if (!key || !(await revokeKey(directoryDb(c.env), keyId, Date.now()))) {
     throw apiError("NOT_FOUND", "no such key");
   }
+  // The OAuth grants it approved, with their tokens (SPEC §9); /mcp also checks the key on every call.
+  if (key.kind === "read") await revokeGrantsOf(c.env, new URL(c.req.url).origin, key.project_id, keyId);
   // Immediate where the worker can see it: the key's object refuses it from now on (SPEC §1.1).
   if (keyId.startsWith("mp_live_")) await revokeKeyStates(c.env, [keyId]);
   // Its dashboard sessions end with it (the session check also joins the key, so they already could not be used).
