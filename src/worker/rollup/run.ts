@@ -142,7 +142,10 @@ const DELETE_EMPTIED_BATCHES_SQL = `DELETE FROM call_batches WHERE batch_seq IN 
   SELECT batch_seq FROM call_batches WHERE call_count = 0 AND last_received_at_ms < ?1 - ${IDEMPOTENCY_WINDOW_MS}
   ORDER BY batch_seq LIMIT ${EMPTIED_BATCHES_PER_RUN})`;
 
-/** Statements every run makes whatever is pending: the lease, closing the open rows, the new day marks, the probe, the cleanup, as_of, the release. */
+/**
+ * Statements a run reserves whatever is pending: closing the open rows, the new day marks, the
+ * probe, the lease, the cleanup, as_of, the release (an idle run takes no lease: 5).
+ */
 export const ROLLUP_FIXED_STATEMENTS = 7;
 
 /**
@@ -189,31 +192,10 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
   };
   if (o.maxQueries < ROLLUP_FIXED_STATEMENTS) throw new Error(`rollup: maxQueries must be at least ${ROLLUP_FIXED_STATEMENTS}`);
 
-  // At most one rollup job per database (a cron run can start while the previous one still runs):
-  // a job that finds the lease held does nothing.
-  const holder = crypto.randomUUID();
-  let leaseFrom = o.clock();
-  try {
-    const taken = await db.prepare(TAKE_LEASE_SQL).bind(holder, leaseFrom, leaseFrom + o.leaseMs).first<{ holder: string }>();
-    report.queries += 1;
-    if (taken?.holder !== holder) {
-      report.leaseHeld = true;
-      return report;
-    }
-    return await runHeld(db, scheduledTimeMs, o, report, holder, () => leaseFrom, (t) => (leaseFrom = t));
-  } catch (err) {
-    // Released so that the next run need not wait for the lease to expire (best effort: it expires anyway).
-    await db.prepare(RELEASE_LEASE_SQL).bind(holder).run().catch(() => undefined);
-    throw err;
-  }
-}
-
-async function runHeld(
-  db: D1Database, scheduledTimeMs: number, o: Required<RollupOptions>, report: RollupRunReport, holder: string,
-  leaseFrom: () => number, renewed: (t: number) => void,
-): Promise<RollupRunReport> {
   const todayMs = dayStartMs(scheduledTimeMs);
   const hourMs = hourStartMs(scheduledTimeMs);
+  // Safe while another run works: closing the open rows again only closes more of them (a run takes
+  // closed rows only), and the day marks are added once.
   const [, , probe] = await db.batch([
     db.prepare(CLOSE_OPEN_BATCHES_SQL),
     db.prepare(DAY_FOLD_SQL.markNewProjects).bind(todayMs),
@@ -227,6 +209,50 @@ async function runHeld(
     startups: !!pendingRow?.startups, agreements: !!pendingRow?.agreements, calls: !!pendingRow?.calls, recompute: !!pendingRow?.recompute,
     days: !!pendingRow?.days, versions: !!pendingRow?.versions,
   };
+  const idle = !Object.values(pending).some(Boolean);
+  if (idle) {
+    // Nothing to fold: no lease (an idle run writes only as_of), just the closing statements.
+    await finish(db, scheduledTimeMs, null);
+    report.queries += 2;
+    report.caughtUp = true;
+    return report;
+  }
+
+  // At most one rollup job per database (a cron run can start while the previous one still runs):
+  // a job that finds the lease held leaves the work to it.
+  const holder = crypto.randomUUID();
+  let leaseFrom = o.clock();
+  try {
+    const taken = await db.prepare(TAKE_LEASE_SQL).bind(holder, leaseFrom, leaseFrom + o.leaseMs).first<{ holder: string }>();
+    report.queries += 1;
+    if (taken?.holder !== holder) {
+      report.leaseHeld = true;
+      return report;
+    }
+    return await runHeld(db, scheduledTimeMs, o, report, pending, holder, () => leaseFrom, (t) => (leaseFrom = t));
+  } catch (err) {
+    // Released so that the next run need not wait for the lease to expire (best effort: it expires anyway).
+    await db.prepare(RELEASE_LEASE_SQL).bind(holder).run().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** The run's last batch: the emptied rows' cleanup, as_of and, when the run took it, the lease's release. */
+async function finish(db: D1Database, scheduledTimeMs: number, holder: string | null): Promise<void> {
+  await db.batch([
+    db.prepare(DELETE_EMPTIED_BATCHES_SQL).bind(scheduledTimeMs), db.prepare(AS_OF_SQL).bind(scheduledTimeMs),
+    ...(holder === null ? [] : [db.prepare(RELEASE_LEASE_SQL).bind(holder)]),
+  ]);
+}
+
+type Pending = Record<"startups" | "agreements" | "calls" | "recompute" | "days" | "versions", boolean>;
+
+async function runHeld(
+  db: D1Database, scheduledTimeMs: number, o: Required<RollupOptions>, report: RollupRunReport, pending: Pending, holder: string,
+  leaseFrom: () => number, renewed: (t: number) => void,
+): Promise<RollupRunReport> {
+  const todayMs = dayStartMs(scheduledTimeMs);
+  const hourMs = hourStartMs(scheduledTimeMs);
   let budget = o.maxQueries - ROLLUP_FIXED_STATEMENTS;
   let transactions = 0;
   let lost = false;
@@ -327,9 +353,7 @@ async function runHeld(
     if (!ran) break;
   }
 
-  await db.batch([
-    db.prepare(DELETE_EMPTIED_BATCHES_SQL).bind(scheduledTimeMs), db.prepare(AS_OF_SQL).bind(scheduledTimeMs), db.prepare(RELEASE_LEASE_SQL).bind(holder),
-  ]);
+  await finish(db, scheduledTimeMs, holder);
   report.queries += 3;
   report.caughtUp = !pending.calls && !pending.startups && !pending.agreements && !pending.recompute && !pending.days && !pending.versions;
   return report;

@@ -53,8 +53,9 @@ describe("one rollup job per database", () => {
       },
     });
     const a = await runRollup(firstDb, NOW, { chunkCalls: 1, pauseMs: 0 });
-    expect(second).toMatchObject({ leaseHeld: true, newCalls: 0, callChunks: 0, queries: 1 });
-    expect(secondStatements).toBe(1);
+    // Its first batch (closing the open rows, the day marks, the probe: safe beside another run), the lease, nothing more.
+    expect(second).toMatchObject({ leaseHeld: true, newCalls: 0, callChunks: 0, queries: 4 });
+    expect(secondStatements).toBe(4);
     expect(a).toMatchObject({ leaseHeld: false, newCalls: 12, callChunks: 4, caughtUp: true });
     expect(await snapshot(db)).toEqual(referenceRollup(received, [], []));
     expect(await lease()).toBeNull();
@@ -76,11 +77,22 @@ describe("one rollup job per database", () => {
 
   it("a run that fails releases its lease, so the next run need not wait for it to expire", async () => {
     await deliverRequests(2);
-    // Statement 1 is the lease, 2–4 the first batch, 5–11 the first calls chunk.
+    // Statements 1–3 are the first batch, 4 the lease, 5–11 the first calls chunk.
     const faulty = faultyDb(db, { failAt: 6, when: "before" });
     await expect(runRollup(faulty.db, NOW, { pauseMs: 0 })).rejects.toThrow(/Network connection lost/);
     expect(await lease()).toBeNull();
     expect((await runRollup(db, NOW, { pauseMs: 0 })).newCalls).toBe(6);
+  });
+
+  it("an idle run takes no lease (it writes only as_of)", async () => {
+    const counted = countingDb(db);
+    const r = await runRollup(counted.db, NOW, { pauseMs: 0 });
+    expect(r).toMatchObject({ caughtUp: true, leaseHeld: false, queries: 5 });
+    expect(counted.count()).toBe(5);
+    // Even with another job's lease in place, an idle run is not held up.
+    await holdLease("other", NOW + LEASE_MS);
+    expect(await runRollup(db, NOW, { clock: () => NOW, pauseMs: 0 })).toMatchObject({ caughtUp: true, leaseHeld: false });
+    expect(JSON.parse((await lease())!.value)).toMatchObject({ holder: "other" });
   });
 
   it("renews the lease once half of it has passed, and stops when another job has taken it over", async () => {
