@@ -19,7 +19,7 @@ export function parseMaxQueries(value: string | undefined): number {
   return value !== undefined && Number.isInteger(n) && n >= ROLLUP_FIXED_STATEMENTS && n <= 1000 ? n : DEFAULT_ROLLUP_OPTIONS.maxQueries;
 }
 
-/** Pause between a rollup run's transactions: `ROLLUP_PAUSE_MS` when a whole number from 0 to 1,000, else the default (20). */
+/** Pause between a rollup run's transactions: `ROLLUP_PAUSE_MS` when a whole number from 0 to 1,000, else the default (50). */
 export function parsePauseMs(value: string | undefined): number {
   const n = Number(value);
   return value !== undefined && value !== "" && Number.isInteger(n) && n >= 0 && n <= 1000 ? n : DEFAULT_ROLLUP_OPTIONS.pauseMs;

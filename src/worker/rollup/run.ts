@@ -63,7 +63,7 @@ export interface RollupOptions {
   dayFoldRows?: number;
   /**
    * Milliseconds the run waits between two transactions so that requests queued on the database
-   * meanwhile get through (bench:fairness). Default 20.
+   * meanwhile get through (bench:fairness: without it a quiet read waited through a whole run). Default 50.
    */
   pauseMs?: number;
   /** How long the run's lease on the database lasts unless renewed (ms). Default 60,000. */
@@ -84,7 +84,7 @@ export const DEFAULT_ROLLUP_OPTIONS: Required<RollupOptions> = {
   recomputeRows: 10_000,
   recomputeSequences: 2_000,
   dayFoldRows: DAY_FOLD_ROWS,
-  pauseMs: 20,
+  pauseMs: 50,
   leaseMs: 60_000,
   clock: () => Date.now(),
 };
