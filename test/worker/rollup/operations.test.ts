@@ -6,7 +6,7 @@ import worker from "../../../src/worker/index.ts";
 import { CALL_CHUNK_STATEMENTS } from "../../../src/worker/rollup/calls.ts";
 import { AGREEMENT_CHUNK_STATEMENTS } from "../../../src/worker/rollup/agreements.ts";
 import { STARTUP_CHUNK_STATEMENTS } from "../../../src/worker/rollup/startups.ts";
-import { AS_OF, DEFAULT_ROLLUP_OPTIONS, ROLLUP_FIXED_STATEMENTS, parseMaxQueries, runRollup } from "../../../src/worker/rollup/index.ts";
+import { AS_OF, DEFAULT_ROLLUP_OPTIONS, ROLLUP_FIXED_STATEMENTS, parseMaxQueries, parsePauseMs, runRollup } from "../../../src/worker/rollup/index.ts";
 import { call, calls, countingDb, deliver, resetDb, snapshot, type TestCall } from "./fixtures.ts";
 import { referenceRollup } from "./reference.ts";
 import { runCron } from "../helpers/cron.ts";
@@ -120,6 +120,15 @@ describe("chunks and the query budget", () => {
     expect(parseMaxQueries("1001")).toBe(DEFAULT_ROLLUP_OPTIONS.maxQueries);
     expect(parseMaxQueries("12.5")).toBe(DEFAULT_ROLLUP_OPTIONS.maxQueries);
     expect(parseMaxQueries("lots")).toBe(DEFAULT_ROLLUP_OPTIONS.maxQueries);
+  });
+
+  it("takes ROLLUP_PAUSE_MS from 0 to 1,000 ms, else the default pause", () => {
+    expect(DEFAULT_ROLLUP_OPTIONS.pauseMs).toBe(50);
+    for (const [value, pause] of [
+      [undefined, 50], ["", 50], ["-1", 50], ["0", 0], ["1", 1], ["999", 999], ["1000", 1000], ["1001", 50], ["2.5", 50], ["soon", 50],
+    ] as const) {
+      expect({ value, pause: parsePauseMs(value) }).toEqual({ value, pause });
+    }
   });
 
   // One free-plan run (the default maxQueries) folds as many call chunks as its statement budget
