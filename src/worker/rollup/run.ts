@@ -159,7 +159,12 @@ const TAKE_LEASE_SQL = `INSERT INTO rollup_state (name, value) VALUES ('${ROLLUP
 /** Renews holder ?1's lease until ?2: no row back when another job took it over (this one's had expired). */
 const RENEW_LEASE_SQL = `UPDATE rollup_state SET value = json_object('holder', ?1, 'until_ms', ?2)
   WHERE name = '${ROLLUP_LEASE}' AND value ->> '$.holder' = ?1 RETURNING 1 AS renewed`;
-const RELEASE_LEASE_SQL = `DELETE FROM rollup_state WHERE name = '${ROLLUP_LEASE}' AND value ->> '$.holder' = ?1`;
+/**
+ * Releases holder ?1's lease: it expires at once. The row stays, so that taking and releasing the
+ * lease write it in place (one row written each) instead of adding and deleting it with its index entry.
+ */
+const RELEASE_LEASE_SQL = `UPDATE rollup_state SET value = json_object('holder', ?1, 'until_ms', 0)
+  WHERE name = '${ROLLUP_LEASE}' AND value ->> '$.holder' = ?1`;
 
 const PENDING_SQL = `SELECT
   EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND ${FOLDABLE}) AS calls,
