@@ -186,7 +186,7 @@ export const CHUNK_SELECTION_SQL =
    * plus the calls of every state row the chunk will load, from `call_count`, before any state JSON
    * is read — are at most ?2, and the spans at most ?3; the first request is always taken so the
    * rollup always advances. At most ?3 requests are candidates: what this statement reads grows
-   * with them (~70 rows each, whatever their size), and each request of a session adds a span
+   * with them (~90 rows each, whatever their size), and each request of a session adds a span
    * unless it shares one.
    *
    * Spans: per cluster (project, session, client, UTC hour of the new calls) the state rows the
