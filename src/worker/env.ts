@@ -26,6 +26,8 @@ export interface Env {
   RAW_RETENTION_DAYS?: string;
   /** D1 statements one rollup run may spend (default 48, the free plan; up to 1,000 on Paid). */
   ROLLUP_MAX_QUERIES?: string;
+  /** Milliseconds a rollup run waits between its transactions so queued requests get through (rollup/run.ts; default 50). */
+  ROLLUP_PAUSE_MS?: string;
   PRICE_PER_MILLION_TOKENS_USD?: string;
   /** D1 queries one invocation may make, shared by the rollup and the alert step (default 50, the free plan). */
   D1_QUERIES_PER_INVOCATION?: string;
