@@ -39,9 +39,10 @@ export function clearExploreCache(): void {
   cache.clear();
 }
 
-// The schema reads the request's clock (defaults, the 90-day edge), floored to the minute so that
-// a default range names the same query for a minute and the cache can answer it.
-const exploreQuery = exploreQuerySchema(() => Math.floor(Date.now() / 60_000) * 60_000);
+// The schema reads the request's clock (defaults, the 90-day edge) rounded up to the end of the
+// current minute: a default range then names the same query for a minute, so the cache can answer
+// it, and still holds the calls of the last seconds.
+const exploreQuery = exploreQuerySchema(() => Math.floor(Date.now() / 60_000) * 60_000 + 60_000);
 
 exploreApp.use("*", requireKey("read"));
 exploreApp.use("*", async (c, next) => {
