@@ -3,6 +3,12 @@ import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+import { sharedLocalAnalytics } from "./scripts/analytics-local.ts";
+
+// The local stand-in for Analytics Engine (an embedded ClickHouse in this process, SPEC §8), as
+// `npm run dev` runs it: the worker tests' ingest posts its data points there and Explore queries
+// it. Every test uses its own project, so they share it as they share D1.
+const analytics = await sharedLocalAnalytics();
 
 export default defineConfig({
   test: {
@@ -11,7 +17,7 @@ export default defineConfig({
         test: {
           name: "node",
           environment: "node",
-          include: ["test/shared/**/*.test.ts", "test/sdk/**/*.test.ts"],
+          include: ["test/shared/**/*.test.ts", "test/sdk/**/*.test.ts", "test/analytics/**/*.test.ts"],
         },
       },
       {
@@ -25,6 +31,7 @@ export default defineConfig({
                 TEST_MIGRATIONS: await readD1Migrations(fileURLToPath(new URL("./migrations", import.meta.url))),
                 // The generated schema.sql, compared with what the migrations produce (test/worker/schema.test.ts).
                 GENERATED_SCHEMA_SQL: readFileSync(new URL("./schema.sql", import.meta.url), "utf8"),
+                ANALYTICS_LOCAL_URL: analytics.url,
               },
             },
           }),

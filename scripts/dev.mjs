@@ -5,7 +5,9 @@
 //    a local D1 made by the first release's schema.sql is recognised by 0001 and keeps its data;
 // 2. creates .dev.vars with a random ADMIN_TOKEN unless one is already set there;
 // 3. records the URL it serves (for `npm run example`) and prints how to create a project;
-// 4. runs `wrangler dev` with the scheduled handler reachable (--test-scheduled). Extra arguments
+// 4. starts the local stand-in for Analytics Engine (an embedded ClickHouse, scripts/analytics-local.ts)
+//    on 127.0.0.1, kept in .wrangler/state/analytics-engine, so Explore answers out of the box;
+// 5. runs `wrangler dev` with the scheduled handler reachable (--test-scheduled). Extra arguments
 //    pass through: `npm run dev -- --port 8788`.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -74,9 +76,22 @@ Create a project (prints its ingest and read keys), in another terminal:
 Or see it work end to end: npm run example (it finds this worker by itself; elsewhere set MCPULSE_URL=${url})
 `);
 
-// 4. Serve. The defaults come first so that options passed through are the ones that count.
+// 4. The local Analytics Engine. Without it (chdb missing on this platform) the worker still runs;
+// Explore then answers 503 as it does where AE is not configured.
+let analytics = null;
+try {
+  const { LocalAnalyticsEngine, startLocalAnalyticsServer } = await import("./analytics-local.ts");
+  const engine = new LocalAnalyticsEngine(join(root, ".wrangler", "state", "analytics-engine"));
+  analytics = { engine, ...(await startLocalAnalyticsServer(engine)) };
+  console.log(`Analytics Engine (local, embedded ClickHouse): ${analytics.url}`);
+} catch (error) {
+  console.warn(`The local Analytics Engine did not start (${error instanceof Error ? error.message : error}); Explore will answer 503.`);
+}
+
+// 5. Serve. The defaults come first so that options passed through are the ones that count.
 // LOCAL_DEV: alert destinations may be http://127.0.0.1, localhost or [::1] (docs/alerts.md); never set on deploy.
 const args = [wrangler, "dev", "--test-scheduled", "--var", "LOCAL_DEV:true"];
+if (analytics) args.push("--var", `ANALYTICS_LOCAL_URL:${analytics.url}`);
 if (!hasOption("--ip")) args.push("--ip", "127.0.0.1");
 if (!hasOption("--port")) args.push("--port", "8787");
 args.push(...extraArgs);
@@ -85,7 +100,11 @@ args.push(...extraArgs);
 const env = { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: process.env.CLOUDFLARE_CF_FETCH_ENABLED ?? "false" };
 const child = spawn(process.execPath, args, { cwd: root, stdio: "inherit", env });
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
-child.on("exit", (code, signal) => {
+child.on("exit", async (code, signal) => {
   clearDevUrl(url);
+  if (analytics) {
+    await analytics.close();
+    analytics.engine.close();
+  }
   process.exit(code ?? (signal ? 1 : 0));
 });

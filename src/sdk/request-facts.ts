@@ -1,7 +1,7 @@
 // The facts one request carries, gathered for watch(): the client it comes from, its protocol
 // revision, and what SPEC §4's session order reads (session.ts's pure `sessionSource` decides on
 // them). Only reads: nothing here sends, or remembers anything but what the destination keeps.
-import { MAX_CLIENT_NAME_CHARS, MAX_PROTOCOL_VERSION_CHARS } from "../shared/limits.ts";
+import { MAX_CLIENT_NAME_CHARS, MAX_CLIENT_VERSION_CHARS, MAX_PROTOCOL_VERSION_CHARS, MAX_SERVER_VERSION_CHARS } from "../shared/limits.ts";
 import { CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY, UNKNOWN_CLIENT } from "./constants.ts";
 import { transportKindOf, type SessionFacts } from "./session.ts";
 import type { WatchState } from "./watch-state.ts";
@@ -40,6 +40,37 @@ function perRequestMeta(request: unknown, extra: unknown, key: string): unknown 
   if (isRecord(meta) && meta[key] !== undefined) return meta[key];
   const extraMeta = isRecord(extra) ? extra._meta : undefined;
   return isRecord(extraMeta) ? extraMeta[key] : undefined;
+}
+
+/** A version string as the wire takes it (SPEC §1.2: 1–64 chars), else not sent. */
+function boundedVersion(value: unknown, maxChars: number): string | null {
+  return typeof value === "string" && value.length > 0 ? cutToCodePoints(value, maxChars) : null;
+}
+
+/** A `clientInfo.version` as sent: cut to 64 code points, null when not text. */
+export function clientVersionText(value: unknown): string | null {
+  return boundedVersion(value, MAX_CLIENT_VERSION_CHARS);
+}
+
+/**
+ * The client's own version (`clientInfo.version`): from the request itself (MCP 2026-07-28), else
+ * from the initialize this server object saw. Descriptive only: null when nothing says.
+ */
+export function clientVersionOf(state: WatchState, request: unknown, extra: unknown): string | null {
+  const info = perRequestMeta(request, extra, CLIENT_INFO_META_KEY);
+  if (isRecord(info)) return clientVersionText(info.version);
+  if (state.connectionClientVersion !== undefined) return state.connectionClientVersion;
+  try {
+    return clientVersionText(state.shape.low.getClientVersion?.()?.version);
+  } catch {
+    return null; // rule 1
+  }
+}
+
+/** The server's own version, as it named itself to its clients (`serverInfo.version`). */
+export function serverVersionOf(state: WatchState): string | null {
+  const info = state.shape.low._serverInfo;
+  return isRecord(info) ? boundedVersion(info.version, MAX_SERVER_VERSION_CHARS) : null;
 }
 
 export function perRequestClient(request: unknown, extra: unknown): string | undefined {

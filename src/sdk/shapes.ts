@@ -8,8 +8,10 @@ export type RequestHandler = (request: unknown, extra: unknown) => unknown;
 export interface LowLevelServer {
   _requestHandlers: Map<string, RequestHandler>;
   transport?: unknown;
-  getClientVersion?: () => { name?: unknown } | undefined;
+  getClientVersion?: () => { name?: unknown; version?: unknown } | undefined;
   _negotiatedProtocolVersion?: unknown;
+  /** The server's own `{name, version}` as given to its constructor (1.x and 2.x); read for `server_version` only. */
+  _serverInfo?: unknown;
   _wrapHandler?: unknown;
 }
 

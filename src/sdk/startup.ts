@@ -57,6 +57,17 @@ export function startupIfAlreadyInitialized(state: WatchState): void {
  * conversation id only with its calls would otherwise add a session with no calls.
  */
 export function sessionOfRequest(state: WatchState, request: unknown, extra: unknown, clientName: string, sessionlessStartup: boolean): string {
+  return sessionAndKindOfRequest(state, request, extra, clientName, sessionlessStartup).id;
+}
+
+/** sessionOfRequest's id with the case that named it (`none` when nothing did): a call's `session_kind`. */
+export function sessionAndKindOfRequest(
+  state: WatchState,
+  request: unknown,
+  extra: unknown,
+  clientName: string,
+  sessionlessStartup: boolean,
+): { id: string; kind: SessionKindSent } {
   const source = sessionSource(sessionFacts(state, request, extra, clientName));
   const destination = state.destination;
   if (source === null) {
@@ -64,12 +75,15 @@ export function sessionOfRequest(state: WatchState, request: unknown, extra: unk
     if (sessionlessStartup && destination.claimSessionlessStartup(clientName)) {
       void sendStartup(state, destination.processSessionId, clientName, requestProtocolVersion(state, request, extra), state.shape.low.transport);
     }
-    return "";
+    return { id: "", kind: "none" };
   }
   const { id, isNew } = destination.sessions.lookup(source);
   if (isNew) void sendStartup(state, id, clientName, requestProtocolVersion(state, request, extra), state.shape.low.transport);
-  return id;
+  return { id, kind: source.kind };
 }
+
+/** The session kinds a call can send (SPEC §1.2); `unknown` is the worker's word for "not said". */
+export type SessionKindSent = "key" | "conversation" | "transport" | "connection" | "none";
 
 function syntheticContext(state: WatchState, method: string): Record<string, unknown> {
   const signal = new AbortController().signal;

@@ -13,6 +13,10 @@ export interface WatchState {
   log: DebugLog;
   /** The client named in this server object's own initialize. */
   connectionClient: string | undefined;
+  /** The version the initialize of this server object's connection named (`clientInfo.version`). */
+  connectionClientVersion?: string | null;
+  /** The protocol revision the initialize of this server object's connection settled on. */
+  connectionProtocolVersion?: string | null;
   /** The version of the MCP SDK this server object comes from, once read from its calls (null: not yet, or unknowable). */
   mcpSdkVersion: string | null;
   /** Stack readings left before giving up (code that is not the MCP SDK on disk: bundled, workerd). */

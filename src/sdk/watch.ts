@@ -20,10 +20,22 @@ import { missingInternals, missingInternalsMessage } from "./internals.ts";
 import { knownMcpSdkVersion } from "./mcp-sdk-version.ts";
 import { resolveOptions, type WatchOptions } from "./options.ts";
 import { outcomeOfHandler, outcomeOfToolCallback, type CallbackRecord } from "./outcome.ts";
-import { clientName, clientOfRequest, isRecord, perRequestClient, sessionFacts, transportSessionId, versionText } from "./request-facts.ts";
+import {
+  clientName,
+  clientOfRequest,
+  clientVersionOf,
+  clientVersionText,
+  isRecord,
+  perRequestClient,
+  requestProtocolVersion,
+  serverVersionOf,
+  sessionFacts,
+  transportSessionId,
+  versionText,
+} from "./request-facts.ts";
 import { sessionSource } from "./session.ts";
-import { recogniseServer, type RequestHandler } from "./shapes.ts";
-import { sendStartup, sessionOfRequest, startupIfAlreadyInitialized } from "./startup.ts";
+import { recogniseServer, transportKind, type RequestHandler } from "./shapes.ts";
+import { sendStartup, sessionAndKindOfRequest, sessionOfRequest, startupIfAlreadyInitialized, type SessionKindSent } from "./startup.ts";
 import { callbackBySignal, isInstrumented, markInstrumented, signalOf, wrapToolCallbackAtDispatch } from "./tool-callbacks.ts";
 import { learnVersion, MAX_VERSION_READINGS, type WatchState } from "./watch-state.ts";
 
@@ -41,6 +53,10 @@ interface CallInProgress {
   /** What args_hash is the digest of, taken before the handler runs (args-hash.ts). */
   argsText: string | null;
   clientName: string;
+  /** Descriptive facts of the call (SPEC §1.2), for the worker's Analytics Engine dimensions. */
+  clientVersion: string | null;
+  protocolVersion: string | null;
+  sessionKind: SessionKindSent;
   startedAtMs: number;
   startedPerfMs: number;
   callback: CallbackRecord | undefined;
@@ -182,6 +198,7 @@ function initializeHandler(state: WatchState, handler: RequestHandler): RequestH
       const params = isRecord(request) ? request.params : undefined;
       // Read from the initialize request itself: getClientVersion() is set only once it settles.
       name = (isRecord(params) && isRecord(params.clientInfo) ? clientName(params.clientInfo.name) : undefined) ?? UNKNOWN_CLIENT;
+      state.connectionClientVersion = clientVersionText(isRecord(params) && isRecord(params.clientInfo) ? params.clientInfo.version : undefined);
       requestedVersion = isRecord(params) ? versionText(params.protocolVersion) : null;
       state.connectionClient = name;
       const sessionId = transportSessionId(state, extra);
@@ -200,6 +217,7 @@ function initializeHandler(state: WatchState, handler: RequestHandler): RequestH
             const sessionId = transportSessionId(state, extra);
             if (sessionId) state.destination.rememberClient(sessionId, name);
             const version = (isRecord(result) ? versionText(result.protocolVersion) : null) ?? requestedVersion;
+            state.connectionProtocolVersion = version;
             // Every initialize sends its tool list (SPEC §4), to the session it opens; a stateless
             // server's initialize opens none, and its client's list goes out once per process.
             const destination = state.destination;
@@ -232,12 +250,16 @@ function beginCall(state: WatchState, request: unknown, extra: unknown): CallInP
     const namedPerRequest = perRequest !== undefined;
     if (namedPerRequest) learnVersion(state); // inside the MCP SDK's dispatch of this request
     const clientName = clientOfRequest(state, extra, perRequest);
+    const session = sessionAndKindOfRequest(state, request, extra, clientName, namedPerRequest);
     const call: CallInProgress = {
-      sessionId: sessionOfRequest(state, request, extra, clientName, namedPerRequest),
+      sessionId: session.id,
       toolName,
       // Over the arguments exactly as the request carried them, before any validation (SPEC §4).
       argsText: argsHashText(isRecord(params) ? params.arguments : undefined),
       clientName,
+      clientVersion: clientVersionOf(state, request, extra),
+      protocolVersion: requestProtocolVersion(state, request, extra) ?? state.connectionProtocolVersion ?? null,
+      sessionKind: session.kind,
       startedAtMs: 0,
       startedPerfMs: perfNow(),
       callback: undefined,
@@ -286,6 +308,11 @@ function finishCall(state: WatchState, call: CallInProgress, threw: boolean, res
         response_bytes: responseBytes,
         is_empty: outcome === "ok" && isEmptyResult(result),
         args_hash: "", // filled in before the payload is sent (Destination.enqueueCall)
+        client_version: call.clientVersion,
+        server_version: serverVersionOf(state),
+        protocol_version: call.protocolVersion,
+        session_kind: call.sessionKind,
+        transport: transportKind(state.shape.low.transport),
       },
       call.argsText,
     );

@@ -12,12 +12,47 @@ import {
   wholeNumber,
 } from "./fields.ts";
 import { codePointLength } from "./hash.ts";
-import { MAX_BYTE_COUNT, MAX_CLIENT_NAME_CHARS, MAX_DURATION_MS, MAX_SESSION_ID_CHARS, MAX_TOOL_NAME_CHARS } from "./limits.ts";
+import {
+  MAX_BYTE_COUNT,
+  MAX_CLIENT_NAME_CHARS,
+  MAX_CLIENT_VERSION_CHARS,
+  MAX_DURATION_MS,
+  MAX_PROTOCOL_VERSION_CHARS,
+  MAX_SERVER_VERSION_CHARS,
+  MAX_SESSION_ID_CHARS,
+  MAX_TOOL_NAME_CHARS,
+} from "./limits.ts";
+import { TRANSPORTS, type Transport } from "./startup.ts";
 import { parseTimestampMs } from "./timestamp.ts";
 
 /** The four outcomes of a call (SPEC §1.2, §4). */
 export const CALL_OUTCOMES = ["ok", "bad_args", "tool_error", "crashed"] as const;
 export const callOutcomeSchema = z.enum(CALL_OUTCOMES);
+
+/**
+ * Where a call's session id came from (SPEC §4 "Sessions are conversations"): the producer's own
+ * key, a conversation id the client sent, the transport's session, the connection, or `none` when
+ * nothing told the conversation apart. `unknown` stands for any other value.
+ */
+export const SESSION_KINDS = ["key", "conversation", "transport", "connection", "none", "unknown"] as const;
+export type SessionKind = (typeof SESSION_KINDS)[number];
+
+/**
+ * The descriptive facts of a call (SPEC §1.2): who and what served it. They only describe, so an
+ * unexpected value never costs the call: a version that is not text of 1 to its cap is stored as
+ * not said (`null`); a session kind or transport outside its list is `unknown`; absent is `null`.
+ */
+export function descriptiveVersion(value: unknown, maxChars: number): string | null {
+  if (typeof value !== "string" || value === "") return null;
+  return value.length <= maxChars || codePointLength(value) <= maxChars ? value : null;
+}
+
+export function descriptiveChoice<T extends string>(value: unknown, allowed: readonly T[]): T | "unknown" | null {
+  if (value === undefined || value === null) return null;
+  return typeof value === "string" && (allowed as readonly string[]).includes(value) ? (value as T) : "unknown";
+}
+
+const versionField = (maxChars: number) => z.unknown().optional().transform((value) => descriptiveVersion(value, maxChars));
 
 /**
  * A call as a producer sends it, parsed to what the worker stores: `started_at` becomes
@@ -37,6 +72,11 @@ export const callPayloadSchema = z
     response_bytes: byteCountSchema.default(0),
     is_empty: z.boolean().default(false),
     args_hash: hashSchema,
+    client_version: versionField(MAX_CLIENT_VERSION_CHARS),
+    server_version: versionField(MAX_SERVER_VERSION_CHARS),
+    protocol_version: versionField(MAX_PROTOCOL_VERSION_CHARS),
+    session_kind: z.unknown().optional().transform((value): SessionKind | null => descriptiveChoice(value, SESSION_KINDS)),
+    transport: z.unknown().optional().transform((value): Transport | null => descriptiveChoice(value, TRANSPORTS)),
   })
   .transform((call, ctx) => {
     // An error is not also an absence: is_empty may only be true on an ok call (SPEC §1.2).
@@ -61,6 +101,11 @@ export const callPayloadSchema = z
       response_bytes: call.response_bytes,
       is_empty: call.is_empty,
       args_hash: call.args_hash,
+      client_version: call.client_version,
+      server_version: call.server_version,
+      protocol_version: call.protocol_version,
+      session_kind: call.session_kind,
+      transport: call.transport,
     };
   });
 
@@ -105,6 +150,11 @@ export function parseCallFast(item: Readonly<Record<string, unknown>>): CallPayl
     response_bytes,
     is_empty,
     args_hash,
+    client_version: descriptiveVersion(item.client_version, MAX_CLIENT_VERSION_CHARS),
+    server_version: descriptiveVersion(item.server_version, MAX_SERVER_VERSION_CHARS),
+    protocol_version: descriptiveVersion(item.protocol_version, MAX_PROTOCOL_VERSION_CHARS),
+    session_kind: descriptiveChoice(item.session_kind, SESSION_KINDS),
+    transport: descriptiveChoice(item.transport, TRANSPORTS),
   };
 }
 

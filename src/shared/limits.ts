@@ -37,6 +37,10 @@ export const MAX_SDK_CHARS = 64;
 export const MAX_MCP_SDK_VERSION_CHARS = 64;
 /** `protocol_version` ≤ 64 characters (SPEC §1.2). */
 export const MAX_PROTOCOL_VERSION_CHARS = 64;
+/** A call's `client_version` ≤ 64 characters (SPEC §1.2; descriptive: a longer one is stored as not said). */
+export const MAX_CLIENT_VERSION_CHARS = 64;
+/** A call's `server_version` ≤ 64 characters (SPEC §1.2; descriptive: a longer one is stored as not said). */
+export const MAX_SERVER_VERSION_CHARS = 64;
 
 /** Agreement `field` ≤ 128 characters (SPEC §1.2). */
 export const MAX_AGREEMENT_FIELD_CHARS = 128;

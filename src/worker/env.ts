@@ -38,6 +38,19 @@ export interface Env {
    * inspector's page). A request with any other `Origin` is answered 403 (SPEC §9, DNS rebinding).
    */
   MCP_ALLOWED_ORIGINS?: string;
+  /**
+   * Local only (`npm run dev`, tests): the embedded ClickHouse engine standing in for Analytics
+   * Engine (scripts/analytics-local.ts). Ingest also posts its data points there, and Explore
+   * queries it when no AE SQL interface is configured. Never set on deploy.
+   */
+  ANALYTICS_LOCAL_URL?: string;
+  /** The Analytics SQL Workers binding (`[analytics] binding`, wrangler ≥ 4.145; remote only), where the account has it. */
+  ANALYTICS_SQL?: { query(request: { query: string; params?: Record<string, unknown> }): Promise<unknown> };
+  /** The AE dataset's name in the SQL interface Explore uses (default `mcpulse_calls`). */
+  ANALYTICS_SQL_TABLE?: string;
+  /** The account SQL API for AE: the account id and an API token with Account Analytics Read (secrets). */
+  CF_ACCOUNT_ID?: string;
+  CF_ANALYTICS_TOKEN?: string;
   /** "true" when the worker runs locally (`npm run dev`): alert targets may then be http://127.0.0.1 and the like. */
   LOCAL_DEV?: string;
 }

@@ -31,6 +31,8 @@ export const ERROR_CODES = {
   SERVICE_UNAVAILABLE: 503,
   /** `grain=hour` over days whose hours are folded into their days (older than 90 days, SPEC §7): ask `grain=day`. */
   HOURS_NOT_KEPT: 400,
+  /** Explore cannot reach Analytics Engine, or no AE SQL interface is configured (SPEC §8); `Retry-After` when it may pass. */
+  ANALYTICS_UNAVAILABLE: 503,
 } as const satisfies Record<string, ContentfulStatusCode>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -94,6 +96,7 @@ const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
   INTERNAL_SERVER_ERROR: "internal error",
   SERVICE_UNAVAILABLE: "service unavailable",
   HOURS_NOT_KEPT: "hours not kept",
+  ANALYTICS_UNAVAILABLE: "analytics unavailable",
 };
 
 /** The answer to an error: app.onError's only output, so no route writes an error body of its own. */

@@ -89,6 +89,7 @@ function expectedCall(
   expected: Case,
   clientName: string,
   sessionId: unknown = expect.stringMatching(SESSION_ID),
+  facts: Record<string, unknown> = {},
 ): Record<string, unknown> {
   const response = wire.responseTo(request);
   return {
@@ -105,6 +106,13 @@ function expectedCall(
     is_empty: expected.is_empty,
     // Over the arguments exactly as the request carried them; absent → {}.
     args_hash: specArgsHash(request.params?.arguments),
+    // The descriptive facts (SPEC §1.2): what the test's client and server named themselves as.
+    client_version: null,
+    server_version: null,
+    protocol_version: null,
+    session_kind: "none",
+    transport: "unknown",
+    ...facts,
   };
 }
 
@@ -117,7 +125,7 @@ const flavours = [
   { label: "2.4 Server", major: 2, build: () => buildLowLevelServer(2), cases: lowLevelServerCases },
 ] as const;
 
-describe.each(flavours)("$label over InMemoryTransport", ({ major, build, cases }) => {
+describe.each(flavours)("$label over InMemoryTransport", ({ label, major, build, cases }) => {
   test("startup and one call payload per tools/call, field by field against the wire", async () => {
     const key = freshKey(`mem${major}`);
     const before = Date.now();
@@ -154,7 +162,14 @@ describe.each(flavours)("$label over InMemoryTransport", ({ major, build, cases 
       const request = requests[index]!;
       // The client put exactly the test's arguments on the wire (or none).
       expect(request.params?.arguments).toEqual(step.args);
-      expect({ index, ...calls[index] }).toEqual({ index, ...expectedCall(wire, request, step, "conformance-client") });
+      const facts = {
+        client_version: "1.0.0", // connectTapped's clientInfo
+        server_version: String(label).endsWith("McpServer") ? "3.1.4" : "0.0.1", // the conformance servers' serverInfo
+        protocol_version: initialized.protocolVersion,
+        session_kind: "connection", // one in-memory connection, no transport session
+        transport: "unknown",
+      };
+      expect({ index, ...calls[index] }).toEqual({ index, ...expectedCall(wire, request, step, "conformance-client", undefined, facts) });
       const startedAt = Date.parse(calls[index]!.started_at as string);
       expect(startedAt).toBeGreaterThanOrEqual(before);
       expect(startedAt).toBeLessThanOrEqual(after);
@@ -307,7 +322,16 @@ describe("2.4 streamable HTTP, a fresh watched server per request (createMcpHand
       const response = wire.responseTo(requests[index]!);
       if (response.result) expect(response.result.resultType).toBe("complete");
       // No conversation id in _meta and no transport session: no session is known (SPEC §4 case 5).
-      expect({ index, ...calls[index] }).toEqual({ index, ...expectedCall(wire, requests[index]!, step, name.slice(0, 128), "") });
+      expect({ index, ...calls[index] }).toEqual({
+        index,
+        ...expectedCall(wire, requests[index]!, step, name.slice(0, 128), "", {
+          client_version: "1.0.0", // sent with every request on this revision
+          server_version: "3.1.4",
+          protocol_version: "2026-07-28",
+          session_kind: "none",
+          transport: "http",
+        }),
+      });
     });
     const startups = ingest.payloadsOf(key).filter((payload) => payload.type === "startup");
     expect(startups).toHaveLength(1); // once per client, process and destination, under the process's id
@@ -343,7 +367,13 @@ describe("2.4 streamable HTTP, a fresh watched server per request (createMcpHand
     // Stateless: the call's request names no client and belongs to no session.
     const [call] = await ingest.waitFor(key, 1, "call");
     expect(call).toEqual(
-      expectedCall(wire, wire.requests("tools/call")[0]!, { tool: "prose", outcome: "ok", is_empty: false }, "unknown", ""),
+      expectedCall(wire, wire.requests("tools/call")[0]!, { tool: "prose", outcome: "ok", is_empty: false }, "unknown", "", {
+        // A fresh server object per request: this one saw no initialize, so neither the client's
+        // version nor a negotiated revision is known to it.
+        server_version: "3.1.4",
+        session_kind: "none",
+        transport: "http",
+      }),
     );
   });
 });

@@ -108,6 +108,8 @@ describe("where a session comes from (docs/sdk.md table)", () => {
       expect(new Set(group.map((c) => c.args_hash)).size).toBe(1); // one conversation's own repeats
       expect(group.every((c) => c.client_name === "claude-ai")).toBe(true);
     }
+    // The descriptive facts (SPEC §1.2): where the id came from, the transport, the client's version.
+    expect(calls.every((c) => c.session_kind === "transport" && c.transport === "http" && c.client_version === "1")).toBe(true);
     // Each conversation got its own startup (its schema cost is its own).
     const startups = await waitFor(key, "startup", 6);
     expect(new Set(startups.map((p) => p.session_id))).toEqual(new Set(groups.keys()));
@@ -188,6 +190,7 @@ describe("where a session comes from (docs/sdk.md table)", () => {
     await client.close();
     const calls = await waitFor(key, "call", 2);
     expect(calls.map((c) => c.session_id)).toEqual(["", ""]);
+    expect(calls.map((c) => c.session_kind)).toEqual(["none", "none"]);
     // The tool list still goes out (dead tools and schema cost need it), under the process's own id.
     const [startup] = await waitFor(key, "startup", 1);
     expect(startup!.session_id).toMatch(SESSION_ID);
@@ -242,6 +245,7 @@ describe("where a session comes from (docs/sdk.md table)", () => {
     const calls = await waitFor(key, "call", 18);
     const groups = bySession(calls);
     expect([...groups.keys()].sort()).toEqual(Array.from({ length: 6 }, (_, i) => expectedId(key, "conversation", `conversation-${i}`)).sort());
+    expect(calls.every((c) => c.session_kind === "conversation")).toBe(true);
     for (const group of groups.values()) {
       expect(group).toHaveLength(3);
       expect(new Set(group.map((c) => c.args_hash)).size).toBe(1);
@@ -284,6 +288,7 @@ describe("where a session comes from (docs/sdk.md table)", () => {
       ]);
       expect(calls[3]!.session_id).toMatch(SESSION_ID);
       expect(calls[3]!.session_id).not.toBe(expectedId(key, "key", "user:ann"));
+      expect(calls.map((c) => c.session_kind)).toEqual(["key", "key", "key", "connection", "connection"]);
       expect(seen.length).toBeGreaterThan(0);
       expect(seen[0]).toMatchObject({ clientName: "host-client" });
     });

@@ -56,6 +56,11 @@ const fields = {
     fc.constantFrom("44136fa355b3", "abcd", "abc", "f".repeat(64), "f".repeat(65), "ABCDEF012345", "0123456789ag", "", 123, ABSENT),
     fc.stringMatching(/^[0-9a-f]{4,64}$/),
   ),
+  client_version: text(64),
+  server_version: text(64),
+  protocol_version: fc.constantFrom("2025-06-18", "", "x".repeat(64), "x".repeat(65), "🚀".repeat(65), null, 7, ABSENT),
+  session_kind: fc.constantFrom("key", "conversation", "transport", "connection", "none", "unknown", "cookie", "", null, 1, {}, ABSENT),
+  transport: fc.constantFrom("stdio", "http", "sse", "unknown", "streamable-http", "", null, false, ABSENT),
   extra: fc.constantFrom(ABSENT, "unknown key", { nested: true }),
 };
 

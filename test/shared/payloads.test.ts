@@ -110,7 +110,53 @@ describe("call", () => {
       response_bytes: 1420,
       is_empty: false,
       args_hash: "9c1b4e2f0a11",
+      client_version: null,
+      server_version: null,
+      protocol_version: null,
+      session_kind: null,
+      transport: null,
     });
+  });
+
+  it("keeps the descriptive fields (SPEC §1.2, for Analytics Engine) when sent", () => {
+    expect(kept(call({ client_version: "0.14.2", server_version: "2.1.0", protocol_version: "2025-06-18", session_kind: "conversation", transport: "http" }))).toMatchObject({
+      client_version: "0.14.2",
+      server_version: "2.1.0",
+      protocol_version: "2025-06-18",
+      session_kind: "conversation",
+      transport: "http",
+    });
+  });
+
+  it.each(["key", "conversation", "transport", "connection", "none"])("keeps session_kind %s", (session_kind) => {
+    expect(kept(call({ session_kind }))).toMatchObject({ session_kind });
+  });
+
+  it.each([
+    ["another kind", "cookie", "unknown"],
+    ["upper case", "KEY", "unknown"],
+    ["a number", 3, "unknown"],
+    ["an object", { kind: "key" }, "unknown"],
+    ["null", null, null],
+  ])("normalises session_kind (%s) instead of dropping the call", (_name, session_kind, stored) => {
+    expect(kept(call({ session_kind }))).toMatchObject({ session_kind: stored });
+  });
+
+  it.each([
+    ["streamable-http", "unknown"],
+    ["HTTP", "unknown"],
+    [42, "unknown"],
+    ["sse", "sse"],
+  ])("normalises transport %j to %j", (transport, stored) => {
+    expect(kept(call({ transport }))).toMatchObject({ transport: stored });
+  });
+
+  it.each(["client_version", "server_version", "protocol_version"])("%s: 64 chars kept, 65 or a wrong type stored as not sent, never a drop", (field) => {
+    expect(kept(call({ [field]: "🚀".repeat(64) }))).toMatchObject({ [field]: "🚀".repeat(64) });
+    expect(kept(call({ [field]: "v".repeat(63) }))).toMatchObject({ [field]: "v".repeat(63) });
+    for (const value of ["v".repeat(65), "🚀".repeat(65), "", 1.2, true, ["1"], null]) {
+      expect(kept(call({ [field]: value }))).toMatchObject({ [field]: null });
+    }
   });
 
   it("accepts the Go SDK's payload: zero values omitted, nanosecond timestamp with offset", () => {
@@ -129,7 +175,10 @@ describe("call", () => {
   it("strips unknown keys and never stores them", () => {
     const payload = kept(call({ arguments: { secret: 1 }, result: "text", extra: null }));
     expect(Object.keys(payload).sort()).toEqual(
-      ["args_hash", "client_name", "duration_ms", "is_empty", "outcome", "response_bytes", "session_id", "started_at_ms", "tool_name", "type", "v"],
+      [
+        "args_hash", "client_name", "client_version", "duration_ms", "is_empty", "outcome", "protocol_version", "response_bytes", "server_version",
+        "session_id", "session_kind", "started_at_ms", "tool_name", "transport", "type", "v",
+      ],
     );
   });
 

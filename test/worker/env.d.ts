@@ -7,6 +7,8 @@ declare global {
     interface Env extends WorkerEnv {
       TEST_MIGRATIONS: D1Migration[];
       GENERATED_SCHEMA_SQL: string;
+      /** The local Analytics Engine vitest.config.ts starts (scripts/analytics-local.ts). */
+      ANALYTICS_LOCAL_URL: string;
     }
     interface GlobalProps {
       mainModule: typeof import("../../src/worker/index.ts");

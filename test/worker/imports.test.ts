@@ -113,4 +113,11 @@ describe("worker imports", () => {
     }
     expect(wrong).toEqual([]);
   });
+
+  it("never imports the local engine or chdb: the embedded ClickHouse stays out of the worker bundle", () => {
+    const wrong = Object.entries(SOURCES)
+      .filter(([, source]) => /from\s+["'](?:chdb|[^"']*scripts\/)/.test(source) || /import\(\s*["'](?:chdb|[^"']*scripts\/)/.test(source))
+      .map(([file]) => file);
+    expect(wrong).toEqual([]);
+  });
 });

@@ -46,6 +46,25 @@ export async function readAsOfMs(db: D1Database): Promise<number | null> {
   return row ? Number(row.value) : null;
 }
 
+/** Calls per (project, hour, tool) of every project in this database over [startMs, endMs): the reconciliation's D1 side. */
+export async function callsPerHourAndTool(
+  db: D1Database,
+  projectIds: readonly string[],
+  startMs: number,
+  endMs: number,
+): Promise<{ project_id: string; hour_ms: number; tool: string; calls: number }[]> {
+  // Per project, so each is a seek on the primary key (project_id, hour_start_ms, …), never a scan.
+  const result = await db
+    .prepare(
+      "SELECT project_id, hour_start_ms AS hour_ms, tool_name AS tool, SUM(calls) AS calls FROM tool_hour_metrics " +
+        "WHERE project_id IN (SELECT value FROM json_each(?3)) AND hour_start_ms >= ?1 AND hour_start_ms < ?2 " +
+        "GROUP BY project_id, hour_start_ms, tool_name",
+    )
+    .bind(startMs, endMs, JSON.stringify(projectIds))
+    .all<{ project_id: string; hour_ms: number; tool: string; calls: number }>();
+  return result.results;
+}
+
 export type PairRow = { from_tool: string; to_tool: string; count: number };
 
 /**

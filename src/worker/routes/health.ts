@@ -7,7 +7,8 @@ import type { AppEnv } from "../env.ts";
 import { rollupLagByProject, type RollupLag } from "../db/rollup-lag.ts";
 import { INGEST_HEALTH_NAME } from "../health/ingest-health.ts";
 import { requeueDeadLetters } from "../queues/ingest-dead-letters.ts";
-import { databases } from "../databases.ts";
+import { databases, directoryDb } from "../databases.ts";
+import { analyticsDrift } from "./health-analytics.ts";
 
 export const healthRoutes = new Hono<AppEnv>();
 
@@ -61,6 +62,8 @@ healthRoutes.get("/", async (c) => {
     })),
     // A project whose backlog is pathological falls behind on its own (docs/metrics.md): listed
     // here, most behind first, with what waits for it.
+    // Analytics Engine against D1's hour rows for the last rolled-up hours (SPEC §8).
+    analytics: await analyticsDrift(c.env, directoryDb(c.env), lag.as_of_ms),
     rollup: {
       as_of: isoOrNull(lag.as_of_ms),
       projects_behind: lag.projects.map((p) => ({

@@ -10,7 +10,7 @@ import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { MAX_BATCH_ITEMS, MAX_BODY_BYTES, parseBatch, type Payload } from "../../shared/index.ts";
 import type { AppEnv } from "../env.ts";
-import { writeCallDataPoints, callDataPoints } from "../analytics/calls-dataset.ts";
+import { writeCallDataPoints, callDataPoints, type RequestFacts } from "../analytics/calls-dataset.ts";
 import { authenticateIngestKey, checkBearerKey, setAuthenticated, type AuthenticatedKey } from "../auth.ts";
 import type { IngestRefusalCause } from "../health/ingest-health.ts";
 import { directoryDb, type Database } from "../databases.ts";
@@ -186,10 +186,10 @@ ingestRoutes.post(
           noteRefusal(c, "queue_unavailable", c.var.projectId);
           unavailable();
         }
-        c.executionCtx.waitUntil(recordAnalytics(c.env, c.var.projectId, parsed.payloads));
+        c.executionCtx.waitUntil(recordAnalytics(c.env, c.var.projectId, parsed.payloads, requestFacts(c.req.raw)));
         return c.body(null, 202);
       }
-      c.executionCtx.waitUntil(recordBatch(c.env, { name: c.var.database, db: c.var.db }, batch, parsed.payloads));
+      c.executionCtx.waitUntil(recordBatch(c.env, { name: c.var.database, db: c.var.db }, batch, parsed.payloads, requestFacts(c.req.raw)));
     }
     return c.body(null, 202);
   },
@@ -231,21 +231,43 @@ async function releaseIdempotencyKey(stub: BudgetStub, idempotencyKey: string): 
   }
 }
 
+/** Where the request came in (Cloudflare sets `request.cf`; absent in some local runs): descriptive only. */
+function requestFacts(request: Request): RequestFacts {
+  const cf = (request as { cf?: { country?: unknown; colo?: unknown } }).cf;
+  const text = (value: unknown) => (typeof value === "string" && value.length > 0 && value.length <= 8 ? value : null);
+  return { country: text(cf?.country), colo: text(cf?.colo) };
+}
+
 /** Analytics Engine points (not awaited — writeDataPoint is fire-and-forget); a failure is logged and never stops D1. */
-async function recordAnalytics(env: Env, projectId: string, payloads: readonly Payload[]): Promise<void> {
+async function recordAnalytics(env: Env, projectId: string, payloads: readonly Payload[], request: RequestFacts): Promise<void> {
   // Yield once so that nothing is written before the response has been handed back.
   await Promise.resolve();
   const calls = payloads.filter((p) => p.type === "call");
   if (calls.length === 0) return;
   try {
-    writeCallDataPoints(env.CALLS_AE, callDataPoints(projectId, calls));
+    const points = callDataPoints(projectId, calls, request);
+    writeCallDataPoints(env.CALLS_AE, points);
+    if (env.ANALYTICS_LOCAL_URL) await postToLocalEngine(env.ANALYTICS_LOCAL_URL, points);
   } catch (err) {
     console.error(JSON.stringify({ event: "analytics_write_failed", project_id: projectId, calls: calls.length, error: err instanceof Error ? err.name : typeof err }));
   }
 }
 
+/** The same points to the local stand-in for AE (scripts/analytics-local.ts); only ever set locally. */
+async function postToLocalEngine(baseUrl: string, points: readonly AnalyticsEngineDataPoint[]): Promise<void> {
+  const res = await fetch(new URL("/write", baseUrl), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ points }) });
+  if (!res.ok) throw new Error(`local analytics engine answered ${res.status}`);
+  await res.body?.cancel();
+}
+
 /** After the 202: the Analytics Engine points, then the D1 rows in the project's database (retried, else queued). */
-export async function recordBatch(env: Env, database: Database, batch: StoredBatch, payloads: readonly Payload[]): Promise<void> {
-  await recordAnalytics(env, batch.projectId, payloads);
+export async function recordBatch(
+  env: Env,
+  database: Database,
+  batch: StoredBatch,
+  payloads: readonly Payload[],
+  request: RequestFacts = { country: null, colo: null },
+): Promise<void> {
+  await recordAnalytics(env, batch.projectId, payloads, request);
   await writeOrEnqueue(env, database, batch);
 }

@@ -68,6 +68,8 @@ export type IngestOptions = {
   headers?: Record<string, string>;
   /** Bindings to use instead of the test runtime's (e.g. a failing DB or a fake Analytics Engine). */
   env?: Env;
+  /** Cloudflare's request facts (`request.cf`), as the edge would set them. */
+  cf?: Record<string, unknown>;
 };
 
 /**
@@ -89,6 +91,7 @@ export async function postIngest(body: BodyInit | Json | null, options: IngestOp
     body: isJsonObject ? JSON.stringify(body) : (body as BodyInit | null),
   };
   if (body instanceof ReadableStream) init.duplex = "half";
+  if (options.cf) (init as { cf?: unknown }).cf = options.cf;
   const ctx = createExecutionContext();
   const res = await worker.fetch(new Request("http://worker/v1/ingest", init) as never, options.env ?? env, ctx);
   await waitOnExecutionContext(ctx);
