@@ -1,16 +1,21 @@
-// `npm run bench:fairness`: while a noisy project is rolled up — 200,000 calls in 2 sessions, half
-// of them lasting the 1-day maximum (SPEC §1.2), and 240 startups at every cap (500 tools, 64
-// agreement fields × 64 tools) — a quiet project keeps reading `/v1/metrics/tools` and ingesting
-// one call at a time. Prints the quiet project's slowest read and ingest beside a baseline
-// measured in the same run with nothing rolling up, and the longest rollup transaction; checks
-// that the noisy project is fully counted; replaces the bench:fairness section of docs/benchmarks.md.
+// `npm run bench:fairness`: while a noisy project's backlog is rolled up, a quiet project keeps
+// reading `/v1/metrics/tools` and ingesting one call at a time. Several noisy shapes (bench/
+// fairness-shapes.ts: day-long calls in two dense sessions with 240 startups at every cap; 200-
+// character names, ~4,000 argument hashes and 1,000-call requests; many sessions of 1-call
+// requests; many distinct arguments and tools), each in a fresh database. Per shape: the rows each
+// rollup transaction read (the runs' own reports, D1's meta.rows_read), the longest transaction,
+// the quiet project's slowest read and ingest beside a baseline measured in the same run with
+// nothing rolling up, and a check that the noisy project is fully counted. One shape also runs
+// without the pause between transactions (ROLLUP_PAUSE_MS=0), to show what the pause does.
+// Replaces the bench:fairness section of docs/benchmarks.md.
 //
-// The real worker (bundled) runs in Miniflare/workerd with a local D1. ROLLUP_MAX_QUERIES=12 makes
-// every cron invocation run one chunk (the run's 4 fixed statements and an 8-statement startups chunk, or
-// an 8-statement calls chunk), so the longest invocation is the longest transaction; the quiet project's
-// requests go to the same worker and the same database meanwhile.
+// The real worker (bundled) runs in Miniflare/workerd with a local D1, the rollup as the cron's
+// job for the database (the worker's queue() handler, default budget of 48 statements: several
+// transactions an invocation), back to back; the quiet project's requests go to the same worker
+// and the same database meanwhile.
 //
-// Env: BENCH_NOISY_CALLS (default 200000), BENCH_STARTUPS (default 240), BENCH_BASELINE_S (default 5).
+// Env: BENCH_SHAPES (indexes into FAIRNESS_SHAPES, default all), BENCH_STARTUPS (default 240, with
+// the first shape), BENCH_BASELINE_S (default 4), BENCH_NO_PAUSE_SHAPE (default 1; -1 for none).
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { availableParallelism, cpus, loadavg } from "node:os";
@@ -19,39 +24,23 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { writeBenchmarkSection } from "./benchmarks-md.mjs";
 import { bundleWorker } from "./bundle-worker.mjs";
-import { durationBucket } from "../src/worker/histogram.ts";
+import { FAIRNESS_SHAPES, seedShape, type NoisyShape } from "./fairness-shapes.ts";
 import { migrateToHead } from "../scripts/migrations.ts";
 import { startupsWatermarkSql } from "../src/worker/db/rollup-state.ts";
 import { dayRowsSourceSql } from "../src/worker/db/day-marks.ts";
+import { CHUNK_ROWS_READ_BOUND, DEFAULT_ROLLUP_OPTIONS } from "../src/worker/rollup/run.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const tmp = join(root, ".bench-tmp", "fairness");
-const NOISY_CALLS = Number(process.env.BENCH_NOISY_CALLS ?? 200_000);
 const STARTUPS = Number(process.env.BENCH_STARTUPS ?? 240);
-const BASELINE_S = Number(process.env.BENCH_BASELINE_S ?? 5);
+const BASELINE_S = Number(process.env.BENCH_BASELINE_S ?? 4);
+const SHAPES = (process.env.BENCH_SHAPES ?? FAIRNESS_SHAPES.map((_, i) => i).join(",")).split(",").map(Number);
+const NO_PAUSE_SHAPE = Number(process.env.BENCH_NO_PAUSE_SHAPE ?? 1);
 const COMPATIBILITY_DATE = /compatibility_date\s*=\s*"([^"]+)"/.exec(readFileSync(join(root, "wrangler.toml"), "utf8"))![1]!;
-const ROLLUP_CRON = "*/5 * * * *";
+const ROLLUP_QUEUE = "mcpulse-rollup";
 const ADMIN_TOKEN = "bench-admin-token-0123456789abcdef";
-const DAY = 86_400_000;
-const MAX_QUERIES = 12;
 
 type Db = Awaited<ReturnType<Miniflare["getD1Database"]>>;
-
-// The noisy project's calls: call i of session i % 2, the sessions' calls evenly over the 2 days
-// before `?3` (about 2,100 an hour each), in requests of 500 calls of one session, in time order
-// with both sessions' requests interleaved; every other call lasts the 1-day maximum.
-const DURATIONS = [DAY, 250, DAY, 1_200] as const;
-const SEED_SQL = `WITH RECURSIVE n(i) AS (SELECT CAST(?1 AS INTEGER) UNION ALL SELECT i + 1 FROM n WHERE i < ?2)
-INSERT INTO call_batches (project_id, received_at_ms, call_count, calls_json)
-SELECT ?4, MAX(received_at_ms), COUNT(*), json_group_array(json(call)) FROM (
-  SELECT i, i % 2 AS s, (i / 2) / 500 AS request, json_array('s_noisy_' || (i % 2), 'claude-ai', 'tool_' || ((i * 7919) % 97 % 6),
-    ?3 - 2 * ${DAY} + (i / 2) * (2.0 * ${DAY} / (?5 / 2)) + (i % 2) * 7,
-    CASE i % 4 ${DURATIONS.map((d, k) => `WHEN ${k} THEN ${d}`).join(" ")} END,
-    CASE i % 20 WHEN 0 THEN 'tool_error' ELSE 'ok' END, (i * 101) % 5000, 0, printf('%012x', (i * 31) % 5),
-    CASE i % 4 ${DURATIONS.map((d, k) => `WHEN ${k} THEN ${durationBucket(d)}`).join(" ")} END) AS call,
-    ?3 + i AS received_at_ms
-  FROM n ORDER BY i)
-GROUP BY s, request ORDER BY MIN(i)`;
 
 /** A startup at every cap of SPEC §1.2, with names no other startup uses (nothing merges). */
 function cappedStartup(s: number) {
@@ -63,36 +52,74 @@ function cappedStartup(s: number) {
   };
 }
 
-const quantile = (xs: number[], q: number) => {
+export const quantile = (xs: number[], q: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))]! : NaN;
 };
 
 interface Probes { read: number[]; ingest: number[] }
 
-async function main() {
-  rmSync(tmp, { recursive: true, force: true });
-  mkdirSync(tmp, { recursive: true });
-  const workerScript = join(tmp, "worker.js");
-  await bundleWorker(workerScript);
-  const loadBefore = loadavg();
-  console.log(`bench:fairness — ${NOISY_CALLS} noisy calls, ${STARTUPS} capped startups; ${availableParallelism()} CPUs (${cpus()[0]?.model ?? "?"}); load ${loadBefore.map((x) => x.toFixed(2)).join(" ")}`);
+/** What one shape's run measured. */
+interface ShapeResult {
+  shape: NoisyShape;
+  pauseMs: number;
+  startups: number;
+  baseline: Probes;
+  during: Probes;
+  chunkRowsRead: number[];
+  longestTransactionMs: number;
+  invocations: number;
+  rollupSeconds: number;
+  counted: number;
+}
+
+/** The quiet project's probe: one read and one ingest of one call after the other, 20 ms apart, while `going()`. */
+export async function probeQuiet(
+  send: (path: string, init?: RequestInit) => Promise<Response>, quiet: { read_key: string; ingest_key: string }, into: Probes, going: () => boolean,
+): Promise<void> {
+  while (going()) {
+    let t = performance.now();
+    const r = await send("/v1/metrics/tools", { headers: { authorization: `Bearer ${quiet.read_key}` } });
+    await r.arrayBuffer();
+    if (r.status !== 200) throw new Error(`quiet read: HTTP ${r.status}`);
+    into.read.push(performance.now() - t);
+    t = performance.now();
+    const call = { v: 1, type: "call", session_id: "s_quiet_00001", client_name: "claude-ai", tool_name: "search",
+      started_at: new Date().toISOString(), duration_ms: 40, outcome: "ok", response_bytes: 100, is_empty: false, args_hash: "52a4fe5fc814" };
+    const i = await send("/v1/ingest", {
+      method: "POST", headers: { authorization: `Bearer ${quiet.ingest_key}`, "content-type": "application/json" }, body: JSON.stringify({ batch: [call] }),
+    });
+    await i.arrayBuffer();
+    if (i.status !== 202) throw new Error(`quiet ingest: HTTP ${i.status}`);
+    into.ingest.push(performance.now() - t);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+async function runShape(workerScript: string, shape: NoisyShape, pauseMs: number, startups: number, k: number): Promise<ShapeResult> {
+  const reports: { chunkRowsRead: number[]; longestTransactionMs: number }[] = [];
   const mf = new Miniflare(convertV4MiniflareOptions({
     compatibilityDate: COMPATIBILITY_DATE,
     compatibilityFlags: ["nodejs_compat"],
     modules: true,
     scriptPath: workerScript,
-    d1Databases: { DB: "fairness" },
-    d1Persist: join(tmp, "d1"),
+    d1Databases: { DB: `fairness-${k}` },
+    d1Persist: join(tmp, `d1-${k}`),
     durableObjects: { KEY_BUDGET: { className: "KeyBudget", useSQLite: true }, INGEST_HEALTH: { className: "IngestHealth", useSQLite: true }, SIGN_IN_THROTTLE: { className: "SignInThrottle", useSQLite: true } },
-    bindings: { ADMIN_TOKEN, RAW_RETENTION_DAYS: "30", PRICE_PER_MILLION_TOKENS_USD: "3", ROLLUP_MAX_QUERIES: String(MAX_QUERIES) },
+    bindings: { ADMIN_TOKEN, RAW_RETENTION_DAYS: "30", PRICE_PER_MILLION_TOKENS_USD: "3", ROLLUP_PAUSE_MS: String(pauseMs) },
+    // The rollup job logs its report (queues/rollup-jobs.ts): the rows each chunk read, the longest transaction.
+    handleStructuredLogs: (log: { message: string }) => {
+      const at = log.message.indexOf('{"event":"rollup"');
+      if (at >= 0) reports.push(JSON.parse(log.message.slice(at)));
+    },
   }));
   try {
     await mf.ready;
     const db: Db = await mf.getD1Database("DB");
     await migrateToHead(db as unknown as D1Database);
+    const send = (path: string, init?: RequestInit) => mf.dispatchFetch(`http://bench${path}`, init as never) as unknown as Promise<Response>;
     const admin = async (name: string) => {
-      const res = await mf.dispatchFetch("http://bench/v1/admin/projects", {
+      const res = await send("/v1/admin/projects", {
         method: "POST", headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" }, body: JSON.stringify({ name }),
       });
       if (res.status !== 201) throw new Error(`create project: HTTP ${res.status}`);
@@ -100,13 +127,9 @@ async function main() {
     };
     const quiet = await admin("quiet");
     const noisy = await admin("noisy");
-
     const now = Date.now();
-    const seeded = performance.now();
-    for (let lo = 1; lo <= NOISY_CALLS; lo += 100_000) {
-      await db.prepare(SEED_SQL).bind(lo, Math.min(NOISY_CALLS, lo + 99_999), now - 60_000, noisy.project_id, NOISY_CALLS).run();
-    }
-    for (let s = 0; s < STARTUPS; s++) {
+    await seedShape(db as unknown as D1Database, shape, noisy.project_id, now - 60_000);
+    for (let s = 0; s < startups; s++) {
       const { tools, agree_declared } = cappedStartup(s);
       await db
         .prepare(`INSERT INTO raw_startups (project_id, session_id, client_name, received_at_ms, tools_json, agree_declared_json)
@@ -114,32 +137,10 @@ async function main() {
         .bind(noisy.project_id, `s_start_${s}`, now - 60_000 + s, JSON.stringify(tools), JSON.stringify(agree_declared))
         .run();
     }
-    console.log(`seeded in ${((performance.now() - seeded) / 1000).toFixed(1)} s`);
 
-    // The quiet project: one read and one ingest of one call after the other, 20 ms apart.
     let probing = true;
-    const probe = async (into: Probes) => {
-      while (probing) {
-        let t = performance.now();
-        const r = await mf.dispatchFetch("http://bench/v1/metrics/tools", { headers: { authorization: `Bearer ${quiet.read_key}` } });
-        await r.arrayBuffer();
-        if (r.status !== 200) throw new Error(`quiet read: HTTP ${r.status}`);
-        into.read.push(performance.now() - t);
-        t = performance.now();
-        const call = { v: 1, type: "call", session_id: "s_quiet_00001", client_name: "claude-ai", tool_name: "search",
-          started_at: new Date().toISOString(), duration_ms: 40, outcome: "ok", response_bytes: 100, is_empty: false, args_hash: "52a4fe5fc814" };
-        const i = await mf.dispatchFetch("http://bench/v1/ingest", {
-          method: "POST", headers: { authorization: `Bearer ${quiet.ingest_key}`, "content-type": "application/json" }, body: JSON.stringify({ batch: [call] }),
-        });
-        await i.arrayBuffer();
-        if (i.status !== 202) throw new Error(`quiet ingest: HTTP ${i.status}`);
-        into.ingest.push(performance.now() - t);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    };
-
     const baseline: Probes = { read: [], ingest: [] };
-    const baselineRun = probe(baseline);
+    const baselineRun = probeQuiet(send, quiet, baseline, () => probing);
     await new Promise((r) => setTimeout(r, BASELINE_S * 1000));
     probing = false;
     await baselineRun;
@@ -147,70 +148,94 @@ async function main() {
     const worker = await mf.getWorker();
     const during: Probes = { read: [], ingest: [] };
     probing = true;
-    const duringRun = probe(during);
-    const invocations: number[] = [];
+    const duringRun = probeQuiet(send, quiet, during, () => probing);
     const started = performance.now();
+    let invocations = 0;
     const noisyLeft = () =>
       db.prepare(`SELECT (SELECT COUNT(*) FROM call_batches WHERE project_id = ?1)
           + (SELECT COUNT(*) FROM raw_startups WHERE project_id = ?1 AND startup_seq > ${startupsWatermarkSql()}) AS n`)
         .bind(noisy.project_id).first<{ n: number }>();
     try {
-      for (let k = 0; ; k++) {
-        const t = performance.now();
-        await worker.scheduled({ cron: ROLLUP_CRON, scheduledTime: new Date(now + k * 300_000) });
-        invocations.push(performance.now() - t);
-        if (process.env.BENCH_VERBOSE) console.log(`invocation ${k}: ${Math.round(performance.now() - t)} ms`);
+      for (;;) {
+        // One cron run of a one-database deployment: its rollup job, as the mcpulse-rollup queue delivers it.
+        const body = { v: 1, kind: "rollup", database: "DB", scheduled_time_ms: now + invocations * 300_000 };
+        await worker.queue(ROLLUP_QUEUE, [{ id: `run-${invocations}`, timestamp: new Date(), attempts: 1, body }]);
+        invocations += 1;
         if ((await noisyLeft())!.n === 0) break;
-        if (k > 20_000) throw new Error("the noisy project was never caught up");
+        if (invocations > 20_000) throw new Error("the noisy project was never caught up");
       }
     } finally {
       probing = false;
       await duringRun;
     }
     const rollupSeconds = (performance.now() - started) / 1000;
-    const loadAfter = loadavg();
-
     // Counted as reads count it: day rows plus the hour rows not folded into them yet (db/day-marks.ts).
     const counted = (await db.prepare(`SELECT COALESCE(SUM(calls), 0) AS n FROM ${dayRowsSourceSql(["calls"], "?1", "0", "9e15")}`).bind(noisy.project_id).first<{ n: number }>())!.n;
-    const declared = (await db.prepare("SELECT COUNT(*) AS n FROM agreement_declarations WHERE project_id = ?1").bind(noisy.project_id).first<{ n: number }>())!.n;
-    if (counted !== NOISY_CALLS) throw new Error(`noisy project counted ${counted} of ${NOISY_CALLS} calls`);
-    if (declared !== STARTUPS * 64 * 64) throw new Error(`noisy project declared ${declared} of ${STARTUPS * 64 * 64}`);
+    if (counted !== shape.calls) throw new Error(`${shape.name}: noisy project counted ${counted} of ${shape.calls} calls`);
+    if (startups) {
+      const declared = (await db.prepare("SELECT COUNT(*) AS n FROM agreement_declarations WHERE project_id = ?1").bind(noisy.project_id).first<{ n: number }>())!.n;
+      if (declared !== startups * 64 * 64) throw new Error(`noisy project declared ${declared} of ${startups * 64 * 64}`);
+    }
+    if (reports.length < invocations) throw new Error(`${reports.length} rollup reports logged for ${invocations} invocations`);
+    return {
+      shape, pauseMs, startups, baseline, during, invocations, rollupSeconds, counted,
+      chunkRowsRead: reports.flatMap((r) => r.chunkRowsRead), longestTransactionMs: Math.max(...reports.map((r) => r.longestTransactionMs)),
+    };
+  } finally {
+    await mf.dispose();
+  }
+}
 
-    const ms = (x: number) => `${Math.round(x).toLocaleString("en-US")} ms`;
-    const line = (name: string, xs: number[]) => `| ${name} | ${xs.length} | ${ms(quantile(xs, 0.5))} | ${ms(quantile(xs, 0.99))} | **${ms(Math.max(...xs))}** |`;
-    const slowestRead = Math.max(...during.read);
-    const slowestIngest = Math.max(...during.ingest);
-    const longest = Math.max(...invocations);
-    const verdict = (x: number) => (x < 1_000 ? "under 1 s: met" : "NOT under 1 s");
-    const md = `## bench:fairness
+const ms = (x: number) => `${Math.round(x).toLocaleString("en-US")} ms`;
+const n = (x: number) => Math.round(x).toLocaleString("en-US");
+
+async function main() {
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true });
+  const workerScript = join(tmp, "worker.js");
+  await bundleWorker(workerScript);
+  const loadBefore = loadavg();
+  console.log(`bench:fairness — shapes ${SHAPES.join(", ")}; ${availableParallelism()} CPUs (${cpus()[0]?.model ?? "?"}); load ${loadBefore.map((x) => x.toFixed(2)).join(" ")}`);
+  const runs: [NoisyShape, number, number][] = SHAPES.map((i, k) => [FAIRNESS_SHAPES[i]!, DEFAULT_ROLLUP_OPTIONS.pauseMs, k === 0 && i === 0 ? STARTUPS : 0]);
+  if (NO_PAUSE_SHAPE >= 0) runs.push([FAIRNESS_SHAPES[NO_PAUSE_SHAPE]!, 0, 0]);
+  const results: ShapeResult[] = [];
+  try {
+    for (const [k, [shape, pauseMs, startups]] of runs.entries()) {
+      const r = await runShape(workerScript, shape, pauseMs, startups, k);
+      results.push(r);
+      console.log(`${shape.name}, pause ${pauseMs} ms: rows read per transaction max ${n(Math.max(...r.chunkRowsRead))} p50 ${n(quantile(r.chunkRowsRead, 0.5))}; longest transaction ${ms(r.longestTransactionMs)}; quiet read ${ms(Math.max(...r.baseline.read))} → ${ms(Math.max(...r.during.read))}, ingest ${ms(Math.max(...r.baseline.ingest))} → ${ms(Math.max(...r.during.ingest))}; ${r.invocations} invocations, ${r.rollupSeconds.toFixed(0)} s`);
+    }
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  const loadAfter = loadavg();
+  const verdict = (x: number) => (x < 1_000 ? "under 1 s" : "**over 1 s**");
+  const rows = results.map((r) => {
+    const read = Math.max(...r.during.read);
+    const ingest = Math.max(...r.during.ingest);
+    return `| ${r.shape.name}${r.startups ? ` + ${r.startups} capped startups` : ""} | ${r.pauseMs} ms | ${n(r.shape.calls)} | ${n(Math.max(...r.chunkRowsRead))} / ${n(quantile(r.chunkRowsRead, 0.5))} (${r.chunkRowsRead.length}) | ${ms(r.longestTransactionMs)} | ${ms(Math.max(...r.baseline.read))} → **${ms(read)}** (${verdict(read)}) | ${ms(Math.max(...r.baseline.ingest))} → **${ms(ingest)}** (${verdict(ingest)}) | ${r.invocations}, ${r.rollupSeconds.toFixed(0)} s | ${n(r.counted)} ✓ |`;
+  });
+  const md = `## bench:fairness
 
 \`npm run bench:fairness\` (bench/fairness.ts), ${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC, ${availableParallelism()} CPUs shared with other
 jobs (load average ${loadBefore.map((x) => x.toFixed(1)).join(" / ")} before, ${loadAfter.map((x) => x.toFixed(1)).join(" / ")} after): timings are noisy.
 
-The real worker (bundled) in Miniflare/workerd with one local D1. A noisy project's backlog is
-rolled up — ${NOISY_CALLS.toLocaleString("en-US")} calls in 2 sessions over 2 days (about ${Math.round(NOISY_CALLS / 2 / 48).toLocaleString("en-US")} an hour each), every
-other call lasting the 1-day maximum, in requests of 500, and ${STARTUPS} startups at every cap
-(500 tools, 64 agreement fields × 64 tools) — by cron invocations of one chunk each
-(\`ROLLUP_MAX_QUERIES=${MAX_QUERIES}\`, default chunk bounds), back to back, while a quiet project reads
-\`/v1/metrics/tools\` and ingests one call, one request after the other, 20 ms apart. Baseline: the same
-quiet requests for ${BASELINE_S} s before, with nothing rolling up.
+The real worker (bundled) in Miniflare/workerd with one local D1 per shape. A noisy project's backlog
+(bench/fairness-shapes.ts) is rolled up by the cron's job for the database (the worker's \`queue()\`
+handler, the default 48 statements: up to 5 calls chunks an invocation, with the pause between
+transactions shown), invocations back to back, while a quiet project reads \`/v1/metrics/tools\` and
+ingests one call, one request after the other, 20 ms apart. Baseline: the same quiet requests for
+${BASELINE_S} s before, with nothing rolling up. Rows read are the sum of D1's \`meta.rows_read\` over a
+calls chunk's statements, as the runs report them (bound ${n(CHUNK_ROWS_READ_BOUND)}, rollup/run.ts); the longest
+transaction is the wall time of the longest chunk or step inside the worker.
 
-| quiet project | requests | median | p99 | slowest |
-|---|---:|---:|---:|---:|
-${line("read, baseline", baseline.read)}
-${line("read, during the rollup", during.read)}
-${line("ingest, baseline", baseline.ingest)}
-${line("ingest, during the rollup", during.ingest)}
+| noisy shape | pause | calls | rows read per calls transaction: max / p50 (chunks) | longest transaction | quiet read, slowest: baseline → during | quiet ingest, slowest: baseline → during | invocations, time | counted |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|
+${rows.join("\n")}
 
-- Slowest quiet read during the rollup: **${ms(slowestRead)}** (${verdict(slowestRead)}); slowest ingest: **${ms(slowestIngest)}** (${verdict(slowestIngest)}).
-- Longest rollup invocation (one transaction, plus the probe and \`as_of\`): **${ms(longest)}**; median ${ms(quantile(invocations, 0.5))}, ${invocations.length} invocations, ${rollupSeconds.toFixed(0)} s in all.
-- The noisy project was fully counted: ${counted.toLocaleString("en-US")} calls in its answers (day rows and the hour rows not folded yet), ${declared.toLocaleString("en-US")} declared agreement tools.`;
-    console.log(`\n${md}`);
-    if (!process.env.BENCH_NO_WRITE) writeBenchmarkSection("fairness", md);
-  } finally {
-    await mf.dispose();
-    rmSync(tmp, { recursive: true, force: true });
-  }
+${FAIRNESS_SHAPES.map((s) => `- *${s.name}*: ${s.about}; ${n(s.calls)} calls in ${n(s.sessions)} sessions over ${s.hours} h, ${s.tools} tools of ${s.toolNameChars} characters, ${n(s.argsHashes)} argument hashes, ${n(s.requestCalls)} calls a request, durations ${s.durationsMs.map((d) => n(d)).join(" / ")} ms in turn.`).join("\n")}`;
+  console.log(`\n${md}`);
+  if (!process.env.BENCH_NO_WRITE) writeBenchmarkSection("fairness", md);
 }
 
-await main();
+if (import.meta.url === `file://${process.argv[1]}`) await main();

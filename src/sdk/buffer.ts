@@ -1,8 +1,9 @@
 // The per-destination payload buffer and its flush policy (SPEC §4): flush at 30 payloads or 5 s
 // after the first waiting one, at most 1,000 held (oldest dropped), at most 500 per request, one
 // send in flight, a send that failed retryably is tried again with the same Idempotency-Key after a
-// backoff while its payloads are under 10 minutes old (./retry.ts), and nothing here keeps the
-// process alive.
+// backoff while its payloads are under 10 minutes old (./retry.ts), nothing is sent inside a
+// Retry-After, every payload given up is handed to `onDrop` with its reason (./drops.ts: nothing is
+// dropped silently), and nothing here keeps the process alive.
 import {
   EXIT_FLUSH_TIMEOUT_MS,
   FLUSH_AT_PAYLOADS,
@@ -10,6 +11,7 @@ import {
   MAX_BUFFERED_PAYLOADS,
   MAX_PAYLOADS_PER_REQUEST,
 } from "./constants.ts";
+import { DROP_REASONS } from "./drops.ts";
 import { RETRY_MAX_AGE_MS, newIdempotencyKey, retryDelayMs, type SendOutcome } from "./retry.ts";
 
 export interface BufferTuning {
@@ -28,18 +30,26 @@ export const DEFAULT_BUFFER_TUNING: Readonly<BufferTuning> = Object.freeze({
 
 /**
  * Sends one batch; must settle once the send has ended, with what to do next: "sent", "drop", or
- * retry (nothing, or a rejection, counts as sent: the batch is not kept). `final` marks the exit
- * flush, which may keep the process alive for its short deadline and is never retried.
- * `idempotencyKey` is the batch's, the same on every attempt.
+ * retry (nothing counts as sent; a rejection drops the batch, reported as not sendable).
+ * `final` marks the exit flush, which may keep the process alive for its short deadline and is
+ * never retried. `idempotencyKey` is the batch's, the same on every attempt.
  */
 export type SendBatch = (batch: readonly object[], final: boolean, idempotencyKey: string) => Promise<SendOutcome | void>;
 
-/** A batch sent at least once: its payloads, its key, its retries so far and its oldest payload's time. */
+/**
+ * Told of every payload given up: the reason in words (./drops.ts DROP_REASONS), how many, and
+ * whether to report it at once (a Retry-After that surely costs them).
+ */
+export type OnDrop = (reason: string, payloads: number, reportNow: boolean) => void;
+
+/** A batch sent at least once: its payloads, when each was added, its key and its retries so far. */
 interface Attempted {
   batch: object[];
+  addedAtMs: number[];
   idempotencyKey: string;
   retries: number;
-  oldestAtMs: number;
+  /** Still unanswered when the exit flush ran out of time, and reported then: nothing more is done with it. */
+  givenUpAtExit?: boolean;
 }
 
 export class PayloadBuffer {
@@ -49,11 +59,24 @@ export class PayloadBuffer {
   /** The batch that failed and waits for its retry; nothing else is sent before it. */
   private retrying: Attempted | null = null;
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
-  /** Batches given up: a 4xx, or still failing when 10 minutes old (for debug output and tests). */
+  /** Batches given up whole: a 4xx, or still failing when 10 minutes old (for tests; onDrop reports every payload). */
   droppedBatches = 0;
+  /** Payloads given up for any reason (what onDrop was told, added up). */
+  droppedPayloads = 0;
+  /**
+   * No send before this time: the ingest's Retry-After (SPEC §4 "Retry-After honoured" — for the
+   * failed batch and for everything waiting behind it, so the ingest is never asked again inside it).
+   */
+  private holdUntilMs = 0;
+  /** The answer that set the hold or the last retry, in words (for the reasons of later drops). */
+  private lastCause: string | undefined;
   /** Source of jitter (tests make it fixed). */
   random: () => number = Math.random;
   private inFlight: Promise<void> | null = null;
+  /** The batch of the ordinary send in flight. */
+  private inFlightEntry: Attempted | null = null;
+  /** The exit flush's send under way: counted at its deadline if still unanswered, else when it ends. */
+  private finalSend: { payloads: number; settled: boolean; counted: boolean } | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
   /** The 5-second timer fired while a send was in flight: send as soon as it ends. */
   private due = false;
@@ -66,10 +89,27 @@ export class PayloadBuffer {
 
   private readonly send: SendBatch;
   private readonly tuning: BufferTuning;
+  private readonly onDrop: OnDrop;
 
-  constructor(send: SendBatch, tuning: BufferTuning = DEFAULT_BUFFER_TUNING) {
+  constructor(send: SendBatch, tuning: BufferTuning = DEFAULT_BUFFER_TUNING, onDrop: OnDrop = () => {}) {
     this.send = send;
     this.tuning = tuning;
+    this.onDrop = onDrop;
+  }
+
+  private drop(reason: string, payloads: number, reportNow = false): void {
+    if (payloads <= 0) return;
+    this.droppedPayloads += payloads;
+    try {
+      this.onDrop(reason, payloads, reportNow);
+    } catch {
+      // Rule 1 (SPEC §4): reporting must not break the buffer.
+    }
+  }
+
+  /** Whether a Retry-After still holds sends back. */
+  get holding(): boolean {
+    return Date.now() < this.holdUntilMs;
   }
 
   /** Payloads held: waiting, and the batch waiting for its retry (one 1,000 bound for both, SPEC §4). */
@@ -83,16 +123,19 @@ export class PayloadBuffer {
 
   /** Queues one payload. Synchronous and cheap: nothing here waits on the network (rule 2). */
   add(payload: object): void {
+    const now = Date.now();
     this.waiting.push(payload);
-    this.waitingSince.push(Date.now());
+    this.waitingSince.push(now);
     if (this.size > this.tuning.maxBuffered) {
       // Bounded memory beats completeness: drop the oldest (SPEC §4) — from the batch waiting for
       // its retry first. It keeps its Idempotency-Key: what is left is part of what the ingest may
       // have accepted under it, so a resend still counts once.
       let excess = this.size - this.tuning.maxBuffered;
+      this.drop(DROP_REASONS.bound(this.tuning.maxBuffered), excess);
       if (this.retrying) {
         const fromRetry = Math.min(excess, this.retrying.batch.length);
         this.retrying.batch.splice(0, fromRetry);
+        this.retrying.addedAtMs.splice(0, fromRetry);
         excess -= fromRetry;
         if (this.retrying.batch.length === 0) this.abandonRetry();
       }
@@ -100,7 +143,8 @@ export class PayloadBuffer {
       this.waitingSince.splice(0, excess);
       this.droppedOldest++;
     }
-    if (this.waiting.length >= this.tuning.flushAtPayloads) {
+    // Inside a Retry-After the interval timer comes back to it (flush re-arms it for the hold's end).
+    if (this.waiting.length >= this.tuning.flushAtPayloads && now >= this.holdUntilMs) {
       this.scheduleFlush();
     } else if (this.timer === null) {
       this.armTimer();
@@ -137,37 +181,78 @@ export class PayloadBuffer {
       this.due = true;
       return;
     }
+    const heldMs = this.holdUntilMs - Date.now();
+    if (heldMs > 0) {
+      // Inside the ingest's Retry-After nothing is sent; the flush happens when it ends.
+      this.due = true;
+      if (this.timer === null) this.armTimer(heldMs);
+      return;
+    }
     this.clearTimer();
     this.due = false;
-    const oldestAtMs = this.waitingSince[0] ?? Date.now();
     const batch = this.waiting.splice(0, this.tuning.maxPerRequest);
-    this.waitingSince.splice(0, batch.length);
-    this.attempt({ batch, idempotencyKey: newIdempotencyKey(), retries: 0, oldestAtMs });
+    const addedAtMs = this.waitingSince.splice(0, batch.length);
+    this.attempt({ batch, addedAtMs, idempotencyKey: newIdempotencyKey(), retries: 0 });
   }
 
   private attempt(entry: Attempted): void {
+    this.inFlightEntry = entry;
     this.inFlight = this.send(entry.batch, false, entry.idempotencyKey)
-      .catch((): SendOutcome => "sent")
+      .catch((error: unknown) => {
+        // The send threw before any request could go: the batch cannot be kept (it would throw again).
+        if (entry.givenUpAtExit) return;
+        this.droppedBatches++;
+        this.drop(DROP_REASONS.unsendable(messageOf(error)), entry.batch.length);
+      })
       .then((outcome) => {
         this.inFlight = null;
-        if (outcome && typeof outcome === "object" && entry.batch.length > 0) this.scheduleRetry(entry, outcome.retryAfterMs);
-        else if (outcome === "drop") this.droppedBatches++;
+        this.inFlightEntry = null;
+        if (entry.givenUpAtExit) {
+          // Already reported at the exit flush's deadline; a retry now would outlive the process.
+        } else if (outcome && typeof outcome === "object" && "retry" in outcome) {
+          if (entry.batch.length > 0) this.scheduleRetry(entry, outcome.retryAfterMs, outcome.cause);
+        } else if (outcome === "drop" || (outcome && typeof outcome === "object")) {
+          this.droppedBatches++;
+          this.drop(DROP_REASONS.rejected(typeof outcome === "object" ? outcome.cause : undefined), entry.batch.length);
+        }
         this.afterSend();
       });
   }
 
-  /** Keeps the batch for its next attempt, or drops it when that would come after its 10 minutes. */
-  private scheduleRetry(entry: Attempted, retryAfterMs: number | null): void {
+  /**
+   * Keeps the batch for its next attempt, without the payloads whose 10 minutes end before it
+   * (SPEC §4): a Retry-After past the age limit costs the oldest, reported at once; the younger ones
+   * are tried again when it ends, with the same Idempotency-Key.
+   */
+  private scheduleRetry(entry: Attempted, retryAfterMs: number | null, cause: string | undefined): void {
     entry.retries++;
+    const now = Date.now();
     const delayMs = retryDelayMs(entry.retries, retryAfterMs, this.random());
-    if (Date.now() + delayMs - entry.oldestAtMs >= RETRY_MAX_AGE_MS) {
-      this.droppedBatches++;
-      return;
+    this.lastCause = cause;
+    if (retryAfterMs !== null && retryAfterMs > 0) this.holdUntilMs = Math.max(this.holdUntilMs, now + retryAfterMs);
+    const retryAtMs = now + delayMs;
+    let expired = 0;
+    while (expired < entry.addedAtMs.length && retryAtMs - entry.addedAtMs[expired]! >= RETRY_MAX_AGE_MS) expired++;
+    if (expired > 0) {
+      // What made them miss their 10 minutes: the ingest's Retry-After (said at once, it is news
+      // an operator can act on), or simply failing for that long.
+      const oldestAtMs = entry.addedAtMs[0]!;
+      const byRetryAfter = retryAfterMs !== null && now + retryAfterMs - oldestAtMs >= RETRY_MAX_AGE_MS;
+      if (byRetryAfter) this.drop(DROP_REASONS.retryAfter(cause, retryAfterMs), expired, true);
+      else this.drop(DROP_REASONS.age(cause), expired);
+      entry.batch.splice(0, expired);
+      entry.addedAtMs.splice(0, expired);
+      if (entry.batch.length === 0) {
+        this.droppedBatches++;
+        return;
+      }
     }
     // Back in the buffer, the batch counts in the 1,000 bound again: its oldest payloads go first.
     const excess = this.size + entry.batch.length - this.tuning.maxBuffered;
     if (excess > 0) {
+      this.drop(DROP_REASONS.bound(this.tuning.maxBuffered), Math.min(excess, entry.batch.length));
       entry.batch.splice(0, excess);
+      entry.addedAtMs.splice(0, excess);
       this.droppedOldest++;
       if (entry.batch.length === 0) return;
     }
@@ -192,7 +277,8 @@ export class PayloadBuffer {
 
   /**
    * The exit flush: everything waiting, split into requests of at most `maxPerRequest`, one after
-   * the other, ending within `deadlineMs` whatever the endpoint does (SPEC §4: 1 second).
+   * the other, ending within `deadlineMs` whatever the endpoint does (SPEC §4: 1 second). Never
+   * inside the ingest's Retry-After. Whatever does not make it is reported to onDrop.
    */
   async flushFinal(deadlineMs: number = EXIT_FLUSH_TIMEOUT_MS): Promise<void> {
     if (this.finalFlushing) return;
@@ -203,18 +289,42 @@ export class PayloadBuffer {
     const timeUp = new Promise<void>((resolve) => {
       deadlineTimer = setTimeout(resolve, deadlineMs);
     });
+    const sendFinal = async (batch: object[], idempotencyKey: string) => {
+      const mine = { payloads: batch.length, settled: false, counted: false };
+      this.finalSend = mine;
+      let outcome: SendOutcome | void;
+      try {
+        outcome = await this.send(batch, true, idempotencyKey);
+      } catch (error) {
+        outcome = { drop: true, cause: DROP_REASONS.unsendable(messageOf(error)) };
+      }
+      mine.settled = true;
+      if (mine.counted || !outcome || outcome === "sent") return;
+      this.drop(DROP_REASONS.exitFailed(outcome === "drop" ? undefined : outcome.cause), mine.payloads);
+    };
     const drain = async () => {
       if (this.inFlight) await this.inFlight;
       // The batch waiting for its retry goes first, once, with its own key.
       const retrying = this.retrying;
       this.abandonRetry();
+      if (Date.now() < this.holdUntilMs) {
+        // The ingest asked for a pause that outlasts the process: asking again now would only be
+        // refused, so what is held is given up (and said so).
+        const held = (retrying?.batch.length ?? 0) + this.waiting.length;
+        this.waiting.length = 0;
+        this.waitingSince.length = 0;
+        this.drop(DROP_REASONS.exitHeld(this.lastCause), held);
+        return;
+      }
       if (retrying && retrying.batch.length > 0 && Date.now() < deadline) {
-        await this.send(retrying.batch, true, retrying.idempotencyKey).catch(() => undefined);
+        await sendFinal(retrying.batch, retrying.idempotencyKey);
+      } else if (retrying) {
+        this.drop(DROP_REASONS.exitDeadline(deadlineMs), retrying.batch.length);
       }
       while (this.waiting.length > 0 && Date.now() < deadline) {
         const batch = this.waiting.splice(0, this.tuning.maxPerRequest);
         this.waitingSince.splice(0, batch.length);
-        await this.send(batch, true, newIdempotencyKey()).catch(() => undefined);
+        await sendFinal(batch, newIdempotencyKey());
       }
     };
     try {
@@ -222,12 +332,49 @@ export class PayloadBuffer {
     } finally {
       // Best effort: what could not go within the deadline is dropped, so the process can end
       // (otherwise every later beforeExit would start another flush of the same payloads).
-      if (this.waiting.length > 0) this.waiting.length = 0;
+      const unanswered = this.finalSend;
+      if (unanswered && !unanswered.settled && !unanswered.counted) {
+        unanswered.counted = true;
+        this.drop(DROP_REASONS.exitDeadline(deadlineMs), unanswered.payloads);
+      }
+      // An ordinary send still unanswered: the process is about to end without its answer.
+      const ordinary = this.inFlightEntry;
+      if (ordinary && !ordinary.givenUpAtExit) {
+        ordinary.givenUpAtExit = true;
+        this.drop(DROP_REASONS.exitDeadline(deadlineMs), ordinary.batch.length);
+      }
+      const left = this.waiting.length + (this.retrying?.batch.length ?? 0);
+      this.drop(DROP_REASONS.exitDeadline(deadlineMs), left);
+      this.waiting.length = 0;
       this.waitingSince.length = 0;
       this.abandonRetry();
       clearTimeout(deadlineTimer);
       this.finalFlushing = false;
     }
+  }
+
+  /**
+   * The process is ending now, without (or in the middle of) the exit flush — `process.exit()`
+   * skips `beforeExit`: everything still held, and any send not yet answered, is given up and
+   * reported. Synchronous: an `exit` listener can run nothing else.
+   */
+  giveUpAtExit(): void {
+    const reason = DROP_REASONS.exitAbrupt;
+    const ordinary = this.inFlightEntry;
+    if (ordinary && !ordinary.givenUpAtExit) {
+      ordinary.givenUpAtExit = true;
+      this.drop(reason, ordinary.batch.length);
+    }
+    const final = this.finalSend;
+    if (final && !final.settled && !final.counted) {
+      final.counted = true;
+      this.drop(reason, final.payloads);
+    }
+    this.drop(reason, this.waiting.length + (this.retrying?.batch.length ?? 0));
+    this.waiting.length = 0;
+    this.waitingSince.length = 0;
+    this.abandonRetry();
+    this.clearTimer();
   }
 
   private afterSend(): void {
@@ -240,13 +387,13 @@ export class PayloadBuffer {
     }
   }
 
-  private armTimer(): void {
+  private armTimer(delayMs: number = this.tuning.flushIntervalMs): void {
     if (this.finalFlushing) return;
     const timer = setTimeout(() => {
       this.timer = null;
       if (this.inFlight !== null) this.due = true;
       else this.flush();
-    }, this.tuning.flushIntervalMs);
+    }, delayMs);
     // A pending flush must never keep the process alive (SPEC §4); the exit flush covers it.
     (timer as { unref?: () => unknown }).unref?.();
     this.timer = timer;
@@ -258,4 +405,8 @@ export class PayloadBuffer {
       this.timer = null;
     }
   }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

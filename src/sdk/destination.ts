@@ -7,7 +7,8 @@ import { AgreementTracker } from "./agreement.ts";
 import { hashOfArgsText } from "./args-hash.ts";
 import { newSessionId, SessionTable } from "./session.ts";
 import { defaultPostJson, type PostJson } from "./transport.ts";
-import { RETRY_WITHOUT_HINT, describeOutcome, outcomeOfAnswer } from "./retry.ts";
+import { describeOutcome, outcomeWithCause, type SendOutcome } from "./retry.ts";
+import { DropReporter, realReportClock, type ReportClock } from "./drops.ts";
 
 /** Client names by transport session id, so a fresh server object per request finds its client. */
 const MAX_REMEMBERED_TRANSPORT_SESSIONS = 1_000;
@@ -42,6 +43,8 @@ export class Destination {
   }
   readonly ingestUrl: string;
   readonly buffer: PayloadBuffer;
+  /** Every payload this destination gives up, counted and reported on stderr whatever `debug` says (SPEC §3, §4). */
+  readonly drops: DropReporter;
   readonly agreement = new AgreementTracker();
   /** The conversations of this destination (SPEC §4 "Sessions are conversations"). */
   readonly sessions: SessionTable;
@@ -55,11 +58,12 @@ export class Destination {
   readonly endpoint: string;
   readonly key: string;
 
-  constructor(endpoint: string, key: string, post: PostJson, tuning: BufferTuning, sendTimeoutMs: number) {
+  constructor(endpoint: string, key: string, post: PostJson, tuning: BufferTuning, sendTimeoutMs: number, reportClock: ReportClock = realReportClock) {
     this.endpoint = endpoint;
     this.key = key;
     this.ingestUrl = endpoint + INGEST_PATH;
     this.sessions = new SessionTable(key);
+    this.drops = new DropReporter(destinationName(this.ingestUrl, key), toStderr, reportClock);
     this.buffer = new PayloadBuffer(async (batch, final, idempotencyKey) => {
       this.hashWaitingArgs();
       const body = JSON.stringify({ batch });
@@ -74,15 +78,16 @@ export class Destination {
           idempotencyKey,
         });
         // 5xx and 429 are retried by the buffer with the same key; any other 4xx drops the batch (SPEC §4).
-        const outcome = outcomeOfAnswer(answer);
+        const outcome = outcomeWithCause(answer);
         if (this.debug) toStderr(describeOutcome(answer, outcome, batch.length));
         return outcome;
       } catch (error) {
         // A network error or a timeout: retried like a 5xx (SPEC §4).
-        if (this.debug) toStderr(`send failed (${describe(error)}); ${batch.length} payload(s) to retry`);
-        return RETRY_WITHOUT_HINT;
+        const cause = `send failed (${describe(error)})`;
+        if (this.debug) toStderr(`${cause}; ${batch.length} payload(s) to retry`);
+        return { retry: true, retryAfterMs: null, cause } satisfies SendOutcome;
       }
-    }, tuning);
+    }, tuning, (reason, payloads, reportNow) => this.drops.record(reason, payloads, reportNow));
   }
 
   rememberClient(transportSessionId: string, clientName: string): void {
@@ -153,6 +158,14 @@ export function enqueueCallOn<P extends { args_hash: string }>(destination: Dest
   }
 }
 
+/**
+ * How a report line names its destination: the ingest URL and, for a key of the usual shape, its
+ * key id (the first 16 characters, kept in clear to name a key, SPEC §3) — never the key.
+ */
+function destinationName(ingestUrl: string, key: string): string {
+  return key.length >= 40 ? `${ingestUrl} (key ${key.slice(0, 16)}…)` : ingestUrl;
+}
+
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -176,6 +189,8 @@ export interface TransportOverrides {
   tuning?: Partial<BufferTuning>;
   sendTimeoutMs?: number;
   post?: PostJson;
+  /** The drop report's clock (./drops.ts). */
+  reportClock?: ReportClock;
 }
 let overrides: TransportOverrides = {};
 
@@ -201,6 +216,7 @@ export function destinationFor(rawEndpoint: string, key: string): Destination {
       overrides.post ?? defaultPostJson(),
       { ...DEFAULT_BUFFER_TUNING, ...overrides.tuning },
       overrides.sendTimeoutMs ?? SEND_TIMEOUT_MS,
+      overrides.reportClock,
     );
     all.set(identity, destination);
     installExitFlush();
@@ -228,6 +244,15 @@ const EXIT_HOOKS_KEY = Symbol.for("mcpulse-edge.sdk.exit-hooks");
 
 async function flushEverything(): Promise<void> {
   await Promise.all(allDestinations().map((destination) => destination.buffer.flushFinal(EXIT_FLUSH_TIMEOUT_MS)));
+  writePendingDropReports();
+}
+
+/** The drop counts not yet written go out now, whatever the minute: the process is ending. */
+function writePendingDropReports(): void {
+  for (const destination of allDestinations()) {
+    // A destination made by an older copy of this package has no report.
+    (destination as Partial<Destination>).drops?.writePending();
+  }
 }
 
 function installExitFlush(): void {
@@ -243,7 +268,17 @@ function installExitFlush(): void {
       // beforeExit fires again once the flush's own work is done; by then nothing waits.
       if (allDestinations().some((destination) => destination.buffer.size > 0)) {
         void flushEverything().catch(() => undefined);
+      } else {
+        writePendingDropReports();
       }
+    });
+    // process.exit() skips beforeExit, so no exit flush: what is still held is given up, and the
+    // report still goes out (stderr writes are synchronous to files, terminals and, on Linux, pipes).
+    proc.on("exit", () => {
+      for (const destination of allDestinations()) {
+        if (typeof (destination.buffer as Partial<PayloadBuffer>).giveUpAtExit === "function") destination.buffer.giveUpAtExit();
+      }
+      writePendingDropReports();
     });
     for (const signal of ["SIGINT", "SIGTERM"]) {
       const onSignal = () => {

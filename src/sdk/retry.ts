@@ -17,10 +17,20 @@ export interface PostAnswer {
   status: number;
   /** Retry-After in milliseconds (from seconds or an HTTP date), or null. */
   retryAfterMs: number | null;
+  /** The start of an error answer's body (at most MAX_ERROR_BODY_BYTES), for errorTextOf; absent on a 2xx. */
+  errorBody?: string | null;
 }
 
-/** What the buffer does with a batch after one send. */
-export type SendOutcome = "sent" | "drop" | { retry: true; retryAfterMs: number | null };
+/**
+ * What the buffer does with a batch after one send. `cause` says in words what went wrong (the
+ * status and the server's own `error` text, or the network failure), for the line that reports
+ * payloads given up (./drops.ts); a bare "drop" is a refusal whose cause is not known.
+ */
+export type SendOutcome =
+  | "sent"
+  | "drop"
+  | { drop: true; cause: string }
+  | { retry: true; retryAfterMs: number | null; cause?: string };
 
 export const RETRY_WITHOUT_HINT: SendOutcome = Object.freeze({ retry: true, retryAfterMs: null }) as SendOutcome;
 
@@ -32,12 +42,55 @@ export function outcomeOfAnswer(answer: number | PostAnswer): SendOutcome {
   return "drop";
 }
 
+/** Of an error answer's body, only this much is read: enough for `{"error", "code"}`, never a whole page. */
+export const MAX_ERROR_BODY_BYTES = 2_048;
+/** The server's `error` text is cut to this many characters in a log line. */
+export const MAX_ERROR_TEXT_CHARS = 120;
+
+/**
+ * The server's own words from an error body `{"error": string, "code"?: string}` (src/worker/errors.ts),
+ * fit for one stderr line: control and format characters (escapes, bidi overrides, newlines) are
+ * removed, the text cut to MAX_ERROR_TEXT_CHARS, and a `code` of capitals and underscores added.
+ * Null when the body is not such JSON: a body that is not ours is not repeated.
+ */
+export function errorTextOf(body: string | null | undefined): string | null {
+  if (!body) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return null;
+  }
+  if (parsed === null || typeof parsed !== "object") return null;
+  const { error, code } = parsed as { error?: unknown; code?: unknown };
+  if (typeof error !== "string") return null;
+  const clean = error.replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]+/gu, " ").replace(/\s+/g, " ").trim();
+  const cut = clean.length > MAX_ERROR_TEXT_CHARS ? `${clean.slice(0, MAX_ERROR_TEXT_CHARS - 1)}…` : clean;
+  const named = typeof code === "string" && /^[A-Z][A-Z0-9_]{0,39}$/.test(code) ? `, ${code}` : "";
+  return cut === "" && named === "" ? null : `"${cut}"${named}`;
+}
+
+/** "ingest answered 429 ("payload budget exceeded", TOO_MANY_REQUESTS)": a status in words, with the server's text when it sent one. */
+export function describeAnswer(answer: number | PostAnswer): string {
+  const { status, errorBody } = typeof answer === "number" ? { status: answer, errorBody: null } : answer;
+  const text = errorTextOf(errorBody);
+  return text === null ? `ingest answered ${status}` : `ingest answered ${status} (${text})`;
+}
+
+/** The outcome of an answer with its cause in words, for the buffer (SPEC §4: which are retried). */
+export function outcomeWithCause(answer: number | PostAnswer): SendOutcome {
+  const outcome = outcomeOfAnswer(answer);
+  if (outcome === "sent") return outcome;
+  const cause = describeAnswer(answer);
+  return outcome === "drop" ? { drop: true, cause } : { retry: true, retryAfterMs: (outcome as { retryAfterMs: number | null }).retryAfterMs, cause };
+}
+
 /** The debug line after a send. */
 export function describeOutcome(answer: number | PostAnswer, outcome: SendOutcome, payloads: number): string {
-  const status = typeof answer === "number" ? answer : answer.status;
-  if (outcome === "sent") return `ingest answered ${status}`;
-  if (outcome === "drop") return `ingest answered ${status}; batch of ${payloads} payload(s) dropped`;
-  return `ingest answered ${status}; ${payloads} payload(s) to retry`;
+  const answered = describeAnswer(answer);
+  if (outcome === "sent") return answered;
+  if (outcome === "drop" || "drop" in outcome) return `${answered}; batch of ${payloads} payload(s) dropped`;
+  return `${answered}; ${payloads} payload(s) to retry`;
 }
 
 /** Retry-After as milliseconds: delay-seconds or an HTTP date (RFC 9110 §10.2.3); null when absent or unusable. */

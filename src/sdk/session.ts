@@ -15,6 +15,11 @@ export const CONVERSATION_META_KEYS = [
     client: "ChatGPT (Apps SDK and connectors)",
     source: "OpenAI Apps SDK reference, \"_meta fields the client provides\" (developers.openai.com/apps-sdk/reference)",
   },
+  {
+    key: "vscode.conversationId",
+    client: "VS Code (GitHub Copilot chat)",
+    source: "SPEC §4 (2026-12-02): the chat conversation's id, sent in each tools/call's _meta",
+  },
 ] as const;
 
 /**

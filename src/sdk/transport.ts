@@ -1,7 +1,7 @@
 // Sends one batch to the ingest (SPEC §1.1) without ever holding the process open (SPEC §4).
 // On Node it uses node:http(s) so the socket can be unref'd; elsewhere (workerd) it uses fetch.
 // The batch's Idempotency-Key goes with every attempt, and Retry-After comes back (./retry.ts).
-import { parseRetryAfter, type PostAnswer } from "./retry.ts";
+import { MAX_ERROR_BODY_BYTES, parseRetryAfter, type PostAnswer } from "./retry.ts";
 
 export interface SendOptions {
   /** Abandon the send after this long; the batch is then dropped (SPEC §4: 10 s). */
@@ -112,9 +112,27 @@ const postWithNodeHttp = (builtins: NodeBuiltins): PostJson => (url, key, body, 
       },
       (response) => {
         const retryAfter = response.headers["retry-after"];
+        const status = response.statusCode ?? 0;
+        // An error answer's body names the cause (`{"error", "code"}`, SPEC §3): its first 2 KiB are
+        // kept for the line that reports payloads given up; a 2xx body (empty) is only drained.
+        const chunks: Buffer[] = [];
+        let kept = 0;
+        if (status >= 400) {
+          response.on("data", (chunk: Buffer) => {
+            if (kept >= MAX_ERROR_BODY_BYTES) return;
+            chunks.push(chunk);
+            kept += chunk.length;
+          });
+        }
         response.on("error", (error) => finish(error));
-        response.on("end", () => finish(null, { status: response.statusCode ?? 0, retryAfterMs: parseRetryAfter(typeof retryAfter === "string" ? retryAfter : null, Date.now()) }));
-        response.resume();
+        response.on("end", () =>
+          finish(null, {
+            status,
+            retryAfterMs: parseRetryAfter(typeof retryAfter === "string" ? retryAfter : null, Date.now()),
+            errorBody: status >= 400 ? Buffer.concat(chunks).subarray(0, MAX_ERROR_BODY_BYTES).toString("utf8") : null,
+          }),
+        );
+        if (status < 400) response.resume();
       },
     );
     const timer = setTimeout(() => {
@@ -141,9 +159,12 @@ const postWithFetch: PostJson = async (url, key, body, options) => {
       body,
       signal: controller.signal,
     });
-    // Drain so the connection can be reused; the ingest answers 202 with an empty body.
-    await response.arrayBuffer().catch(() => undefined);
-    return { status: response.status, retryAfterMs: parseRetryAfter(response.headers.get("retry-after"), Date.now()) };
+    // Drain so the connection can be reused; the ingest answers 202 with an empty body, an error
+    // with `{"error", "code"}` (SPEC §3), whose first 2 KiB name the cause of a drop.
+    const bytes = await response.arrayBuffer().catch(() => null);
+    const errorBody =
+      response.status >= 400 && bytes !== null ? new TextDecoder().decode(new Uint8Array(bytes, 0, Math.min(bytes.byteLength, MAX_ERROR_BODY_BYTES))) : null;
+    return { status: response.status, retryAfterMs: parseRetryAfter(response.headers.get("retry-after"), Date.now()), errorBody };
   } finally {
     clearTimeout(timer);
   }

@@ -12,6 +12,7 @@ import { metricsApp } from "./routes/metrics.ts";
 import { exploreApp } from "./routes/explore.ts";
 import { dashboardApp } from "./routes/dashboard.tsx";
 import { dashboardAlertsApp } from "./routes/dashboard-alerts.tsx";
+import { oauthApp } from "./routes/oauth.tsx";
 
 export const app = new Hono<AppEnv>();
 
@@ -48,6 +49,7 @@ app.route("/v1/metrics", metricsApp);
 app.route("/v1/explore", exploreApp);
 app.route("/mcp", mcpApp);
 app.route("/v1", alertRoutes);
+app.route("/", oauthApp);
 app.route("/", dashboardAlertsApp);
 app.route("/", dashboardApp);
 

@@ -7,7 +7,7 @@ import type { KeyState } from "./budget/key-budget.ts";
 import { findKeyById, type KeyKind, type KeyWithProject } from "./db/keys.ts";
 import { databaseOf, directoryDb } from "./databases.ts";
 import { apiError } from "./errors.ts";
-import { attemptOf, guardBeforeCheck, keyPrefix, recordFailedCredential, tooManyAttempts } from "./throttle/credentials.ts";
+import { attemptOf, keyPrefix, recordFailedCredential, tooManyAttempts } from "./throttle/credentials.ts";
 
 export type { KeyKind };
 
@@ -42,6 +42,11 @@ export function randomBase62(count: number): string {
   return out;
 }
 
+/** Whether a credential has the shape of a project key (ingest or read), whether or not it exists. */
+export function isProjectKeyShaped(credential: string): boolean {
+  return KEY_PATTERN.test(credential);
+}
+
 export function generateKey(kind: KeyKind): string {
   return KEY_PREFIX[kind] + randomBase62(KEY_RANDOM_CHARS);
 }
@@ -73,6 +78,17 @@ export async function authenticateKey(
   const [row, digest] = await Promise.all([findKeyById(db, keyIdOf(key)), sha256Hex(key)]);
   if (!row || row.kind !== kind || row.revoked_at_ms !== null) return null;
   if (!(await timingSafeEqual(row.key_sha256, digest))) return null;
+  return { project_id: row.project_id, key_id: row.key_id, payload_budget_per_minute: row.payload_budget_per_minute, database: row.database_name };
+}
+
+/**
+ * The project of an OAuth grant (SPEC §9), checked like its read key on every call: the key that
+ * approved the grant must still be a live read key of the grant's project, so revoking the key (or
+ * deleting the project) ends the grant's tokens at once. Null otherwise.
+ */
+export async function authenticateGrantKey(db: D1Database, keyId: string, projectId: string): Promise<AuthenticatedKey | null> {
+  const row = await findKeyById(db, keyId);
+  if (!row || row.kind !== "read" || row.revoked_at_ms !== null || row.project_id !== projectId) return null;
   return { project_id: row.project_id, key_id: row.key_id, payload_budget_per_minute: row.payload_budget_per_minute, database: row.database_name };
 }
 
@@ -153,37 +169,33 @@ export function bearerToken(header: string | undefined): string | null {
 }
 
 /**
- * A bearer key checked with the sign-in throttle around it (throttle/credentials.ts): a network
- * over its limit is answered 429 with Retry-After from this isolate's memory before the check; a
- * wrong key or a malformed header counts as a failed sign-in and ends in 401 (or 429 once the
- * network or the key's prefix is over its limit); a correct key costs nothing more. A request
- * without any Authorization header is not a guess and is not counted. `check` answers the key, or
- * null for a wrong one; what it throws (ingest's 503 when nobody can tell) passes uncounted.
+ * A bearer key checked, then the sign-in throttle asked (throttle/credentials.ts, SPEC §3): a
+ * correct key is let in whatever its network or its prefix did — nothing is asked before the check,
+ * and a correct key costs nothing more; a wrong key or a malformed header counts as a failed
+ * sign-in and ends in 401, or 429 once its network (not for ingest keys: `countNetwork: false`) or
+ * its prefix is over its limit. A request without any Authorization header is not a guess and is
+ * not counted. `check` answers the key, or null for a wrong one; what it throws (ingest's 503 when
+ * nobody can tell) passes uncounted.
  */
 export async function checkBearerKey<T>(
   env: Env,
   request: Request,
   what: string,
   check: (token: string) => Promise<T | null>,
+  options: { countNetwork: boolean; challenge?: string } = { countNetwork: true },
 ): Promise<T> {
   const header = request.headers.get("authorization") ?? undefined;
   const token = bearerToken(header);
-  const attempt = attemptOf(request, token === null ? null : keyPrefix(token));
-  const nowMs = Date.now();
-  const throttle = header !== undefined;
-  if (throttle) {
-    const wait = await guardBeforeCheck(env, attempt, nowMs, { authoritative: false });
-    if (wait !== null) throw tooManyAttempts(wait);
-  }
   const key = token === null ? null : await check(token);
-  if (key === null) {
-    const wait = throttle ? await recordFailedCredential(env, attempt, nowMs) : null;
-    if (wait !== null) throw tooManyAttempts(wait);
-    throw apiError("UNAUTHORIZED", token === null ? "missing bearer key" : `not a valid ${what}`, {
-      "WWW-Authenticate": 'Bearer realm="mcpulse"',
-    });
+  if (key !== null) return key;
+  if (header !== undefined) {
+    const attempt = attemptOf(request, token === null ? null : keyPrefix(token));
+    const refusal = await recordFailedCredential(env, attempt, Date.now(), { network: options.countNetwork });
+    if (refusal !== null) throw tooManyAttempts(refusal);
   }
-  return key;
+  throw apiError("UNAUTHORIZED", token === null ? "missing bearer key" : `not a valid ${what}`, {
+    "WWW-Authenticate": options.challenge ?? 'Bearer realm="mcpulse"',
+  });
 }
 
 /**
@@ -204,9 +216,10 @@ export function setAuthenticated(c: Context<AppEnv>, auth: AuthenticatedKey): vo
  * `{"error": …, "code": "UNAUTHORIZED"}`; sets `c.var.projectId` / `c.var.keyId` and the project's
  * database (`c.var.db`) for the handlers after it.
  */
-export function requireKey(kind: KeyKind): MiddlewareHandler<AppEnv> {
+export function requireKey(kind: KeyKind, challenge?: (c: Context<AppEnv>) => string): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const auth = await checkBearerKey(c.env, c.req.raw, `${kind} key`, (token) => authenticateKey(directoryDb(c.env), token, kind));
+    const options = challenge ? { countNetwork: true, challenge: challenge(c) } : { countNetwork: true };
+    const auth = await checkBearerKey(c.env, c.req.raw, `${kind} key`, (token) => authenticateKey(directoryDb(c.env), token, kind), options);
     setAuthenticated(c, auth);
     await next();
   };

@@ -14,6 +14,8 @@ export interface Env {
   INGEST_HEALTH: DurableObjectNamespace<IngestHealth>;
   /** Failed sign-ins per client network and per key prefix (throttle/credentials.ts). */
   SIGN_IN_THROTTLE: DurableObjectNamespace<SignInThrottle>;
+  /** OAuth 2.1 for /mcp (SPEC §9): @cloudflare/workers-oauth-provider's clients, grants and hashed tokens. */
+  OAUTH_KV: KVNamespace;
   /** Batches D1 could not take yet; producer and consumer check messages with their Zod schema (queues/ingest-writes.ts). */
   INGEST_QUEUE: Queue<unknown>;
   /** One rollup or retention job per database per cron run (queues/rollup-jobs.ts, SPEC §7). */
@@ -24,11 +26,18 @@ export interface Env {
   RAW_RETENTION_DAYS?: string;
   /** D1 statements one rollup run may spend (default 48, the free plan; up to 1,000 on Paid). */
   ROLLUP_MAX_QUERIES?: string;
+  /** Milliseconds a rollup run waits between its transactions so queued requests get through (rollup/run.ts; default 50). */
+  ROLLUP_PAUSE_MS?: string;
   PRICE_PER_MILLION_TOKENS_USD?: string;
   /** D1 queries one invocation may make, shared by the rollup and the alert step (default 50, the free plan). */
   D1_QUERIES_PER_INVOCATION?: string;
   /** The worker's public origin, for the dashboard links in alert notifications (docs/alerts.md). */
   PUBLIC_URL?: string;
+  /**
+   * Origins besides the worker's own that may call /mcp from a browser, comma-separated (e.g. an MCP
+   * inspector's page). A request with any other `Origin` is answered 403 (SPEC §9, DNS rebinding).
+   */
+  MCP_ALLOWED_ORIGINS?: string;
   /**
    * Local only (`npm run dev`, tests): the embedded ClickHouse engine standing in for Analytics
    * Engine (scripts/analytics-local.ts). Ingest also posts its data points there, and Explore

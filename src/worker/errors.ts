@@ -38,22 +38,37 @@ export const ERROR_CODES = {
 export type ErrorCode = keyof typeof ERROR_CODES;
 export const ERROR_CODE_NAMES = Object.keys(ERROR_CODES) as ErrorCode[];
 
-/** The body of every error answer. */
-export type ErrorBody = { error: string; code: ErrorCode };
+/**
+ * Which limit a 429 answers for (SPEC §3: a throttle's 429 says which limit in its body), so that a
+ * producer can tell "slow down" from "this credential is failing": the key's payload budget, the
+ * client network's failed sign-ins, or the failed attempts against one key prefix.
+ */
+export const RATE_LIMITS = ["payload_budget", "network", "key_prefix"] as const;
+export type RateLimit = (typeof RATE_LIMITS)[number];
+
+/** The body of every error answer; a 429 adds the limit it answers for. */
+export type ErrorBody = { error: string; code: ErrorCode; limit?: RateLimit };
 
 /** An error the API answers on purpose: its code decides the status, its message is our own words. */
 export class ApiError extends HTTPException {
   readonly code: ErrorCode;
-  constructor(code: ErrorCode, message: string, headers?: Record<string, string>) {
+  readonly limit: RateLimit | undefined;
+  constructor(code: ErrorCode, message: string, headers?: Record<string, string>, limit?: RateLimit) {
     const status = ERROR_CODES[code];
     super(status, { message, ...(headers ? { res: new Response(null, { status, headers }) } : {}) });
     this.code = code;
+    this.limit = limit;
   }
 }
 
 /** The one way a route, a middleware or a service refuses a request: `throw apiError(code, message)`. */
 export function apiError(code: ErrorCode, message: string, headers?: Record<string, string>): ApiError {
   return new ApiError(code, message, headers);
+}
+
+/** A 429 with `Retry-After`, naming the limit it answers for. */
+export function rateLimited(limit: RateLimit, message: string, retryAfterSeconds: number): ApiError {
+  return new ApiError("TOO_MANY_REQUESTS", message, { "Retry-After": String(retryAfterSeconds) }, limit);
 }
 
 /** The general code of each status: the first code listed with it (a later one, like HOURS_NOT_KEPT, is a specific case). */
@@ -91,6 +106,7 @@ export function errorResponse(err: unknown): Response {
     const headers = new Headers(err.res?.headers);
     headers.set("content-type", "application/json");
     const body: ErrorBody = { error: err.message || DEFAULT_MESSAGES[code], code };
+    if (err instanceof ApiError && err.limit !== undefined) body.limit = err.limit;
     return new Response(JSON.stringify(body), { status: err.status, headers });
   }
   const body: ErrorBody = { error: DEFAULT_MESSAGES.INTERNAL_SERVER_ERROR, code: "INTERNAL_SERVER_ERROR" };

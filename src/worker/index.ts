@@ -1,5 +1,5 @@
 // Worker entry: wiring only (fetch + scheduled + queue). Export nothing but handlers and Durable Objects.
-import { app } from "./app.ts";
+import { edgeFetch } from "./edge.ts";
 import type { Env } from "./env.ts";
 import { INGEST_DEAD_LETTER_QUEUE_NAME, consumeDeadLetters } from "./queues/ingest-dead-letters.ts";
 import { consumeIngestWrites } from "./queues/ingest-writes.ts";
@@ -10,7 +10,8 @@ export { IngestHealth } from "./health/ingest-health.ts";
 export { SignInThrottle } from "./throttle/sign-in-throttle.ts";
 
 export default {
-  fetch: app.fetch,
+  // The app behind OAuth 2.1 for /mcp (edge.ts, SPEC §9).
+  fetch: edgeFetch,
   // One job per database (SPEC §7): the rollup and its alert step, or the retention.
   scheduled: async (controller, env) => {
     await fanOutScheduled(controller, env);

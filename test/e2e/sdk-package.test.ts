@@ -1,6 +1,6 @@
 // `npm pack` produces a package a server author can install: pack, install into a temp dir,
 // import `mcpulse-edge/sdk`, type-check against its declarations, and run it on Node 20 and 22.
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { copyFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -66,12 +66,33 @@ test("its declarations type-check in a NodeNext TypeScript project", () => {
 // node_modules/.bin, which npm and npx put first (with Node 22 from devDependencies).
 const systemPath = (process.env.PATH ?? "").split(":").filter((dir) => !dir.includes("node_modules")).join(":");
 
+/**
+ * Runs the consumer without blocking this process: the ingest it sends to lives here, and must be
+ * able to answer the exit flush (under spawnSync the answer would never come, and the SDK would
+ * rightly report the payloads as not confirmed on stderr).
+ */
+function run(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number }) {
+  return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs);
+    child.on("error", reject);
+    child.on("close", (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
+}
+
 test.each([
   ["the system Node", "node", systemPath],
   ["Node 22", process.execPath, process.env.PATH ?? ""],
 ])("imports and runs on %s; the exit flush delivers valid payloads", async (label, command, path) => {
   const before = ingest.payloads().length;
-  const result = spawnSync(command, ["consumer.mjs", ingest.url], { cwd: workdir, encoding: "utf8", timeout: 30_000, env: { ...process.env, PATH: path } });
+  const result = await run(command, ["consumer.mjs", ingest.url], { cwd: workdir, timeoutMs: 30_000, env: { ...process.env, PATH: path } });
   expect(result.stderr).toBe("");
   expect(result.status).toBe(0);
   const report = JSON.parse(result.stdout) as { node: string; flushAt: number };

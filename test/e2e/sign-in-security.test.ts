@@ -43,24 +43,31 @@ describe("cookies worth nothing after sign-out", () => {
   });
 });
 
-// Last: it leaves the socket's own network blocked.
+// Last: it leaves the socket's own network blocked for failures, and the admin prefix full.
 describe("guessing over a real socket", () => {
-  it("slows wrong admin tokens and read keys to 10 per network, then 429 with Retry-After; the right credential still works elsewhere", async () => {
+  it("slows wrong admin tokens and read keys to 10 per network and 20 a minute per prefix, then 429 naming the limit; a right read key still works from the guessing network", async () => {
     const project = await createProject(worker, "guarded");
     const statuses: number[] = [];
+    const limits: string[] = [];
     for (let i = 0; i < 30; i++) {
       const res = await fetch(`${worker.url}/v1/admin/projects`, { headers: bearer(`guess-${i}`) });
       statuses.push(res.status);
-      if (res.status === 429) expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
-      await res.body?.cancel();
+      if (res.status === 429) {
+        expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+        limits.push(((await res.json()) as { limit: string }).limit);
+      } else await res.body?.cancel();
     }
     expect(statuses).toEqual([...Array(10).fill(401), ...Array(20).fill(429)]);
-    // The socket's own network (127.0.0.1) is blocked for everything it tries, the right token included.
-    expect((await fetch(`${worker.url}/v1/admin/projects`, { headers: bearer(worker.adminToken) })).status).toBe(429);
-    expect((await fetch(`${worker.url}/v1/metrics/tools`, { headers: bearer(project.read_key) })).status).toBe(429);
-    // Another network signs in with the right token and key.
-    expect((await fetch(`${worker.url}/v1/admin/projects`, { headers: bearer(worker.adminToken, "192.0.2.10") })).status).toBe(200);
+    // Guesses 11–20 hit the network's limit (and still count against the admin prefix), 21–30 the full prefix.
+    expect(limits).toEqual([...Array(10).fill("network"), ...Array(10).fill("key_prefix")]);
+    // SPEC §3: the failures of other credentials never refuse a right read key, from the same network either.
+    expect((await fetch(`${worker.url}/v1/metrics/tools`, { headers: bearer(project.read_key) })).status).toBe(200);
     expect((await fetch(`${worker.url}/v1/metrics/tools`, { headers: bearer(project.read_key, "192.0.2.10") })).status).toBe(200);
+    // The admin prefix is under attack: ADMIN_TOKEN (perhaps a guessable string) waits out its minute, from anywhere.
+    const admin = await fetch(`${worker.url}/v1/admin/projects`, { headers: bearer(worker.adminToken, "192.0.2.10") });
+    expect(admin.status).toBe(429);
+    expect(Number(admin.headers.get("retry-after"))).toBeLessThanOrEqual(60);
+    expect(await admin.json()).toMatchObject({ code: "TOO_MANY_REQUESTS", limit: "key_prefix" });
     // Wrong read keys from a third network: the same limit, on the read API and /mcp alike.
     const third = "192.0.2.11";
     for (let i = 0; i < 10; i++) expect((await fetch(`${worker.url}/v1/metrics/tools`, { headers: bearer("mp_read_" + "q".repeat(32), third) })).status).toBe(401);

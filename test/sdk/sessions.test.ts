@@ -328,6 +328,10 @@ describe("the session table and the pure function", () => {
     expect(sessionSource(all)).toEqual({ kind: "key", value: "u1" });
     expect(sessionSource({ ...all, fromOption: "" })).toEqual({ kind: "conversation", value: "c1" });
     expect(sessionSource({ ...all, fromOption: null, meta: { "openai/session": 5 } })).toEqual({ kind: "transport", value: "t1" });
+    // VS Code's conversation id, and the first key listed when a request carries both.
+    expect(sessionSource({ ...all, fromOption: undefined, meta: { "vscode.conversationId": "v1" } })).toEqual({ kind: "conversation", value: "v1" });
+    expect(sessionSource({ ...all, fromOption: undefined, meta: { "vscode.conversationId": "v1", "openai/session": "c1" } })).toEqual({ kind: "conversation", value: "c1" });
+    expect(sessionSource({ ...all, fromOption: undefined, meta: { vscode: { conversationId: "v1" } } })).toEqual({ kind: "transport", value: "t1" });
     expect(sessionSource({ ...all, fromOption: undefined, meta: undefined, transportSessionId: "" })).toEqual({ kind: "connection", connection });
     expect(sessionSource({ ...all, fromOption: undefined, meta: undefined, transportSessionId: undefined, transport: "memory" })).toEqual({ kind: "connection", connection });
     // Stateless HTTP and unknown transports: none, never a guess.

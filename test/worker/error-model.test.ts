@@ -16,7 +16,8 @@ async function expectErrorModel(res: Response, code: ErrorCode, what: string): P
   expect(res.status, what).toBe(ERROR_CODES[code]);
   expect(res.headers.get("content-type"), what).toContain("application/json");
   const body = await res.json<Record<string, unknown>>();
-  expect(Object.keys(body), what).toEqual(["error", "code"]);
+  // A 429 adds the limit it answers for (SPEC §3), and nothing else does.
+  expect(Object.keys(body), what).toEqual(code === "TOO_MANY_REQUESTS" ? ["error", "code", "limit"] : ["error", "code"]);
   expect(typeof body.error, what).toBe("string");
   expect((body.error as string).length, what).toBeGreaterThan(0);
   expect(body.code, what).toBe(code);

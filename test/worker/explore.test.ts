@@ -54,6 +54,13 @@ describe("GET /v1/explore", () => {
     ]);
   });
 
+  it("holds the calls of the last seconds in the default range", async () => {
+    const p = await createProject();
+    const batch = [callPayload({ started_at: new Date().toISOString() })];
+    expect((await postIngest({ batch }, { key: p.ingest_key })).status).toBe(202);
+    expect((await explore("", p.read_key)).body.rows).toEqual([{ calls: 1 }]);
+  });
+
   it("needs a read key", async () => {
     const p = await createProject();
     expect((await explore("", null)).status).toBe(401);

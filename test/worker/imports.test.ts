@@ -58,9 +58,13 @@ const MAY_IMPORT: Record<string, string[]> = {
   "auth.ts": ["db/", "budget/", "throttle/", "databases.ts"],
   // The list of databases and a project's database, resolved once per request or job (SPEC §7).
   "databases.ts": ["db/"],
-  "routes/": ["metrics/", "dashboard/", "mcp/", "alerts/", "db/", "auth.ts", "analytics/", "budget/", "queues/", "health/", "throttle/", "databases.ts", "moves/"],
+  "routes/": ["metrics/", "dashboard/", "mcp/", "alerts/", "db/", "auth.ts", "analytics/", "budget/", "queues/", "health/", "throttle/", "databases.ts", "moves/", "oauth/"],
+  // OAuth 2.1 for /mcp (SPEC §9): the library's configuration and a project's grants; leaves only.
+  "oauth/": [],
+  // The worker's fetch: the app, wrapped by the OAuth resource and authorization servers.
+  "edge.ts": ["app.ts", "oauth/", "routes/", "alerts/"],
   "app.ts": ["routes/"],
-  "index.ts": ["app.ts", "rollup/", "alerts/", "budget/", "queues/", "health/", "throttle/"],
+  "index.ts": ["edge.ts", "app.ts", "rollup/", "alerts/", "budget/", "queues/", "health/", "throttle/"],
   "time.ts": [],
   "retry-rule.ts": [],
   "histogram.ts": [],
@@ -77,7 +81,8 @@ describe("worker imports", () => {
 
   it("sees the worker's files", () => {
     expect(graph.has("index.ts")).toBe(true);
-    expect(graph.get("index.ts")).toContain("app.ts");
+    expect(graph.get("index.ts")).toContain("edge.ts");
+    expect(graph.get("edge.ts")).toContain("app.ts");
     expect(graph.size).toBeGreaterThan(20);
   });
 

@@ -13,7 +13,8 @@ import { INGEST_QUEUE_NAME, resetD1FailingForTests, retryDelaySeconds, type Inge
 import type { Env } from "../../src/worker/env.ts";
 import { capturingQueue, failingD1 } from "./helpers/faults.ts";
 import { agreementPayload, callPayload, postIngest, startupPayload, storedRows } from "./helpers/ingest.ts";
-import { adminHeaders, createProject, revokeKey } from "./helpers/projects.ts";
+import { adminHeaders, createProject, revokeKey, setPayloadBudget } from "./helpers/projects.ts";
+import { PREFIX_RULE } from "../../src/worker/throttle/credentials.ts";
 import { runCron } from "./helpers/cron.ts";
 
 const batch = [
@@ -93,10 +94,31 @@ describe("the key check without D1", () => {
     const d1 = failingD1();
     d1.failing = true;
     vi.spyOn(console, "error").mockImplementation(() => {});
+    const before = (await adminHealth()).last_24h;
     const res = await postIngest({ batch }, { key: p.ingest_key, env: fast({ DB: d1.db }) });
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("10");
     expect(await res.json()).toEqual({ error: "ingest temporarily unavailable; retry later", code: "SERVICE_UNAVAILABLE" });
+    // Health counts this 503 too, by its cause.
+    const after = (await adminHealth()).last_24h;
+    expect(after.requests_refused - before.requests_refused).toBe(1);
+    expect(after.refused_key_unverifiable - before.refused_key_unverifiable).toBe(1);
+    expect(after.refused_queue_unavailable).toBe(before.refused_queue_unavailable);
+  });
+
+  it("health counts every 429 ingest answers, by its limit", async () => {
+    const p = await createProject();
+    await setPayloadBudget(p.project_id, 1);
+    const before = (await adminHealth()).last_24h;
+    expect((await postIngest({ batch }, { key: p.ingest_key })).status).toBe(202);
+    for (let i = 0; i < 3; i++) expect((await postIngest({ batch }, { key: p.ingest_key })).status).toBe(429);
+    const unknownKey = "mp_live_" + "q".repeat(32);
+    for (let i = 0; i < PREFIX_RULE.maxFailures; i++) expect((await postIngest({ batch }, { key: unknownKey, headers: { "cf-connecting-ip": "192.0.2.77" } })).status).toBe(401);
+    expect((await postIngest({ batch }, { key: unknownKey, headers: { "cf-connecting-ip": "192.0.2.77" } })).status).toBe(429);
+    const after = (await adminHealth()).last_24h;
+    expect(after.throttled_payload_budget - before.throttled_payload_budget).toBe(3);
+    expect(after.throttled_failed_key - before.throttled_failed_key).toBe(1);
+    expect(after.requests_throttled - before.requests_throttled).toBe(4);
   });
 
   it("an unknown key is 401 and the answer is remembered for the minute", async () => {
@@ -276,6 +298,7 @@ describe("the write after the 202", () => {
     expect((await postIngest({ batch }, { key: p.ingest_key, env: bindings, headers: { "idempotency-key": "refused-batch-1" } })).status).toBe(202);
     expect(queue.sent).toHaveLength(3);
     expect((await adminHealth()).last_24h.requests_refused).toBeGreaterThanOrEqual(1);
+    expect((await adminHealth()).last_24h.refused_queue_unavailable).toBeGreaterThanOrEqual(1);
   });
 
   it("a batch neither D1 nor the queue takes after its 202 is logged and counted as lost", async () => {
@@ -402,7 +425,10 @@ describe("GET /v1/admin/health", () => {
     const body = await res.json<Record<string, any>>();
     expect(body.database).toBe("unavailable");
     expect(body.rollup).toEqual({ as_of: null, projects_behind: [] });
-    expect(Object.keys(body.last_24h).sort()).toEqual(["batches_dead_lettered", "batches_lost", "batches_queued", "batches_written_from_queue", "requests_refused", "write_retries"]);
+    expect(Object.keys(body.last_24h).sort()).toEqual([
+      "batches_dead_lettered", "batches_lost", "batches_queued", "batches_written_from_queue", "refused_key_unverifiable", "refused_queue_unavailable",
+      "requests_refused", "requests_throttled", "throttled_failed_key", "throttled_payload_budget", "write_retries",
+    ]);
   });
 
   it("lists the projects the rollup has not caught up with, most behind first, and none once it has", async () => {

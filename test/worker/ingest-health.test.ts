@@ -17,10 +17,17 @@ describe("IngestHealth", () => {
       await health.note({ kind: "write_retries", project_id: "p", count: 5 }, now - 24 * HOUR); // 2026-11-30 12:30: outside
       await health.note({ kind: "write_retries", project_id: "p", count: 3 }, now - 23 * HOUR); // 13:30 the day before: inside
       await health.note({ kind: "write_retries", project_id: "p", count: 2 }, now);
-      await health.note({ kind: "refused", project_id: "p" }, now);
+      await health.note({ kind: "refused", project_id: "p", cause: "queue_unavailable" }, now);
+      await health.note({ kind: "refused", project_id: null, cause: "key_unverifiable" }, now);
+      await health.note({ kind: "refused", project_id: "p", cause: "payload_budget" }, now);
+      await health.note({ kind: "refused", project_id: "p", cause: "payload_budget" }, now);
+      await health.note({ kind: "refused", project_id: null, cause: "failed_key" }, now);
       const snapshot = await health.snapshot(now);
       expect(snapshot.last_24h.write_retries).toBe(5);
-      expect(snapshot.last_24h.requests_refused).toBe(1);
+      expect(snapshot.last_24h).toMatchObject({
+        requests_refused: 2, refused_queue_unavailable: 1, refused_key_unverifiable: 1,
+        requests_throttled: 3, throttled_payload_budget: 2, throttled_failed_key: 1,
+      });
       // Two days later the old hours are deleted on the next note.
       await health.note({ kind: "lost", project_id: "p", batches: 1 }, now + 49 * HOUR);
       const keys = [...(await (health as unknown as { ctx: DurableObjectState }).ctx.storage.list({ prefix: "hour:" })).keys()];

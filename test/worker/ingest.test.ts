@@ -4,7 +4,7 @@ import { env, runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { MAX_BODY_BYTES } from "../../src/shared/index.ts";
-import { codeOfStatus } from "../../src/worker/errors.ts";
+import { RATE_LIMITS, codeOfStatus } from "../../src/worker/errors.ts";
 import worker from "../../src/worker/index.ts";
 import { agreementPayload, callPayload, isoAgo, postIngest, startupPayload, storedRows, streamOf } from "./helpers/ingest.ts";
 import { createProject, createKey, revokeKey, setPayloadBudget } from "./helpers/projects.ts";
@@ -25,7 +25,9 @@ async function expectError(res: Response, status: number) {
   const body = await res.json<Record<string, unknown>>();
   expect(typeof body.error).toBe("string");
   // One error model (src/worker/errors.ts): the code of the status, the 429 included.
-  expect(body).toEqual({ error: body.error, code: codeOfStatus(status) });
+  // A 429 also names the limit it answers for (SPEC §3).
+  expect(body).toEqual({ error: body.error, code: codeOfStatus(status), ...(status === 429 ? { limit: body.limit } : {}) });
+  if (status === 429) expect(RATE_LIMITS).toContain(body.limit);
   return body.error as string;
 }
 
@@ -192,7 +194,8 @@ describe("429: over the key's payload budget", () => {
     await setPayloadBudget(p.project_id, 10);
     expect((await postIngest({ batch: calls(6) }, { key: p.ingest_key })).status).toBe(202);
     const refused = await postIngest({ batch: calls(6, () => ({ tool_name: "refused_tool" })) }, { key: p.ingest_key });
-    await expectError(refused, 429);
+    expect(await expectError(refused.clone(), 429)).toMatch(/^payload budget exceeded \(10 payloads a minute for this key\); try again in \d+ seconds$/);
+    expect((await refused.clone().json<{ limit: string }>()).limit).toBe("payload_budget");
     const retryAfter = refused.headers.get("retry-after");
     expect(retryAfter).toMatch(/^[1-9]\d*$/);
     // 2 tokens short at 10/min (one every 6 s): about 12 s, never more than the minute.

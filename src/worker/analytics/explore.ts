@@ -53,8 +53,8 @@ export async function answerExplore(env: Env, db: D1Database, projectId: string,
   return body;
 }
 
-/** A request's clock for the query schema, floored to the minute so that a default range names the same query for a minute and the cache can answer it. */
-export const exploreClock = (): number => Math.floor(Date.now() / 60_000) * 60_000;
+/** A request's clock for the query schema, rounded up to the end of the current minute: a default range names the same query for a minute (the cache can answer it) and still holds the last seconds' calls. */
+export const exploreClock = (): number => Math.floor(Date.now() / 60_000) * 60_000 + 60_000;
 
 async function fromAnalyticsEngine(env: Env, projectId: string, query: ExploreQuery, nowMs: number): Promise<ExploreAnswer> {
   const executor = executorFor(env);

@@ -73,6 +73,7 @@ export const TopBar: FC<{ projectName: string; home?: string }> = ({ projectName
     <span class="spacer" />
     <a class="nav" href="/explore">Explore</a>
     <a class="nav" href="/alerts">Alerts</a>
+    <a class="nav" href="/connections">Connections</a>
     <form method="post" action="/signout">
       <button type="submit">Sign out</button>
     </form>
@@ -164,13 +165,13 @@ export const Frame: FC<FrameProps> = (p) => {
   );
 };
 
-export const SignInPage: FC<{ error?: string | undefined; next?: string | undefined }> = ({ error, next }) => (
+export const SignInPage: FC<{ error?: string | undefined; next?: string | undefined; intro?: string | undefined }> = ({ error, next, intro }) => (
   <Document title="Sign in · MCPulse">
     <div class="signin">
       <h1 style="display:flex;align-items:center;gap:10px">
         <Logo /> MCPulse
       </h1>
-      <p>Sign in with a read key (<span class="mono">mp_read_…</span>) to see your project's metrics.</p>
+      {intro ? <p data-signin-intro>{intro}</p> : <p>Sign in with a read key (<span class="mono">mp_read_…</span>) to see your project's metrics.</p>}
       {error ? <div class="error" role="alert">{error}</div> : null}
       <form method="post" action="/signin">
         <input type="password" name="key" placeholder="mp_read_…" autocomplete="off" required aria-label="Read key" />

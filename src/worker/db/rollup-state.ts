@@ -35,6 +35,11 @@ export const AS_OF = "as_of_ms";
  * rows, which closes every row open so far: nothing is appended to a row a run may take.
  */
 export const INGEST_EPOCH = "ingest_epoch";
+/**
+ * The rollup run holding the database (a JSON object {"holder", "until_ms"}): at most one rollup job
+ * of a database runs at a time (rollup/run.ts takes, renews and releases it).
+ */
+export const ROLLUP_LEASE = "rollup_lease";
 /** Retention may have deleted raw calls that start before this (epoch ms, hour-aligned). */
 export const RAW_KEPT_FROM = "raw_kept_from_ms";
 

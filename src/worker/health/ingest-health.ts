@@ -2,7 +2,7 @@
 // retries and failures per hour, the batches sent to the ingest queue and not written yet, and the
 // dead-lettered ones. One Durable Object for the whole worker, because it must count while D1 is
 // down — exactly when there is something to count. It is told only on the slow paths (a retried
-// write, a queued batch, a batch the consumer wrote, a dead letter, a 503), so a healthy request
+// write, a queued batch, a batch the consumer wrote, a dead letter, a 503 or a 429), so a healthy request
 // pays neither a request to it nor a row (bench:cost).
 import { DurableObject } from "cloudflare:workers";
 
@@ -19,15 +19,36 @@ export type HourCounters = {
   batches_written_from_queue: number;
   /** Batches neither written nor queued after their 202: lost (each also logged). */
   batches_lost: number;
-  /** Requests answered 503 because the batch could not be accepted durably. */
+  /** Requests ingest answered 503, whatever the cause (the two below add up to it). */
   requests_refused: number;
+  /** 503: D1 was failing and the ingest queue refused the batch too. */
+  refused_queue_unavailable: number;
+  /** 503: the key could not be checked (D1 down, and the key's object knew nothing of it). */
+  refused_key_unverifiable: number;
+  /** Requests ingest answered 429, whatever the limit (the two below add up to it). */
+  requests_throttled: number;
+  /** 429: the key was over its payload budget (SPEC §1.1). */
+  throttled_payload_budget: number;
+  /** 429: an unknown or revoked ingest key whose key id failed too often (SPEC §3). */
+  throttled_failed_key: number;
   /** Batches moved to the dead-letter queue after the consumer's retries. */
   batches_dead_lettered: number;
 };
 
 export const ZERO_HOUR: Readonly<HourCounters> = Object.freeze({
-  write_retries: 0, batches_queued: 0, batches_written_from_queue: 0, batches_lost: 0, requests_refused: 0, batches_dead_lettered: 0,
+  write_retries: 0, batches_queued: 0, batches_written_from_queue: 0, batches_lost: 0,
+  requests_refused: 0, refused_queue_unavailable: 0, refused_key_unverifiable: 0,
+  requests_throttled: 0, throttled_payload_budget: 0, throttled_failed_key: 0, batches_dead_lettered: 0,
 });
+
+/** Why ingest answered 503 or 429, each counted in its own field of the hour (and in the status's total). */
+export const INGEST_REFUSAL_CAUSES = {
+  queue_unavailable: { status: 503, field: "refused_queue_unavailable", total: "requests_refused" },
+  key_unverifiable: { status: 503, field: "refused_key_unverifiable", total: "requests_refused" },
+  payload_budget: { status: 429, field: "throttled_payload_budget", total: "requests_throttled" },
+  failed_key: { status: 429, field: "throttled_failed_key", total: "requests_throttled" },
+} as const satisfies Record<string, { status: 503 | 429; field: keyof HourCounters; total: keyof HourCounters }>;
+export type IngestRefusalCause = keyof typeof INGEST_REFUSAL_CAUSES;
 
 export type PendingBatches = { project_id: string; batches: number; oldest_received_at_ms: number };
 /** A dead-lettered part, kept whole (`message_json`: the queue message as JSON) so it can be sent again. */
@@ -38,7 +59,7 @@ export type IngestEvent =
   | { kind: "queued"; project_id: string; batches: number; received_at_ms: number }
   | { kind: "written_from_queue"; project_id: string; batches: number }
   | { kind: "lost"; project_id: string; batches: number }
-  | { kind: "refused"; project_id: string }
+  | { kind: "refused"; project_id: string | null; cause: IngestRefusalCause }
   | { kind: "dead_lettered"; batch_id: string; project_id: string; received_at_ms: number; message_json: string };
 
 export type IngestHealthSnapshot = {
@@ -74,9 +95,12 @@ export class IngestHealth extends DurableObject {
       case "lost":
         hour.batches_lost += event.batches;
         break;
-      case "refused":
-        hour.requests_refused += 1;
+      case "refused": {
+        const { field, total } = INGEST_REFUSAL_CAUSES[event.cause];
+        hour[field] += 1;
+        hour[total] += 1;
         break;
+      }
       case "dead_lettered": {
         hour.batches_dead_lettered += 1;
         await this.#pending(event.project_id, -1, null);

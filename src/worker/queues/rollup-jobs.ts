@@ -13,7 +13,7 @@ import { runAlertStep } from "../alerts/index.ts";
 import { databaseNamed, databases, directoryDb } from "../databases.ts";
 import { unfinishedMoveIds } from "../db/moves.ts";
 import { runMoveSteps, type MoveOptions } from "../moves/steps.ts";
-import { RETENTION_CRON, ROLLUP_CRON, parseMaxQueries, parseRetentionDays, runRetention, runRollup } from "../rollup/index.ts";
+import { RETENTION_CRON, ROLLUP_CRON, parseMaxQueries, parsePauseMs, parseRetentionDays, runRetention, runRollup } from "../rollup/index.ts";
 
 /** The queue's name in wrangler.toml (the worker's `queue()` tells its queues apart by name). */
 export const ROLLUP_QUEUE_NAME = "mcpulse-rollup";
@@ -72,7 +72,12 @@ export async function runDatabaseJob(env: Env, job: DatabaseJob): Promise<void> 
     console.log(JSON.stringify({ event: "retention", database: job.database, ...r }));
     return;
   }
-  const r = await runRollup(db, now, { maxQueries: parseMaxQueries(env.ROLLUP_MAX_QUERIES) });
+  const r = await runRollup(db, now, { maxQueries: parseMaxQueries(env.ROLLUP_MAX_QUERIES), pauseMs: parsePauseMs(env.ROLLUP_PAUSE_MS) });
+  if (r.leaseHeld) {
+    // Another rollup job of this database is still running: it does the work (and the alert step after it).
+    console.log(JSON.stringify({ event: "rollup_lease_held", database: job.database }));
+    return;
+  }
   console.log(JSON.stringify({ event: "rollup", database: job.database, ...r }));
   // After the rollup has committed; the alert step never throws (SPEC §5).
   await runAlertStep(env, db, now, r);

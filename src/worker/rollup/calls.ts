@@ -168,7 +168,7 @@ export const FOLDABLE = `${NOT_RECOMPUTING} AND ${NOT_HELD}`;
  * How many of the oldest waiting requests take turns (their small columns only are read): a
  * project's backlog longer than this hides newer requests of the others until it shrinks.
  */
-export const TURN_WINDOW_REQUESTS = 20_000;
+export const TURN_WINDOW_REQUESTS = 5_000;
 
 export const CHUNK_SELECTION_SQL =
   /**
@@ -185,7 +185,9 @@ export const CHUNK_SELECTION_SQL =
    * that order while the calls before each are fewer than ?1, the rows of work so far — new calls
    * plus the calls of every state row the chunk will load, from `call_count`, before any state JSON
    * is read — are at most ?2, and the spans at most ?3; the first request is always taken so the
-   * rollup always advances.
+   * rollup always advances. At most ?3 requests are candidates: what this statement reads grows
+   * with them (~90 rows each, whatever their size), and each request of a session adds a span
+   * unless it shares one.
    *
    * Spans: per cluster (project, session, client, UTC hour of the new calls) the state rows the
    * flags need (see the file header): the time reach (lo − 2 (reach + 30 s) to hi + 2 (reach + 30 s)), or,
@@ -208,7 +210,7 @@ export const CHUNK_SELECTION_SQL =
       FROM pending WINDOW w AS (ORDER BY turn, project_id IS (${chunkSql} ->> '$.leader'), batch_seq ROWS UNBOUNDED PRECEDING)),
     candidates AS MATERIALIZED (
       SELECT o.k, o.batch_seq, o.project_id, o.call_count, b.calls_json FROM ordered o JOIN call_batches b ON b.batch_seq = o.batch_seq
-      WHERE o.calls_before < ?1),
+      WHERE o.calls_before < ?1 AND o.k <= ?3),
     cand_calls AS MATERIALIZED (
       SELECT c.k, c.project_id, ${batchField("session_id")} AS session_id, ${batchField("client_name")} AS client_name,
         ${batchField("tool_name")} AS tool_name, ${hourStartSql(batchField("started_at_ms"))} AS h,
@@ -289,7 +291,9 @@ export const CHUNK_SELECTION_SQL =
       'seq', ${nextCallSeqSql()},
       'calls', (SELECT COALESCE(SUM(call_count), 0) FROM chosen),
       'touched', (SELECT COALESCE(MAX(touched), 0) FROM chosen),
-      'more', (SELECT COUNT(*) FROM call_batches WHERE ${WAITING_CLOSED} AND ${FOLDABLE}) > (SELECT COUNT(*) FROM chosen),
+      -- Counted up to one past the chosen ones only: a backlog of a million requests is not read to say "more".
+      'more', (SELECT COUNT(*) FROM (SELECT 1 FROM call_batches WHERE ${WAITING_CLOSED} AND ${FOLDABLE}
+        LIMIT (SELECT COUNT(*) FROM chosen) + 1)) > (SELECT COUNT(*) FROM chosen),
       'leader', (SELECT project_id FROM chosen WHERE k = 1))
     WHERE true
     ON CONFLICT (name) DO UPDATE SET value = excluded.value
@@ -501,6 +505,8 @@ export type CallChunkReport = {
   more: number;
   /** The project whose request came first in the chunk (null when nothing was waiting). */
   leader: string | null;
+  /** Rows the chunk's statements read (the sum of D1's meta.rows_read): what its transaction cost. */
+  rowsRead: number;
 };
 
 export interface CallChunkBounds {
@@ -536,6 +542,7 @@ export async function rollupCallChunk(db: D1Database, bounds: CallChunkBounds): 
   const results = await db.batch(callChunkStatements(db, bounds));
   const value = (results[0]?.results?.[0] as { value?: string } | undefined)?.value;
   if (typeof value !== "string") throw new Error("rollup: calls chunk returned no report");
-  const chunk = JSON.parse(value) as Omit<CallChunkReport, "requests"> & { batches: number[] };
-  return { calls: chunk.calls, requests: chunk.batches.length, touched: chunk.touched, more: chunk.more, leader: chunk.leader };
+  const chunk = JSON.parse(value) as Omit<CallChunkReport, "requests" | "rowsRead"> & { batches: number[] };
+  const rowsRead = results.reduce((n, r) => n + (r.meta?.rows_read ?? 0), 0);
+  return { calls: chunk.calls, requests: chunk.batches.length, touched: chunk.touched, more: chunk.more, leader: chunk.leader, rowsRead };
 }

@@ -44,7 +44,7 @@ export interface RetentionOptions {
   /**
    * Calls per call_state statement (the calls of the rows it deletes or cuts, from `call_count`):
    * a row holds an hour of a session's calls, so rows alone do not bound the work. The first row
-   * is always taken. Default 30,000 (the rollup's own bound per calls chunk).
+   * is always taken. Default 30,000.
    */
   chunkCalls?: number;
   /**

@@ -8,7 +8,7 @@ import { CALL_CHUNK_STATEMENTS, FOLDABLE, rollupCallChunk } from "./calls.ts";
 import { NOT_HELD } from "../db/moves.ts";
 import { DAY_FOLD_ROWS, DAY_FOLD_SQL, DAY_FOLD_STATEMENTS, runDayFoldStep } from "./day-fold.ts";
 import { RECOMPUTE_STEP_STATEMENTS, runRecomputeStep } from "./recompute.ts";
-import { AGREEMENTS_WATERMARK, AS_OF, INGEST_EPOCH, stateValueSql, startupsWatermarkSql } from "../db/rollup-state.ts";
+import { AGREEMENTS_WATERMARK, AS_OF, INGEST_EPOCH, ROLLUP_LEASE, stateValueSql, startupsWatermarkSql } from "../db/rollup-state.ts";
 import { IDEMPOTENCY_WINDOW_MS, dayStartMs, hourStartMs } from "../time.ts";
 import { STARTUP_CHUNK_STATEMENTS, rollupStartupChunk } from "./startups.ts";
 import { TOOL_VERSIONS_PENDING_SQL, TOOL_VERSION_FOLD_STATEMENTS, runToolVersionFoldStep } from "./tool-versions.ts";
@@ -20,21 +20,26 @@ export interface RollupOptions {
    */
   maxQueries?: number;
   /**
-   * New calls per chunk (one transaction). Default 17,000: a chunk is 7 statements, so a free-plan
-   * run fits four even with a startups and a verdicts chunk pending (68,000 calls — over five
-   * minutes of one key at its default budget, SPEC §1.1 — and six, 102,000, when none is), and a
-   * chunk holds the database for about half a second at most (bench:rollup).
+   * New calls per chunk (one transaction). Default 12,000, as many as chunkTouchedCalls lets in
+   * when no history is loaded: a chunk is 7 statements, so a free-plan run fits four even with a
+   * startups and a verdicts chunk pending (48,000 calls, about five minutes of one key at its
+   * default budget, SPEC §1.1) and five, 60,000, when none is.
    */
   chunkCalls?: number;
   /**
    * Rows of work per calls chunk: its new calls plus the calls of the state rows it loads around
    * them, estimated from `call_count` before any JSON is read (the chunk's first request is taken
-   * whatever its estimate). Default 30,000: a chunk of 17,000 new calls in sessions of ordinary density
-   * fits, so it is about as long as before (bench:rollup); a session with a day of dense long calls is folded in
-   * smaller chunks instead of one that holds the database for seconds (bench:fairness).
+   * whatever its estimate). Default 12,000: D1 reads up to ~42 rows per call of work over a chunk's
+   * statements (meta.rows_read, measured on every bench:fairness shape: JSON extraction, the
+   * windows' sorts, the materialised CTEs each scanned again), so a chunk reads at most about
+   * 500,000 rows (CHUNK_ROWS_READ_BOUND), 0.3–0.6 s in local D1 on an idle core.
    */
   chunkTouchedCalls?: number;
-  /** (session, client, hour) spans per calls chunk, which its JSON state row lists. Default 2,000. */
+  /**
+   * (session, client, hour) spans per calls chunk, which its JSON state row lists, and requests the
+   * chunk's first statement looks at (each costs it ~90 rows read whatever its size: 1-call requests
+   * of many sessions). Default 2,000.
+   */
   chunkSpans?: number;
   /**
    * Calls of the state rows read on each side of a span to find each tool's two nearest calls, so
@@ -56,12 +61,21 @@ export interface RollupOptions {
   recomputeSequences?: number;
   /** Hour rows one fold step of a finished day adds to their day rows (day-fold.ts). Default 5,000. */
   dayFoldRows?: number;
+  /**
+   * Milliseconds the run waits between two transactions so that requests queued on the database
+   * meanwhile get through (bench:fairness: without it a quiet read waited through a whole run). Default 50.
+   */
+  pauseMs?: number;
+  /** How long the run's lease on the database lasts unless renewed (ms). Default 60,000. */
+  leaseMs?: number;
+  /** The lease's clock (real time, not the cron's scheduled time: leases of jobs of different runs are compared). */
+  clock?: () => number;
 }
 
 export const DEFAULT_ROLLUP_OPTIONS: Required<RollupOptions> = {
   maxQueries: 48,
-  chunkCalls: 17_000,
-  chunkTouchedCalls: 30_000,
+  chunkCalls: 12_000,
+  chunkTouchedCalls: 12_000,
   chunkSpans: 2_000,
   nearCalls: 5_000,
   chunkStartups: 200,
@@ -70,7 +84,18 @@ export const DEFAULT_ROLLUP_OPTIONS: Required<RollupOptions> = {
   recomputeRows: 10_000,
   recomputeSequences: 2_000,
   dayFoldRows: DAY_FOLD_ROWS,
+  pauseMs: 50,
+  leaseMs: 60_000,
+  clock: () => Date.now(),
 };
+
+/**
+ * Rows a calls chunk's statements may read together (the sum of D1's meta.rows_read) under the
+ * default bounds: about 42 per call of work (chunkTouchedCalls) plus the chunk's first statement's
+ * ~90 per request looked at. The rollup tests check every generated shape stays under it; a run
+ * logs any chunk over it.
+ */
+export const CHUNK_ROWS_READ_BOUND = 600_000;
 
 export interface RollupRunReport {
   /** D1 statements this invocation ran. */
@@ -80,6 +105,13 @@ export interface RollupRunReport {
   /** Calls chunks run, and the largest one's estimated rows of work (new calls + calls loaded). */
   callChunks: number;
   maxChunkTouched: number;
+  /** Rows each calls chunk read (the sum of its statements' D1 meta.rows_read), in order, and the most. */
+  chunkRowsRead: number[];
+  maxChunkRowsRead: number;
+  /** The longest transaction (chunk or step) of the run, in ms of wall time: how long it held the database. */
+  longestTransactionMs: number;
+  /** True when another rollup job of the database held the lease: this run did nothing. */
+  leaseHeld: boolean;
   /** Fold steps of finished days run (day-fold.ts). */
   dayFoldSteps: number;
   /** Recompute steps run (recompute.ts), and recomputes finished. */
@@ -110,8 +142,29 @@ const DELETE_EMPTIED_BATCHES_SQL = `DELETE FROM call_batches WHERE batch_seq IN 
   SELECT batch_seq FROM call_batches WHERE call_count = 0 AND last_received_at_ms < ?1 - ${IDEMPOTENCY_WINDOW_MS}
   ORDER BY batch_seq LIMIT ${EMPTIED_BATCHES_PER_RUN})`;
 
-/** Statements every run makes whatever is pending: closing the open rows, the new day marks, the probe, the cleanup, as_of. */
-export const ROLLUP_FIXED_STATEMENTS = 5;
+/**
+ * Statements a run reserves whatever is pending: closing the open rows, the new day marks, the
+ * probe, the lease, the cleanup, as_of, the release (an idle run takes no lease: 5).
+ */
+export const ROLLUP_FIXED_STATEMENTS = 7;
+
+/**
+ * Takes the database's rollup lease for holder ?1 until ?3 unless another holder's lease lasts
+ * past ?2 (now): one row back when taken. A job that crashed leaves its lease to expire.
+ */
+const TAKE_LEASE_SQL = `INSERT INTO rollup_state (name, value) VALUES ('${ROLLUP_LEASE}', json_object('holder', ?1, 'until_ms', ?3))
+  ON CONFLICT (name) DO UPDATE SET value = excluded.value
+    WHERE rollup_state.value ->> '$.holder' = ?1 OR rollup_state.value ->> '$.until_ms' <= ?2
+  RETURNING value ->> '$.holder' AS holder`;
+/** Renews holder ?1's lease until ?2: no row back when another job took it over (this one's had expired). */
+const RENEW_LEASE_SQL = `UPDATE rollup_state SET value = json_object('holder', ?1, 'until_ms', ?2)
+  WHERE name = '${ROLLUP_LEASE}' AND value ->> '$.holder' = ?1 RETURNING 1 AS renewed`;
+/**
+ * Releases holder ?1's lease: it expires at once. The row stays, so that taking and releasing the
+ * lease write it in place (one row written each) instead of adding and deleting it with its index entry.
+ */
+const RELEASE_LEASE_SQL = `UPDATE rollup_state SET value = json_object('holder', ?1, 'until_ms', 0)
+  WHERE name = '${ROLLUP_LEASE}' AND value ->> '$.holder' = ?1`;
 
 const PENDING_SQL = `SELECT
   EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND ${FOLDABLE}) AS calls,
@@ -139,11 +192,15 @@ const AS_OF_SQL = `INSERT INTO rollup_state (name, value)
 export async function runRollup(db: D1Database, scheduledTimeMs: number, options: RollupOptions = {}): Promise<RollupRunReport> {
   const o = { ...DEFAULT_ROLLUP_OPTIONS, ...options };
   const report: RollupRunReport = {
-    queries: 0, newCalls: 0, newStartups: 0, callChunks: 0, maxChunkTouched: 0, dayFoldSteps: 0, recomputeSteps: 0, recomputesDone: 0, caughtUp: false,
+    queries: 0, newCalls: 0, newStartups: 0, callChunks: 0, maxChunkTouched: 0, chunkRowsRead: [], maxChunkRowsRead: 0, longestTransactionMs: 0, leaseHeld: false, dayFoldSteps: 0,
+    recomputeSteps: 0, recomputesDone: 0, caughtUp: false,
   };
   if (o.maxQueries < ROLLUP_FIXED_STATEMENTS) throw new Error(`rollup: maxQueries must be at least ${ROLLUP_FIXED_STATEMENTS}`);
+
   const todayMs = dayStartMs(scheduledTimeMs);
   const hourMs = hourStartMs(scheduledTimeMs);
+  // Safe while another run works: closing the open rows again only closes more of them (a run takes
+  // closed rows only), and the day marks are added once.
   const [, , probe] = await db.batch([
     db.prepare(CLOSE_OPEN_BATCHES_SQL),
     db.prepare(DAY_FOLD_SQL.markNewProjects).bind(todayMs),
@@ -157,13 +214,90 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
     startups: !!pendingRow?.startups, agreements: !!pendingRow?.agreements, calls: !!pendingRow?.calls, recompute: !!pendingRow?.recompute,
     days: !!pendingRow?.days, versions: !!pendingRow?.versions,
   };
+  const idle = !Object.values(pending).some(Boolean);
+  if (idle) {
+    // Nothing to fold: no lease (an idle run writes only as_of), just the closing statements.
+    await finish(db, scheduledTimeMs, null);
+    report.queries += 2;
+    report.caughtUp = true;
+    return report;
+  }
+
+  // At most one rollup job per database (a cron run can start while the previous one still runs):
+  // a job that finds the lease held leaves the work to it.
+  const holder = crypto.randomUUID();
+  let leaseFrom = o.clock();
+  try {
+    const taken = await db.prepare(TAKE_LEASE_SQL).bind(holder, leaseFrom, leaseFrom + o.leaseMs).first<{ holder: string }>();
+    report.queries += 1;
+    if (taken?.holder !== holder) {
+      report.leaseHeld = true;
+      return report;
+    }
+    return await runHeld(db, scheduledTimeMs, o, report, pending, holder, () => leaseFrom, (t) => (leaseFrom = t));
+  } catch (err) {
+    // Released so that the next run need not wait for the lease to expire (best effort: it expires anyway).
+    await db.prepare(RELEASE_LEASE_SQL).bind(holder).run().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** The run's last batch: the emptied rows' cleanup, as_of and, when the run took it, the lease's release. */
+async function finish(db: D1Database, scheduledTimeMs: number, holder: string | null): Promise<void> {
+  await db.batch([
+    db.prepare(DELETE_EMPTIED_BATCHES_SQL).bind(scheduledTimeMs), db.prepare(AS_OF_SQL).bind(scheduledTimeMs),
+    ...(holder === null ? [] : [db.prepare(RELEASE_LEASE_SQL).bind(holder)]),
+  ]);
+}
+
+type Pending = Record<"startups" | "agreements" | "calls" | "recompute" | "days" | "versions", boolean>;
+
+async function runHeld(
+  db: D1Database, scheduledTimeMs: number, o: Required<RollupOptions>, report: RollupRunReport, pending: Pending, holder: string,
+  leaseFrom: () => number, renewed: (t: number) => void,
+): Promise<RollupRunReport> {
+  const todayMs = dayStartMs(scheduledTimeMs);
+  const hourMs = hourStartMs(scheduledTimeMs);
   let budget = o.maxQueries - ROLLUP_FIXED_STATEMENTS;
+  let transactions = 0;
+  let lost = false;
+  /**
+   * Before each transaction after the first: a pause, so requests that queued on the database
+   * while the last one ran get through before the next (D1 runs one statement at a time per
+   * database), and the lease renewed once half of it has passed (a statement from the budget).
+   * False when the lease was lost: the run stops.
+   */
+  const between = async (statements: number): Promise<boolean> => {
+    if (lost) return false;
+    if (transactions++ > 0 && o.pauseMs > 0) await new Promise((r) => setTimeout(r, o.pauseMs));
+    const now = o.clock();
+    if (now - leaseFrom() >= o.leaseMs / 2) {
+      if (budget < statements + 1) return false;
+      const r = await db.prepare(RENEW_LEASE_SQL).bind(holder, now + o.leaseMs).first<{ renewed: number }>();
+      budget -= 1;
+      report.queries += 1;
+      if (!r) {
+        lost = true;
+        console.error(JSON.stringify({ event: "rollup_lease_lost" }));
+        return false;
+      }
+      renewed(now);
+    }
+    return true;
+  };
+
+  const timed = async <T>(transaction: Promise<T>): Promise<T> => {
+    const started = Date.now();
+    const r = await transaction;
+    report.longestTransactionMs = Math.max(report.longestTransactionMs, Date.now() - started);
+    return r;
+  };
 
   // Round-robin over the streams so a backlog in one never starves the others.
   for (;;) {
     let ran = false;
-    if (pending.startups && budget >= STARTUP_CHUNK_STATEMENTS) {
-      const r = await rollupStartupChunk(db, o.chunkStartups, undefined, hourMs);
+    if (pending.startups && budget >= STARTUP_CHUNK_STATEMENTS && (await between(STARTUP_CHUNK_STATEMENTS))) {
+      const r = await timed(rollupStartupChunk(db, o.chunkStartups, undefined, hourMs));
       budget -= STARTUP_CHUNK_STATEMENTS;
       report.queries += STARTUP_CHUNK_STATEMENTS;
       report.newStartups += r.new_startups;
@@ -171,39 +305,44 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
       pending.versions ||= !!r.versions;
       ran = true;
     }
-    if (pending.agreements && budget >= AGREEMENT_CHUNK_STATEMENTS) {
-      const r = await rollupAgreementChunk(db, o.chunkAgreements);
+    if (pending.agreements && budget >= AGREEMENT_CHUNK_STATEMENTS && (await between(AGREEMENT_CHUNK_STATEMENTS))) {
+      const r = await timed(rollupAgreementChunk(db, o.chunkAgreements));
       budget -= AGREEMENT_CHUNK_STATEMENTS;
       report.queries += AGREEMENT_CHUNK_STATEMENTS;
       pending.agreements = !!r.more;
       ran = true;
     }
-    if (pending.calls && budget >= CALL_CHUNK_STATEMENTS) {
-      const r = await rollupCallChunk(db, o);
+    if (pending.calls && budget >= CALL_CHUNK_STATEMENTS && (await between(CALL_CHUNK_STATEMENTS))) {
+      const r = await timed(rollupCallChunk(db, o));
       budget -= CALL_CHUNK_STATEMENTS;
       report.queries += CALL_CHUNK_STATEMENTS;
       report.newCalls += r.calls;
       report.callChunks += 1;
       report.maxChunkTouched = Math.max(report.maxChunkTouched, r.touched);
+      report.chunkRowsRead.push(r.rowsRead);
+      report.maxChunkRowsRead = Math.max(report.maxChunkRowsRead, r.rowsRead);
+      if (r.rowsRead > CHUNK_ROWS_READ_BOUND) {
+        console.error(JSON.stringify({ event: "rollup_chunk_over_bound", rows_read: r.rowsRead, calls: r.calls, requests: r.requests, touched: r.touched }));
+      }
       pending.calls = !!r.more;
       ran = true;
     }
-    if (pending.versions && budget >= TOOL_VERSION_FOLD_STATEMENTS) {
-      pending.versions = (await runToolVersionFoldStep(db, hourMs)).more;
+    if (pending.versions && budget >= TOOL_VERSION_FOLD_STATEMENTS && (await between(TOOL_VERSION_FOLD_STATEMENTS))) {
+      pending.versions = (await timed(runToolVersionFoldStep(db, hourMs))).more;
       budget -= TOOL_VERSION_FOLD_STATEMENTS;
       report.queries += TOOL_VERSION_FOLD_STATEMENTS;
       ran = true;
     }
-    if (pending.days && budget >= DAY_FOLD_STATEMENTS) {
-      const r = await runDayFoldStep(db, todayMs, o.dayFoldRows);
+    if (pending.days && budget >= DAY_FOLD_STATEMENTS && (await between(DAY_FOLD_STATEMENTS))) {
+      const r = await timed(runDayFoldStep(db, todayMs, o.dayFoldRows));
       budget -= DAY_FOLD_STATEMENTS;
       report.queries += DAY_FOLD_STATEMENTS;
       report.dayFoldSteps += 1;
       pending.days = r.more;
       ran = true;
     }
-    if (pending.recompute && budget >= RECOMPUTE_STEP_STATEMENTS) {
-      const r = await runRecomputeStep(db, scheduledTimeMs, o);
+    if (pending.recompute && budget >= RECOMPUTE_STEP_STATEMENTS && (await between(RECOMPUTE_STEP_STATEMENTS))) {
+      const r = await timed(runRecomputeStep(db, scheduledTimeMs, o));
       const statements = r?.statements ?? 1;
       budget -= statements;
       report.queries += statements;
@@ -219,8 +358,8 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
     if (!ran) break;
   }
 
-  await db.batch([db.prepare(DELETE_EMPTIED_BATCHES_SQL).bind(scheduledTimeMs), db.prepare(AS_OF_SQL).bind(scheduledTimeMs)]);
-  report.queries += 2;
+  await finish(db, scheduledTimeMs, holder);
+  report.queries += 3;
   report.caughtUp = !pending.calls && !pending.startups && !pending.agreements && !pending.recompute && !pending.days && !pending.versions;
   return report;
 }

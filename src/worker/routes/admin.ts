@@ -10,10 +10,11 @@ import { timingSafeEqual } from "hono/utils/buffer";
 import { z } from "zod";
 import type { AppEnv } from "../env.ts";
 import { apiError, validBody } from "../errors.ts";
-import { generateKey, keyIdOf, randomBase62, revokeKeyStates, sha256Hex, type KeyKind } from "../auth.ts";
-import { insertKeyStatement, listKeys, revokeKey } from "../db/keys.ts";
+import { bearerToken, generateKey, isProjectKeyShaped, keyIdOf, randomBase62, revokeKeyStates, sha256Hex, type KeyKind } from "../auth.ts";
+import { findKeyById, insertKeyStatement, listKeys, revokeKey } from "../db/keys.ts";
+import { revokeGrantsOf } from "../oauth/authorization-server.ts";
 import { deleteAdminSessions, deleteSessionsOfKey } from "../db/sessions.ts";
-import { ADMIN_PREFIX, attemptOf, guardBeforeCheck, recordFailedCredential, tooManyAttempts } from "../throttle/credentials.ts";
+import { ADMIN_PREFIX, adminPrefixRefusal, attemptOf, recordFailedCredential, tooManyAttempts } from "../throttle/credentials.ts";
 import { deleteProject, findProject, insertProjectStatement, listProjects, setPayloadBudget } from "../db/projects.ts";
 import { readRecompute, requestRecompute, type RecomputeRow } from "../db/recomputes.ts";
 import { INGEST_HEALTH_NAME } from "../health/ingest-health.ts";
@@ -62,8 +63,8 @@ export async function isAdminToken(env: AppEnv["Bindings"], token: string): Prom
 
 /** A wrong token or a malformed header: counted as a failed sign-in, then 401 — or 429 once over the limit. */
 async function failedAdminAttempt(c: Context): Promise<Response> {
-  const wait = await recordFailedCredential(c.env as AppEnv["Bindings"], attemptOf(c.req.raw, ADMIN_PREFIX), Date.now());
-  if (wait !== null) throw tooManyAttempts(wait);
+  const refusal = await recordFailedCredential(c.env as AppEnv["Bindings"], attemptOf(c.req.raw, ADMIN_PREFIX), Date.now());
+  if (refusal !== null) throw tooManyAttempts(refusal);
   return unauthorized();
 }
 
@@ -76,14 +77,22 @@ const adminBearer = bearerAuth<AppEnv>({
 });
 
 /**
- * The admin routes' guard: a client over its failed sign-in limit is answered 429 before the token
- * is compared (ADMIN_TOKEN may be a guessable string, so the counter is asked on every admin
- * request: one Durable Object read, never a write when the token is right), then bearerAuth.
+ * The admin routes' guard (SPEC §3). A project key sent here by mistake (a read or ingest key) is
+ * answered 401 and not counted: it is nobody's guess at ADMIN_TOKEN, and counting it would lock its
+ * own network out of the dashboard. Otherwise, while the admin prefix's window is full, every attempt
+ * is refused before the token is compared (ADMIN_TOKEN may be a guessable string: one Durable Object
+ * read, never a write); then bearerAuth, which counts a wrong token. The caller's network never
+ * refuses a right token.
  */
 export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (c.req.header("authorization") !== undefined) {
-    const wait = await guardBeforeCheck(c.env, attemptOf(c.req.raw, ADMIN_PREFIX), Date.now(), { authoritative: true });
-    if (wait !== null) throw tooManyAttempts(wait);
+  const header = c.req.header("authorization");
+  if (header !== undefined) {
+    const token = bearerToken(header);
+    if (token !== null && isProjectKeyShaped(token) && !(await isAdminToken(c.env, token))) {
+      throw apiError("UNAUTHORIZED", "a project key is not the admin token", { "WWW-Authenticate": 'Bearer realm="mcpulse-admin"' });
+    }
+    const refusal = await adminPrefixRefusal(c.env, c.req.raw, Date.now());
+    if (refusal !== null) throw tooManyAttempts(refusal);
   }
   return adminBearer(c, next);
 };
@@ -175,6 +184,7 @@ adminRoutes.delete("/projects/:id", async (c) => {
   if (!(await deleteProject(directory, projectId))) throw apiError("NOT_FOUND", "no such project");
   // Its ingest keys stop at once where their objects hold them (SPEC §3), not after their refresh.
   await revokeKeyStates(c.env, keys.filter((k) => k.kind === "ingest").map((k) => k.key_id));
+  await revokeGrantsOf(c.env, new URL(c.req.url).origin, projectId, null);
   await forgetProjectHealth(c.env, projectId);
   return c.body(null, 204);
 });
@@ -209,9 +219,12 @@ adminRoutes.post("/projects/:id/keys", validBody(CreateKeyBody), async (c) => {
 
 adminRoutes.delete("/keys/:key_id", async (c) => {
   const keyId = c.req.param("key_id");
-  if (!(await revokeKey(directoryDb(c.env), keyId, Date.now()))) {
+  const key = await findKeyById(directoryDb(c.env), keyId);
+  if (!key || !(await revokeKey(directoryDb(c.env), keyId, Date.now()))) {
     throw apiError("NOT_FOUND", "no such key");
   }
+  // The OAuth grants it approved, with their tokens (SPEC §9); /mcp also checks the key on every call.
+  if (key.kind === "read") await revokeGrantsOf(c.env, new URL(c.req.url).origin, key.project_id, keyId);
   // Immediate where the worker can see it: the key's object refuses it from now on (SPEC §1.1).
   if (keyId.startsWith("mp_live_")) await revokeKeyStates(c.env, [keyId]);
   // Its dashboard sessions end with it (the session check also joins the key, so they already could not be used).

@@ -29,7 +29,8 @@ import type { AppEnv } from "../env.ts";
 import { loadProjectName } from "../metrics/page-data.ts";
 import { parseQuery } from "../metrics/query.ts";
 import { openReadScope } from "../metrics/scope.ts";
-import { ADMIN_PREFIX, attemptOf, guardBeforeCheck, recordFailedCredential } from "../throttle/credentials.ts";
+import { ADMIN_PREFIX, adminPrefixRefusal, attemptOf, recordFailedCredential } from "../throttle/credentials.ts";
+import { isProjectKeyShaped } from "../auth.ts";
 import { isAdminToken } from "./admin.ts";
 import { authenticatePage, render, safeNextPath, sameOriginForm, tooManySignIns, withBadParameters } from "./dashboard.tsx";
 import { endAllAdminSessions, endSessions, hasAdminSession, readSession, startAdminSession } from "./dashboard-cookies.ts";
@@ -141,15 +142,17 @@ dashboardAlertsApp.post("/admin/signin", sameOriginForm, formBodyOnly, async (c)
   const form = await c.req.parseBody();
   const token = typeof form.token === "string" ? form.token : "";
   const next = form.next === undefined ? ADMIN_HOME : safeNextPath(form.next);
-  // Throttled like the admin API's bearer token, and asked before the token is compared.
-  const attempt = attemptOf(c.req.raw, ADMIN_PREFIX);
+  // Throttled like the admin API's bearer token: the admin prefix's window is asked before the token
+  // is compared; the network never refuses the right token (SPEC §3).
   const nowMs = Date.now();
   const page = (error: string) => <AdminSignInPage error={error} next={next} />;
-  const before = await guardBeforeCheck(c.env, attempt, nowMs, { authoritative: true });
+  const before = await adminPrefixRefusal(c.env, c.req.raw, nowMs);
   if (before !== null) return tooManySignIns(c, before, page);
   if (token === "" || !(await isAdminToken(c.env, token))) {
-    const wait = await recordFailedCredential(c.env, attempt, nowMs);
-    return wait !== null ? tooManySignIns(c, wait, page) : render(c, page("That is not the admin token."), 401);
+    // A project key typed here by mistake is nobody's guess at the admin token: not counted.
+    if (isProjectKeyShaped(token)) return render(c, page("That is a project key, not the admin token."), 401);
+    const refusal = await recordFailedCredential(c.env, attemptOf(c.req.raw, ADMIN_PREFIX), nowMs);
+    return refusal !== null ? tooManySignIns(c, refusal, page) : render(c, page("That is not the admin token."), 401);
   }
   await startAdminSession(c, nowMs);
   return c.redirect(next, 303);

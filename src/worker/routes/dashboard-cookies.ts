@@ -106,7 +106,7 @@ export function startAdminSession(c: Ctx, nowMs: number): Promise<boolean> {
 }
 
 /** A live read session: its project, and the project's database (resolved with it, SPEC §7). */
-export type ReadSession = { projectId: string; db: D1Database } | "none" | "ended";
+export type ReadSession = { projectId: string; keyId: string; db: D1Database } | "none" | "ended";
 
 /**
  * The project of this browser's read session: one D1 statement when a well-signed cookie is present,
@@ -120,7 +120,7 @@ export async function readSession(c: Ctx, nowMs: number): Promise<ReadSession> {
     clearCookie(c, "read");
     return "ended";
   }
-  return { projectId: row.project_id, db: databaseOf(c.env, row.database_name).db };
+  return { projectId: row.project_id, keyId: row.key_id, db: databaseOf(c.env, row.database_name).db };
 }
 
 /** Whether this browser holds a live admin session (no query without a well-signed admin cookie). */

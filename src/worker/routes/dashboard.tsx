@@ -25,7 +25,7 @@ import { pageQuery, parseQuery, type PageParams, toolPageQuery } from "../metric
 import { pricePerMillionTokens } from "../metrics/reports.ts";
 import { openReadScope, type ReadScope } from "../metrics/scope.ts";
 import { DAY_MS } from "../time.ts";
-import { attemptOf, guardBeforeCheck, keyPrefix, recordFailedCredential } from "../throttle/credentials.ts";
+import { attemptOf, keyPrefix, recordFailedCredential, waitInWords, type Refusal } from "../throttle/credentials.ts";
 import { endSessions, readSession, startReadSession } from "./dashboard-cookies.ts";
 
 type Ctx = Context<AppEnv>;
@@ -49,30 +49,25 @@ export async function render(c: Ctx, page: JSX.Element, status: ContentfulStatus
 }
 
 /**
- * The sign-in page answering a throttled attempt: 429 with Retry-After, and the wait in words. The
- * key was not checked, so the page says nothing about it.
+ * The sign-in page answering a throttled attempt: 429 with Retry-After, and in words which limit
+ * (SPEC §3) and how long to wait. Only failed attempts get it (a read key that is right always
+ * signs in), so the page has nothing to say about the key.
  */
-export async function tooManySignIns(c: Ctx, retryAfterSeconds: number, page: (error: string) => JSX.Element): Promise<Response> {
-  const minutes = Math.ceil(retryAfterSeconds / 60);
-  const wait = retryAfterSeconds < 60 ? `${retryAfterSeconds} seconds` : `${minutes} minute${minutes === 1 ? "" : "s"}`;
-  c.header("Retry-After", String(retryAfterSeconds));
-  return render(c, page(`Too many failed sign-ins from your network. Try again in ${wait}.`), 429);
+export async function tooManySignIns(c: Ctx, refusal: Refusal, page: (error: string) => JSX.Element): Promise<Response> {
+  const wait = waitInWords(refusal.retryAfterSeconds);
+  const what = refusal.limit === "network" ? "from your network" : "with this key id or token";
+  c.header("Retry-After", String(refusal.retryAfterSeconds));
+  return render(c, page(`Too many failed sign-ins ${what}. Try again in ${wait}.`), 429);
 }
 
 /**
- * Checks a read key typed into the form or carried by a `?key=` link, throttled: a network over its
- * limit is refused before the key is checked, and a wrong key is counted. Those two places hand a
- * key to a browser, so the counters are asked every time (one Durable Object read when the key is
- * right, no write).
+ * Checks a read key typed into the form or carried by a `?key=` link: a right key signs in from any
+ * network (SPEC §3); a wrong one is counted, against its network and its prefix.
  */
-async function checkSignInKey(c: Ctx, key: string): Promise<{ auth: Awaited<ReturnType<typeof authenticateKey>>; wait: number | null }> {
-  const attempt = attemptOf(c.req.raw, keyPrefix(key));
-  const nowMs = Date.now();
-  const before = await guardBeforeCheck(c.env, attempt, nowMs, { authoritative: true });
-  if (before !== null) return { auth: null, wait: before };
+async function checkSignInKey(c: Ctx, key: string): Promise<{ auth: Awaited<ReturnType<typeof authenticateKey>>; refusal: Refusal | null }> {
   const auth = key ? await authenticateKey(directoryDb(c.env), key, "read") : null;
-  if (auth) return { auth, wait: null };
-  return { auth: null, wait: await recordFailedCredential(c.env, attempt, nowMs) };
+  if (auth) return { auth, refusal: null };
+  return { auth: null, refusal: await recordFailedCredential(c.env, attemptOf(c.req.raw, keyPrefix(key)), Date.now()) };
 }
 
 /** The page's project and its database (resolved once for the request, SPEC §7), or the answer instead of the page. */
@@ -88,8 +83,8 @@ export async function authenticatePage(c: Ctx): Promise<PageAuth> {
   const keys = url.searchParams.getAll("key");
   if (keys.length > 0) {
     const key = keys.length === 1 ? (keys[0] ?? "") : "";
-    const { auth, wait } = await checkSignInKey(c, key);
-    if (wait !== null) return { response: await tooManySignIns(c, wait, (error) => <SignInPage error={error} />) };
+    const { auth, refusal } = await checkSignInKey(c, key);
+    if (refusal !== null) return { response: await tooManySignIns(c, refusal, (error) => <SignInPage error={error} />) };
     if (!auth) return { response: await render(c, <SignInPage error="That is not a valid read key." />, 401) };
     url.searchParams.delete("key");
     const projectName = await loadProjectName(openReadScope(databaseOf(c.env, auth.database).db, auth.project_id));
@@ -250,8 +245,8 @@ dashboardApp.post("/signin", sameOriginForm, async (c) => {
   const form = await c.req.parseBody();
   const key = typeof form.key === "string" ? form.key.trim() : "";
   const next = safeNextPath(form.next);
-  const { auth, wait } = await checkSignInKey(c, key);
-  if (wait !== null) return tooManySignIns(c, wait, (error) => <SignInPage error={error} next={next} />);
+  const { auth, refusal } = await checkSignInKey(c, key);
+  if (refusal !== null) return tooManySignIns(c, refusal, (error) => <SignInPage error={error} next={next} />);
   if (!auth) return render(c, <SignInPage error="That is not a valid read key." next={next} />, 401);
   if (!(await startReadSession(c, auth, Date.now()))) {
     return render(c, <ErrorPage message="This worker has no ADMIN_TOKEN set, which signs dashboard sessions: set it (README, deploy) and sign in again." />, 503);

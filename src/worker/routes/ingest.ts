@@ -4,13 +4,15 @@
 // the writes happen after it, in waitUntil: a 202 is a promise (docs/ingest.md) — D1 is retried,
 // then the ingest queue takes the batch. When the batch cannot be accepted durably at all (the key
 // cannot be checked, or the queue refuses while D1 is failing) the answer is 503 with Retry-After.
-import { apiError } from "../errors.ts";
-import { Hono, type MiddlewareHandler } from "hono";
+import { ApiError, apiError, rateLimited } from "../errors.ts";
+import { waitInWords } from "../throttle/credentials.ts";
+import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { MAX_BATCH_ITEMS, MAX_BODY_BYTES, parseBatch, type Payload } from "../../shared/index.ts";
 import type { AppEnv } from "../env.ts";
 import { writeCallDataPoints, callDataPoints, type RequestFacts } from "../analytics/calls-dataset.ts";
-import { authenticateIngestKey, checkBearerKey, setAuthenticated } from "../auth.ts";
+import { authenticateIngestKey, checkBearerKey, setAuthenticated, type AuthenticatedKey } from "../auth.ts";
+import type { IngestRefusalCause } from "../health/ingest-health.ts";
 import { directoryDb, type Database } from "../databases.ts";
 import type { BudgetDecision } from "../budget/key-budget.ts";
 import { batchTuples, type StoredBatch } from "../db/raw-writes.ts";
@@ -25,6 +27,11 @@ export const UNAVAILABLE_RETRY_AFTER_SECONDS = 10;
 /** SPEC §1.1: 8–64 characters of [A-Za-z0-9_-]. */
 export const IDEMPOTENCY_KEY_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;
 
+/** Counts a 503 or a 429 in the health object (GET /v1/admin/health), after the answer. */
+function noteRefusal(c: Context<AppEnv>, cause: IngestRefusalCause, projectId: string | null): void {
+  c.executionCtx.waitUntil(noteIngestEvent(c.env, { kind: "refused", cause, project_id: projectId }));
+}
+
 const unavailable = (): never => {
   throw apiError("SERVICE_UNAVAILABLE", "ingest temporarily unavailable; retry later", {
     "Retry-After": String(UNAVAILABLE_RETRY_AFTER_SECONDS),
@@ -32,15 +39,30 @@ const unavailable = (): never => {
 };
 
 /**
- * The ingest key, checked by its Durable Object without D1 on the hot path (auth.ts): 401 for no,
- * unknown, revoked or read key; 503 when nobody can tell (D1 down and the object knows nothing).
+ * The ingest key, checked by its Durable Object without D1 on the hot path (auth.ts), before any
+ * network rule: 401 for no, unknown, revoked or read key (429 once that key id has failed 20 times
+ * in a minute; never for the network's other keys, SPEC §3); 503 when nobody can tell (D1 down and
+ * the object knows nothing).
  */
 const requireIngestKey: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const key = await checkBearerKey(c.env, c.req.raw, "ingest key", async (token) => {
-    const check = await authenticateIngestKey(c.env, directoryDb(c.env), token);
-    if (check.ok) return check.key;
-    return check.status === 503 ? unavailable() : null;
-  });
+  let key: AuthenticatedKey;
+  try {
+    key = await checkBearerKey(
+      c.env,
+      c.req.raw,
+      "ingest key",
+      async (token) => {
+        const check = await authenticateIngestKey(c.env, directoryDb(c.env), token);
+        if (check.ok) return check.key;
+        return check.status === 503 ? unavailable() : null;
+      },
+      { countNetwork: false },
+    );
+  } catch (err) {
+    if (err instanceof ApiError && err.code === "SERVICE_UNAVAILABLE") noteRefusal(c, "key_unverifiable", null);
+    if (err instanceof ApiError && err.code === "TOO_MANY_REQUESTS") noteRefusal(c, "failed_key", null);
+    throw err;
+  }
   setAuthenticated(c, key);
   await next();
 };
@@ -140,7 +162,8 @@ ingestRoutes.post(
     if (items > 0) {
       const decision = await takeBudget(stub, c.var.keyId, items, c.var.payloadBudgetPerMinute, idempotencyKey);
       if (!decision.admitted) {
-        throw apiError("TOO_MANY_REQUESTS", "payload budget exceeded", { "Retry-After": String(decision.retryAfterSeconds) });
+        noteRefusal(c, "payload_budget", c.var.projectId);
+        throw rateLimited("payload_budget", `payload budget exceeded (${c.var.payloadBudgetPerMinute} payloads a minute for this key); try again in ${waitInWords(decision.retryAfterSeconds)}`, decision.retryAfterSeconds);
       }
       // The same Idempotency-Key within the hour: accepted before, stored once (SPEC §1.1).
       if (decision.duplicate) return c.body(null, 202);
@@ -160,7 +183,7 @@ ingestRoutes.post(
         // nothing is promised (503, and the producer resends with the same key).
         if (!(await enqueueBeforeAnswer(c.env, batch))) {
           if (idempotencyKey !== null) await releaseIdempotencyKey(stub, idempotencyKey);
-          c.executionCtx.waitUntil(noteIngestEvent(c.env, { kind: "refused", project_id: c.var.projectId }));
+          noteRefusal(c, "queue_unavailable", c.var.projectId);
           unavailable();
         }
         c.executionCtx.waitUntil(recordAnalytics(c.env, c.var.projectId, parsed.payloads, requestFacts(c.req.raw)));

@@ -2,12 +2,19 @@
 // `createMcpHandler` serves the current revision (2026-07-28, per-request envelope) and the 2025
 // revisions (its stateless legacy fallback) from one factory; a fresh server is built per request
 // for the project that the read key names. The bearer check runs first, so nothing of the MCP
-// machinery is reached without a live read key.
+// machinery is reached without a live read key — or an OAuth token (SPEC §9) whose grant names the
+// project and whose approving read key is still live (edge.ts validates the token; this route checks
+// the key on every call). Both end in the same ToolContext: no tool knows how the caller signed in.
 import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { requireKey } from "../auth.ts";
+import { authenticateGrantKey, requireKey, setAuthenticated } from "../auth.ts";
+import { directoryDb } from "../databases.ts";
+import { insufficientScope, type OAuthResourceAuth } from "@cloudflare/workers-oauth-provider";
+import { METRICS_READ_SCOPE, mcpResource, resourceMetadataUrl, type GrantProps } from "../oauth/authorization-server.ts";
 import type { AppEnv } from "../env.ts";
+import { apiError } from "../errors.ts";
+import { runsLocally } from "../alerts/targets.ts";
 import { MCP_TOOLS, type ToolContext } from "../mcp/tools.ts";
 
 export const MCP_SERVER_NAME = "mcpulse-edge";
@@ -55,9 +62,90 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
   return server;
 }
 
+/**
+ * Whether a request may reach /mcp by its `Origin` and `Host` (SPEC §9; the MCP transports'
+ * DNS-rebinding rule):
+ * - a worker running locally (`npm run dev`, LOCAL_DEV) answers only requests addressed to a
+ *   loopback host: a rebinding page reaches 127.0.0.1 under its own name, which it sends as `Host`
+ *   (and as `Origin`, so comparing the two would prove nothing). Deployed, Cloudflare routes by
+ *   host, so `Host` is the worker's own;
+ * - then: no `Origin` (a program, not a page), the worker's own origin, one of
+ *   `MCP_ALLOWED_ORIGINS`, or — on a loopback host — any loopback origin (an MCP inspector on another
+ *   local port). Origins are compared serialised (scheme, host, port), so `https://a.example` never
+ *   passes as `https://a.example.evil`.
+ */
+export function mcpOriginAllowed(request: Request, options: { allowedOrigins?: string | undefined; local?: boolean }): boolean {
+  const own = new URL(request.url);
+  if (options.local && !isLoopback(own.hostname)) return false;
+  const origin = request.headers.get("origin");
+  if (origin === null) return true;
+  const asSent = serialisedOrigin(origin);
+  if (asSent === null) return false;
+  const allowed = new Set([own.origin, ...(options.allowedOrigins ?? "").split(",").map(serialisedOrigin).filter((o) => o !== null)]);
+  if (allowed.has(asSent)) return true;
+  return isLoopback(own.hostname) && isLoopback(new URL(asSent).hostname);
+}
+
+function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+}
+
+/** `https://Example.com:443/` → `https://example.com`; null for anything that is not an http(s) origin (`null`, garbage). */
+function serialisedOrigin(text: string): string | null {
+  try {
+    const url = new URL(text.trim());
+    return url.protocol === "https:" || url.protocol === "http:" ? url.origin : null;
+  } catch {
+    return null;
+  }
+}
+
 export const mcpApp = new Hono<AppEnv>();
 
-mcpApp.use("*", requireKey("read"));
+// Before the credential: a page on a foreign origin learns nothing, not even whether a key is valid.
+mcpApp.use("*", async (c, next) => {
+  if (!mcpOriginAllowed(c.req.raw, { allowedOrigins: c.env.MCP_ALLOWED_ORIGINS, local: runsLocally(c.env) })) {
+    throw apiError("FORBIDDEN", "this Origin or Host may not call /mcp");
+  }
+  await next();
+});
+/** What edge.ts hands on for a bearer that is not an OAuth token: the read-key check below decides. */
+export const STATIC_KEY_PROPS = { kind: "static_key" } as const;
+
+/** The challenge of /mcp's 401 (RFC 9728 §5.1): where the protected-resource metadata is, and the scope to ask for. */
+export function mcpChallenge(origin: string, error?: "invalid_token"): string {
+  return `Bearer realm="mcpulse"${error ? `, error="${error}"` : ""}, resource_metadata="${resourceMetadataUrl(origin)}", scope="${METRICS_READ_SCOPE}"`;
+}
+
+function grantOf(props: unknown): GrantProps | null {
+  const p = props as Partial<GrantProps> | null | undefined;
+  if (!p || p.kind !== "oauth" || typeof p.project_id !== "string" || typeof p.key_id !== "string") return null;
+  return p as GrantProps;
+}
+
+const readKey = requireKey("read", (c) => mcpChallenge(new URL(c.req.url).origin));
+
+mcpApp.use("*", async (c, next) => {
+  let props: unknown;
+  try {
+    props = c.executionCtx.props;
+  } catch {
+    props = undefined; // no execution context (a direct app.fetch in a test): only a read key can sign in
+  }
+  const grant = grantOf(props);
+  if (!grant) return readKey(c, next);
+  const key = grant.scope === METRICS_READ_SCOPE ? await authenticateGrantKey(directoryDb(c.env), grant.key_id, grant.project_id) : null;
+  if (!key) {
+    throw apiError("UNAUTHORIZED", "this authorization has ended (its read key was revoked); connect again", {
+      "WWW-Authenticate": mcpChallenge(new URL(c.req.url).origin, "invalid_token"),
+    });
+  }
+  // A token request may narrow a grant's scope (the library allows it): a token without metrics:read reads nothing.
+  const auth = (c.executionCtx as { auth?: OAuthResourceAuth }).auth;
+  if (!auth?.scope.includes(METRICS_READ_SCOPE)) return insufficientScope(auth ?? { token: "", audience: mcpResource(new URL(c.req.url).origin), scope: [] }, [METRICS_READ_SCOPE]);
+  setAuthenticated(c, key);
+  await next();
+});
 
 mcpApp.all("/", async (c) => {
   const ctx: ToolContext = { env: c.env, db: c.var.db, projectId: c.var.projectId, nowMs: Date.now() };

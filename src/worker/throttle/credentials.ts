@@ -1,32 +1,32 @@
-// Sign-in that resists guessing (docs/read-api.md, "Signing in"): failed credentials — wrong read
-// keys, wrong admin tokens, malformed `Authorization` headers, forged session cookies — are counted
-// per client network and per key prefix in SignInThrottle Durable Objects, and answered 429 with
-// `Retry-After` once a counter is full.
+// Sign-in that resists guessing (docs/read-api.md, "Signing in"), without ever costing a valid
+// credential (SPEC §3, "Credential failures never cost a valid credential"): failed credentials —
+// wrong read keys, wrong admin tokens, unknown or revoked ingest keys, malformed `Authorization`
+// headers, forged session cookies — are counted per client network and per key prefix in
+// SignInThrottle Durable Objects, and answered 429 with `Retry-After` (and the limit in the body)
+// once a counter is full.
 //
-// Two counters, so that an attacker cannot lock the right credential out for long:
+// Every credential is checked before any counter is asked, so a correct one is never refused for
+// what other credentials did from its network (a NAT, a cluster's egress address):
 // - per client network (CF-Connecting-IP; an IPv6 client by its /64): 10 failures in 15 minutes.
-//   It is what stops one attacker, and it blocks only that attacker's own network.
-// - per key prefix (a key's `key_id`, or "admin" for ADMIN_TOKEN): 20 failures in 1 minute, against
-//   many networks guessing one credential. It is soft: it refuses further failures, and blocks a
-//   network before its check only when that network has failed itself — a network with a clean
-//   record always reaches the check, so the right credential still works from it, and a full
-//   prefix window empties within a minute.
+//   From then on that network's *failures* are answered 429 instead of 401. Ingest keys are not
+//   counted here: 128 random bits cannot be guessed, so a network rule on them would buy nothing
+//   and cost a stale replica's neighbours their data.
+// - per key prefix (a key's `key_id`, or "admin" for ADMIN_TOKEN): 20 failures in 1 minute, from all
+//   networks together. Every failure counts, from a blocked network too: this is the bound on
+//   guessing one credential. While the window is full, failures against it are answered 429, and so
+//   is the right ADMIN_TOKEN (a person may have chosen a guessable one: letting a correct guess
+//   through would make the bound no bound). A read or ingest key that is right is never refused:
+//   its random part is its guard, and anyone who knows a `key_id` (it is shown in clear) could
+//   otherwise lock its owner out.
 //
-// What a check costs: `guardBeforeCheck` with `authoritative` (ADMIN_TOKEN and the sign-in forms)
-// asks the network's counter (one Durable Object read, no write) and, only for a network with
-// failures, the prefix's; without it (a bearer read key on every API call) it asks only this
-// isolate's memory of blocked networks: read keys hold 190 random bits, so the throttle there turns a
-// flood into 429s rather than guarding a guessable secret, and a correct key costs nothing extra. A
-// failure costs one write in each counter until it is full, none after. A request without
-// CF-Connecting-IP (Cloudflare's edge sets it on every request; only in-process callers lack it) is
-// not counted.
-//
-// Ingest keys can use the same functions: `guardBeforeCheck(env, attempt, now, { authoritative:
-// false })` before the key check and `recordFailedCredential` on a 401.
+// What a check costs: a correct read or ingest key nothing; a correct ADMIN_TOKEN one Durable Object
+// read (the admin prefix's window, `adminPrefixRefusal`). A failure costs one write in each counter
+// until it is full, none after. A request without CF-Connecting-IP (Cloudflare's edge sets it on
+// every request; only in-process callers lack it) is not counted.
 import type { Env } from "../env.ts";
-import { apiError, type ApiError } from "../errors.ts";
+import { rateLimited, type ApiError, type RateLimit } from "../errors.ts";
 import { ipv6Pieces } from "../ip.ts";
-import type { FailureRule, FailureVerdict } from "./sign-in-throttle.ts";
+import type { FailureRule } from "./sign-in-throttle.ts";
 
 /** Failures one client network may make: 10 in any 15 minutes. */
 export const NETWORK_RULE: FailureRule = { maxFailures: 10, windowMs: 15 * 60_000 };
@@ -34,8 +34,6 @@ export const NETWORK_RULE: FailureRule = { maxFailures: 10, windowMs: 15 * 60_00
 export const PREFIX_RULE: FailureRule = { maxFailures: 20, windowMs: 60_000 };
 /** The prefix every ADMIN_TOKEN attempt counts under (the token has no id of its own). */
 export const ADMIN_PREFIX = "admin";
-/** Networks this isolate has seen blocked, remembered at most this many at once. */
-const MAX_REMEMBERED_NETWORKS = 10_000;
 
 /** Who is trying which credential: the client's network (null when unknown) and the credential's prefix (null when it names none). */
 export type CredentialAttempt = { network: string | null; prefix: string | null };
@@ -61,58 +59,66 @@ export function attemptOf(request: Request, prefix: string | null): CredentialAt
   return { network: clientNetwork(request), prefix };
 }
 
-/** Networks seen blocked by this isolate → until when (epoch ms). Only ever shortens a flood; never the authority. */
-const blockedNetworks = new Map<string, number>();
-
-function rememberBlocked(network: string, verdict: FailureVerdict, nowMs: number): void {
-  if (verdict.retryAfterSeconds === null) return;
-  if (blockedNetworks.size >= MAX_REMEMBERED_NETWORKS) blockedNetworks.clear();
-  blockedNetworks.set(network, nowMs + verdict.retryAfterSeconds * 1000);
-}
-
 function counter(env: Env, name: string) {
   return env.SIGN_IN_THROTTLE.get(env.SIGN_IN_THROTTLE.idFromName(name));
 }
 
+/** A throttled attempt: which limit refused it (SPEC §3) and for how long. */
+export type Refusal = { limit: Extract<RateLimit, "network" | "key_prefix">; retryAfterSeconds: number };
+
 /**
- * Before a credential is checked: the seconds to wait when this attempt must be refused unchecked
- * (answer 429), else null. `authoritative` asks the counters; otherwise only this isolate's memory.
+ * Before a correct ADMIN_TOKEN is let in: the refusal while the admin prefix's window is full (one
+ * Durable Object read, never a write), else null. Asked before the token is compared, so that the
+ * answer to a guess never depends on whether it was right while the window is full.
  */
-export async function guardBeforeCheck(env: Env, attempt: CredentialAttempt, nowMs: number, options: { authoritative: boolean }): Promise<number | null> {
-  const { network, prefix } = attempt;
-  if (network === null) return null;
-  const until = blockedNetworks.get(network);
-  if (until !== undefined) {
-    if (until > nowMs) return Math.ceil((until - nowMs) / 1000);
-    blockedNetworks.delete(network);
-  }
-  if (!options.authoritative) return null;
-  const own = await counter(env, `network:${network}`).peek(nowMs, NETWORK_RULE);
-  rememberBlocked(network, own, nowMs);
-  if (own.retryAfterSeconds !== null) return own.retryAfterSeconds;
-  // The prefix window blocks only a network that has failed itself (see the top of this file).
-  if (own.failures === 0 || prefix === null) return null;
-  return (await counter(env, `prefix:${prefix}`).peek(nowMs, PREFIX_RULE)).retryAfterSeconds;
+export async function adminPrefixRefusal(env: Env, request: Request, nowMs: number): Promise<Refusal | null> {
+  // In-process callers (no CF-Connecting-IP) are neither counted nor refused, as everywhere here.
+  if (clientNetwork(request) === null) return null;
+  const verdict = await counter(env, `prefix:${ADMIN_PREFIX}`).peek(nowMs, PREFIX_RULE);
+  return verdict.retryAfterSeconds === null ? null : { limit: "key_prefix", retryAfterSeconds: verdict.retryAfterSeconds };
 }
 
 /**
- * After a credential failed: counts it, and answers the seconds to wait when either counter was
- * already full (answer 429), else null (answer 401). The failure that fills a counter is still a
- * 401; the next attempt is the first refused.
+ * After a credential failed: counts it against its network (unless `network: false`, for ingest
+ * keys) and its prefix, and answers the refusal when a counter was already full (answer 429), else
+ * null (answer 401). The failure that fills a counter is still a 401; the next is the first refused.
  */
-export async function recordFailedCredential(env: Env, attempt: CredentialAttempt, nowMs: number): Promise<number | null> {
+export async function recordFailedCredential(
+  env: Env,
+  attempt: CredentialAttempt,
+  nowMs: number,
+  options: { network: boolean } = { network: true },
+): Promise<Refusal | null> {
   const { network, prefix } = attempt;
   if (network === null) return null;
-  const own = await counter(env, `network:${network}`).fail(nowMs, NETWORK_RULE);
-  rememberBlocked(network, own, nowMs);
-  // A network already refused does not count against the prefix too: one blocked attacker must not
-  // be able to fill the prefix's window and slow the credential's owner down.
-  const ofPrefix = own.refused || prefix === null ? null : await counter(env, `prefix:${prefix}`).fail(nowMs, PREFIX_RULE);
-  const waits = [own, ofPrefix].flatMap((v) => (v?.refused && v.retryAfterSeconds !== null ? [v.retryAfterSeconds] : []));
-  return waits.length === 0 ? null : Math.max(...waits);
+  const [ofNetwork, ofPrefix] = await Promise.all([
+    options.network ? counter(env, `network:${network}`).fail(nowMs, NETWORK_RULE) : null,
+    prefix === null ? null : counter(env, `prefix:${prefix}`).fail(nowMs, PREFIX_RULE),
+  ]);
+  const refusals: Refusal[] = [];
+  if (ofNetwork?.refused && ofNetwork.retryAfterSeconds !== null) refusals.push({ limit: "network", retryAfterSeconds: ofNetwork.retryAfterSeconds });
+  if (ofPrefix?.refused && ofPrefix.retryAfterSeconds !== null) refusals.push({ limit: "key_prefix", retryAfterSeconds: ofPrefix.retryAfterSeconds });
+  // The longer wait answers: it is the one the client must honour.
+  return refusals.sort((a, b) => b.retryAfterSeconds - a.retryAfterSeconds)[0] ?? null;
 }
 
-/** The API's answer to a throttled attempt: 429 `{"error", "code": "TOO_MANY_REQUESTS"}` with Retry-After. */
-export function tooManyAttempts(retryAfterSeconds: number): ApiError {
-  return apiError("TOO_MANY_REQUESTS", "too many failed sign-in attempts; try again later", { "Retry-After": String(retryAfterSeconds) });
+/** `90 seconds`, `15 minutes`: a wait in words. */
+export function waitInWords(seconds: number): string {
+  if (seconds < 60) return `${seconds} second${seconds === 1 ? "" : "s"}`;
+  const minutes = Math.ceil(seconds / 60);
+  return `${minutes} minute${minutes === 1 ? "" : "s"}`;
+}
+
+/** What a refusal says in words: which limit, and how long to wait. */
+export function refusalMessage(refusal: Refusal): string {
+  const limit =
+    refusal.limit === "network"
+      ? `too many failed sign-in attempts from this network (${NETWORK_RULE.maxFailures} in ${NETWORK_RULE.windowMs / 60_000} minutes)`
+      : `too many failed attempts with this key id (${PREFIX_RULE.maxFailures} a minute, from all networks)`;
+  return `${limit}; try again in ${waitInWords(refusal.retryAfterSeconds)}`;
+}
+
+/** The API's answer to a throttled attempt: 429 `{"error", "code": "TOO_MANY_REQUESTS", "limit"}` with Retry-After. */
+export function tooManyAttempts(refusal: Refusal): ApiError {
+  return rateLimited(refusal.limit, refusalMessage(refusal), refusal.retryAfterSeconds);
 }

@@ -20,6 +20,8 @@ export interface CaptureServer {
   mode: CaptureMode;
   /** Retry-After sent with fail503 and fail429 (seconds, as text), or null for none. */
   retryAfter: string | null;
+  /** The body of a failing answer (fail500, fail503, fail429, reject400). */
+  errorBody: string;
   requests: CapturedRequest[];
   /** Requests that have arrived but not been answered (hang mode). */
   open: number;
@@ -41,6 +43,7 @@ export async function startCaptureServer(mode: CaptureMode = "accept"): Promise<
     url: "",
     mode,
     retryAfter: null,
+    errorBody: '{"error":"simulated"}',
     requests: [],
     open: 0,
     maxOpen: 0,
@@ -111,7 +114,7 @@ export async function startCaptureServer(mode: CaptureMode = "accept"): Promise<
         const status = failing[capture.mode as keyof typeof failing];
         const headers: Record<string, string> = { "content-type": "application/json" };
         if ((status === 503 || status === 429) && capture.retryAfter !== null) headers["retry-after"] = capture.retryAfter;
-        response.writeHead(status, headers).end('{"error":"simulated"}');
+        response.writeHead(status, headers).end(capture.errorBody);
       } else {
         response.writeHead(202).end();
       }

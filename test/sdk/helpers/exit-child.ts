@@ -1,5 +1,5 @@
 // A process that records calls and then ends in a chosen way, to test the exit flush (SPEC §4).
-// node exit-child.ts <endpoint> <key> <calls> <idle|wait|host-handler>
+// node exit-child.ts <endpoint> <key> <calls, or groups of calls: 51+5> <idle|wait|host-handler|exit>
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
@@ -12,12 +12,17 @@ const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
 await server.connect(serverTransport);
 const client = new Client({ name: "exit-client", version: "1.0.0" });
 await client.connect(clientTransport);
-for (let i = 0; i < Number(callsText); i++) await client.callTool({ name: "ping", arguments: { i } });
-// Let the startup (built asynchronously after initialize) reach the buffer.
-await new Promise((resolve) => setTimeout(resolve, 20));
+// "51+5": 51 calls, a pause that lets the first flush go (the in-memory transport runs on
+// microtasks, so no timer fires inside a group), then 5 more.
+for (const group of callsText.split("+")) {
+  for (let i = 0; i < Number(group); i++) await client.callTool({ name: "ping", arguments: { i } });
+  // Let the startup (built asynchronously after initialize) reach the buffer.
+  await new Promise((resolve) => setTimeout(resolve, 20));
+}
 if (mode === "wait") setInterval(() => {}, 60_000); // something of the host's keeps it alive
 if (mode === "host-handler") {
   setInterval(() => {}, 60_000);
   process.on("SIGTERM", () => setTimeout(() => process.exit(7), 300));
 }
 process.stdout.write("ready\n");
+if (mode === "exit") process.exit(0); // skips beforeExit, and so the exit flush

@@ -125,7 +125,7 @@ describe("every calls chunk is bounded in rows touched, whatever the shape", () 
 
 it("the default bounds are the documented ones", () => {
   const o: Required<RollupOptions> = DEFAULT_ROLLUP_OPTIONS;
-  expect(o).toMatchObject({ chunkCalls: 17_000, chunkTouchedCalls: 30_000, chunkSpans: 2_000, nearCalls: 5_000 });
+  expect(o).toMatchObject({ chunkCalls: 12_000, chunkTouchedCalls: 12_000, chunkSpans: 2_000, nearCalls: 5_000 });
 });
 
 describe("the chunk's limits, at, under and over", () => {

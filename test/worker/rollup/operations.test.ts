@@ -6,7 +6,7 @@ import worker from "../../../src/worker/index.ts";
 import { CALL_CHUNK_STATEMENTS } from "../../../src/worker/rollup/calls.ts";
 import { AGREEMENT_CHUNK_STATEMENTS } from "../../../src/worker/rollup/agreements.ts";
 import { STARTUP_CHUNK_STATEMENTS } from "../../../src/worker/rollup/startups.ts";
-import { AS_OF, DEFAULT_ROLLUP_OPTIONS, ROLLUP_FIXED_STATEMENTS, parseMaxQueries, runRollup } from "../../../src/worker/rollup/index.ts";
+import { AS_OF, DEFAULT_ROLLUP_OPTIONS, ROLLUP_FIXED_STATEMENTS, parseMaxQueries, parsePauseMs, runRollup } from "../../../src/worker/rollup/index.ts";
 import { call, calls, countingDb, deliver, resetDb, snapshot, type TestCall } from "./fixtures.ts";
 import { referenceRollup } from "./reference.ts";
 import { runCron } from "../helpers/cron.ts";
@@ -109,12 +109,12 @@ describe("session rows", () => {
 });
 
 describe("chunks and the query budget", () => {
-  it("takes ROLLUP_MAX_QUERIES from its fixed statements (5) to 1,000 (D1's Paid limit), else the free plan's default", () => {
-    expect(ROLLUP_FIXED_STATEMENTS).toBe(5);
+  it("takes ROLLUP_MAX_QUERIES from its fixed statements (7) to 1,000 (D1's Paid limit), else the free plan's default", () => {
+    expect(ROLLUP_FIXED_STATEMENTS).toBe(7);
     expect(parseMaxQueries(undefined)).toBe(DEFAULT_ROLLUP_OPTIONS.maxQueries);
-    expect(parseMaxQueries("4")).toBe(DEFAULT_ROLLUP_OPTIONS.maxQueries);
-    expect(parseMaxQueries("5")).toBe(5);
-    expect(parseMaxQueries("6")).toBe(6);
+    expect(parseMaxQueries("6")).toBe(DEFAULT_ROLLUP_OPTIONS.maxQueries);
+    expect(parseMaxQueries("7")).toBe(7);
+    expect(parseMaxQueries("8")).toBe(8);
     expect(parseMaxQueries("999")).toBe(999);
     expect(parseMaxQueries("1000")).toBe(1000);
     expect(parseMaxQueries("1001")).toBe(DEFAULT_ROLLUP_OPTIONS.maxQueries);
@@ -122,11 +122,20 @@ describe("chunks and the query budget", () => {
     expect(parseMaxQueries("lots")).toBe(DEFAULT_ROLLUP_OPTIONS.maxQueries);
   });
 
+  it("takes ROLLUP_PAUSE_MS from 0 to 1,000 ms, else the default pause", () => {
+    expect(DEFAULT_ROLLUP_OPTIONS.pauseMs).toBe(50);
+    for (const [value, pause] of [
+      [undefined, 50], ["", 50], ["-1", 50], ["0", 0], ["1", 1], ["999", 999], ["1000", 1000], ["1001", 50], ["2.5", 50], ["soon", 50],
+    ] as const) {
+      expect({ value, pause: parsePauseMs(value) }).toEqual({ value, pause });
+    }
+  });
+
   // One free-plan run (the default maxQueries) folds as many call chunks as its statement budget
-  // holds after its fixed statements (closing the open rows, the new day marks, the probe, the cleanup, as_of), and after a startups and a verdicts chunk when those
+  // holds after its fixed statements (the lease, closing the open rows, the new day marks, the probe, the cleanup, as_of, the release), and after a startups and a verdicts chunk when those
   // are pending: measured on a real run at a small chunk size (10 calls), at the limit and one chunk
-  // over it. At the default chunk size that is what rollup/run.ts promises (4 × 17,000 = 68,000
-  // calls with startups and verdicts pending, 6 × 17,000 = 102,000 without).
+  // over it. At the default chunk size that is what rollup/run.ts promises (4 × 12,000 = 48,000
+  // calls with startups and verdicts pending, 5 × 12,000 = 60,000 without).
   const CHUNK = 10;
   const chunksPerRun = (othersPending: boolean) =>
     Math.floor((DEFAULT_ROLLUP_OPTIONS.maxQueries - ROLLUP_FIXED_STATEMENTS - (othersPending ? STARTUP_CHUNK_STATEMENTS + AGREEMENT_CHUNK_STATEMENTS : 0)) / CALL_CHUNK_STATEMENTS);
@@ -146,7 +155,7 @@ describe("chunks and the query budget", () => {
     const what = othersPending ? "with a startups and a verdicts chunk pending" : "with only calls pending";
     it(`one free-plan run folds ${chunksPerRun(othersPending)} call chunks ${what}, within its statement budget`, async () => {
       const chunks = chunksPerRun(othersPending);
-      expect(chunks * DEFAULT_ROLLUP_OPTIONS.chunkCalls).toBe(othersPending ? 68_000 : 102_000);
+      expect(chunks * DEFAULT_ROLLUP_OPTIONS.chunkCalls).toBe(othersPending ? 48_000 : 60_000);
       await deliverChunks(chunks, othersPending);
       const counted = countingDb(db);
       const report = await runRollup(counted.db, NOW, { chunkCalls: CHUNK });

@@ -1,0 +1,133 @@
+// At most one rollup job per database at a time (a cron run can start while the previous one of
+// the same database still runs): a run takes the lease in rollup_state, renews it while it works
+// and releases it when done; a run that finds it held does nothing, and a crashed run's lease
+// expires.
+import { env } from "cloudflare:test";
+import { beforeEach, describe, expect, it } from "vitest";
+import { runRollup } from "../../../src/worker/rollup/index.ts";
+import { ROLLUP_LEASE } from "../../../src/worker/db/rollup-state.ts";
+import { call, calls, countingDb, deliver, faultyDb, resetDb, snapshot, type TestCall } from "./fixtures.ts";
+import { referenceRollup, type Received } from "./reference.ts";
+
+const db = env.DB;
+const T = Date.UTC(2026, 10, 20, 10, 0);
+const NOW = T + 3_600_000;
+const LEASE_MS = 60_000;
+
+/** `n` requests of 3 calls, one session each; what the reference needs to count them. */
+async function deliverRequests(n: number): Promise<Received<TestCall>[]> {
+  const received: Received<TestCall>[] = [];
+  for (let i = 0; i < n; i++) {
+    const request = [0, 1, 2].map((k) => call({ session_id: `s${i}`, started_at_ms: T + i * 1_000 + k * 100 }));
+    await deliver(db, calls(request), NOW - 10_000 + i);
+    for (const c of request) received.push({ seq: received.length, received_at_ms: NOW - 10_000 + i, item: c });
+  }
+  return received;
+}
+
+const lease = () => db.prepare("SELECT value FROM rollup_state WHERE name = ?1").bind(ROLLUP_LEASE).first<{ value: string }>();
+/** The lease's expiry: 0 once released. */
+const leaseUntil = async () => JSON.parse((await lease())!.value).until_ms as number;
+const holdLease = (holder: string, untilMs: number) =>
+  db.prepare("INSERT OR REPLACE INTO rollup_state (name, value) VALUES (?1, json_object('holder', ?2, 'until_ms', ?3))").bind(ROLLUP_LEASE, holder, untilMs).run();
+const waiting = async () => (await db.prepare("SELECT COUNT(*) AS n FROM call_batches WHERE call_count > 0").first<{ n: number }>())!.n;
+
+beforeEach(() => resetDb(db));
+
+describe("one rollup job per database", () => {
+  it("a second run while the first holds the lease does nothing; the first counts everything once and releases it", async () => {
+    const received = await deliverRequests(4);
+    let second: Awaited<ReturnType<typeof runRollup>> | undefined;
+    let secondStatements = 0;
+    // The second run starts (and finishes) while the first is between its first and second chunk.
+    const firstDb = new Proxy(db, {
+      get(target, prop) {
+        if (prop !== "batch") return Reflect.get(target, prop, target);
+        return async (stmts: D1PreparedStatement[]) => {
+          const r = await target.batch(stmts);
+          if (!second && (await waiting()) < 4) {
+            const counted = countingDb(db);
+            second = await runRollup(counted.db, NOW, { chunkCalls: 1, pauseMs: 0 });
+            secondStatements = counted.count();
+          }
+          return r;
+        };
+      },
+    });
+    const a = await runRollup(firstDb, NOW, { chunkCalls: 1, pauseMs: 0 });
+    // Its first batch (closing the open rows, the day marks, the probe: safe beside another run), the lease, nothing more.
+    expect(second).toMatchObject({ leaseHeld: true, newCalls: 0, callChunks: 0, queries: 4 });
+    expect(secondStatements).toBe(4);
+    expect(a).toMatchObject({ leaseHeld: false, newCalls: 12, callChunks: 4, caughtUp: true });
+    expect(await snapshot(db)).toEqual(referenceRollup(received, [], []));
+    expect(await leaseUntil()).toBe(0);
+    // Released: the next run takes it.
+    expect((await runRollup(db, NOW + 300_000)).leaseHeld).toBe(false);
+  });
+
+  it("a crashed run's lease is taken over once it expires: held just before, taken at and after its end", async () => {
+    await deliverRequests(1);
+    await holdLease("crashed", NOW + LEASE_MS);
+    for (const [at, held] of [[NOW + LEASE_MS - 1, true], [NOW + LEASE_MS, false]] as const) {
+      const r = await runRollup(db, NOW, { clock: () => at, pauseMs: 0 });
+      expect({ at, held: r.leaseHeld, calls: r.newCalls }).toEqual({ at, held, calls: held ? 0 : 3 });
+    }
+    expect(await waiting()).toBe(0);
+    await holdLease("crashed", NOW);
+    expect((await runRollup(db, NOW, { clock: () => NOW + 1, pauseMs: 0 })).leaseHeld).toBe(false);
+  });
+
+  it("a run that fails releases its lease, so the next run need not wait for it to expire", async () => {
+    await deliverRequests(2);
+    // Statements 1–3 are the first batch, 4 the lease, 5–11 the first calls chunk.
+    const faulty = faultyDb(db, { failAt: 6, when: "before" });
+    await expect(runRollup(faulty.db, NOW, { pauseMs: 0 })).rejects.toThrow(/Network connection lost/);
+    expect(await leaseUntil()).toBe(0);
+    expect((await runRollup(db, NOW, { pauseMs: 0 })).newCalls).toBe(6);
+  });
+
+  it("an idle run takes no lease (it writes only as_of)", async () => {
+    const counted = countingDb(db);
+    const r = await runRollup(counted.db, NOW, { pauseMs: 0 });
+    expect(r).toMatchObject({ caughtUp: true, leaseHeld: false, queries: 5 });
+    expect(counted.count()).toBe(5);
+    // Even with another job's lease in place, an idle run is not held up.
+    await holdLease("other", NOW + LEASE_MS);
+    expect(await runRollup(db, NOW, { clock: () => NOW, pauseMs: 0 })).toMatchObject({ caughtUp: true, leaseHeld: false });
+    expect(JSON.parse((await lease())!.value)).toMatchObject({ holder: "other" });
+  });
+
+  it("renews the lease once half of it has passed, and stops when another job has taken it over", async () => {
+    await deliverRequests(6);
+    // A clock that moves 40 s at every reading: over half the lease has passed before every chunk.
+    let t = NOW;
+    const clock = () => (t += 40_000);
+    const counted = countingDb(db);
+    const r = await runRollup(counted.db, NOW, { chunkCalls: 1, pauseMs: 0, clock, leaseMs: LEASE_MS, maxQueries: 100 });
+    expect(r).toMatchObject({ callChunks: 6, caughtUp: true });
+    // 7 fixed statements, 6 chunks of 7, and a renewal before each chunk.
+    expect(r.queries).toBe(7 + 6 * 7 + 6);
+    expect(counted.count()).toBe(r.queries);
+
+    // Another job takes the lease over (this one's looked expired to it) after the first chunk: this one stops.
+    await resetDb(db);
+    await deliverRequests(6);
+    let chunks = 0;
+    const stolen = new Proxy(db, {
+      get(target, prop) {
+        if (prop !== "batch") return Reflect.get(target, prop, target);
+        return async (stmts: D1PreparedStatement[]) => {
+          const res = await target.batch(stmts);
+          if (stmts.length === 7 && ++chunks === 1) {
+            await db.prepare("UPDATE rollup_state SET value = json_object('holder', 'other', 'until_ms', ?2) WHERE name = ?1").bind(ROLLUP_LEASE, t + LEASE_MS).run();
+          }
+          return res;
+        };
+      },
+    });
+    const lost = await runRollup(stolen, NOW, { chunkCalls: 1, pauseMs: 0, clock, leaseMs: LEASE_MS, maxQueries: 100 });
+    expect(lost).toMatchObject({ callChunks: 1, newCalls: 3, caughtUp: false });
+    // The other job's lease is left alone.
+    expect(JSON.parse((await lease())!.value)).toMatchObject({ holder: "other" });
+  });
+});
