@@ -24,6 +24,17 @@ const call = (i: number) => ({
   started_at: new Date(Date.now() - 60_000).toISOString(), duration_ms: 40, outcome: "ok", response_bytes: 100, is_empty: false, args_hash: "52a4fe5fc814",
 });
 
+/** A replica: an MCP server watched with `key`, and a client connected to it in memory. */
+async function replica(key: string): Promise<Client> {
+  const server = watch(new McpServer({ name: "orders", version: "1.0.0" }), { key, endpoint: worker.url });
+  server.registerTool("lookup", { description: "Look an order up" }, () => ({ content: [{ type: "text" as const, text: '{"id":1}' }] }));
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  await server.connect(serverSide);
+  const client = new Client({ name: "replica-client", version: "1" });
+  await client.connect(clientSide);
+  return client;
+}
+
 async function send(key: string): Promise<{ status: number; body: Record<string, unknown> | null }> {
   const res = await fetch(`${worker.url}/v1/ingest`, {
     method: "POST",
@@ -53,12 +64,7 @@ test("from an address that sent any number of unknown and revoked ingest keys, t
   // A replica still running with the revoked key, through the real SDK: its calls are refused (401,
   // then 429 for the key id), and its stderr says so — the data is never dropped silently.
   const stderr = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
-  const staleServer = watch(new McpServer({ name: "orders", version: "1.0.0" }), { key: stale.key, endpoint: worker.url });
-  staleServer.registerTool("lookup", { description: "Look an order up" }, () => ({ content: [{ type: "text" as const, text: '{"id":1}' }] }));
-  const [staleClientSide, staleServerSide] = InMemoryTransport.createLinkedPair();
-  await staleServer.connect(staleServerSide);
-  const staleClient = new Client({ name: "replica-client", version: "1" });
-  await staleClient.connect(staleClientSide);
+  const staleClient = await replica(stale.key);
   for (let i = 0; i < 3; i++) await staleClient.callTool({ name: "lookup", arguments: { id: i } });
   const staleDestination = allDestinations().find((d) => d.key === stale.key)!;
   await staleDestination.buffer.flushFinal(5_000);
@@ -71,12 +77,7 @@ test("from an address that sent any number of unknown and revoked ingest keys, t
   await staleClient.close();
 
   // The valid key, from the same address, through the real SDK: 51 calls.
-  const server = watch(new McpServer({ name: "orders", version: "1.0.0" }), { key: project.ingest_key, endpoint: worker.url });
-  server.registerTool("lookup", { description: "Look an order up" }, () => ({ content: [{ type: "text" as const, text: '{"id":1}' }] }));
-  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
-  await server.connect(serverSide);
-  const client = new Client({ name: "replica-client", version: "1" });
-  await client.connect(clientSide);
+  const client = await replica(project.ingest_key);
   for (let i = 0; i < 51; i++) await client.callTool({ name: "lookup", arguments: { id: i } });
   await Promise.all(allDestinations().map((destination) => destination.buffer.flushFinal(5_000)));
 
