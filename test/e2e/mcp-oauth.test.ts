@@ -18,6 +18,7 @@ import { createServer, type Server } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { demoWorkload } from "./dashboard/demo-data.ts";
 import { createProject, startWorker, type RunningWorker } from "./dashboard/start-worker.ts";
+import { sharedLocalAnalytics } from "../../scripts/analytics-local.ts";
 import { storedPayloadRows } from "./helpers/stored-rows.ts";
 
 let worker: RunningWorker;
@@ -27,7 +28,9 @@ let other: Awaited<ReturnType<typeof createProject>>;
 const REDIRECT = "http://127.0.0.1:9/callback";
 
 beforeAll(async () => {
-  worker = await startWorker();
+  // Explore (one of the tools a token reaches) reads the local stand-in for Analytics Engine, as `npm run dev` does.
+  const analytics = await sharedLocalAnalytics();
+  worker = await startWorker({ vars: { ANALYTICS_LOCAL_URL: analytics.url } });
   project = await createProject(worker, "Orders MCP server");
   other = await createProject(worker, "Someone else");
   const payloads = demoWorkload(Date.now()).payloads.slice(0, 300);

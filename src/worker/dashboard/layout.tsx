@@ -66,8 +66,8 @@ export const Document: FC<{ title: string; children?: Child }> = ({ title, child
 /** The bar on every signed-in page: the brand (home), the project, the alerts link, sign-out. */
 export const TopBar: FC<{ projectName: string; home?: string }> = ({ projectName, home = "/" }) => (
   <header class="top">
-    <a class="brand" href={home}>
-      <Logo /> MCPulse
+    <a class="brand" href={home} aria-label="MCPulse">
+      <Logo /> <span class="brand-name">MCPulse</span>
     </a>
     <span class="project" data-project><Name text={projectName} /></span>
     <span class="spacer" />

@@ -129,6 +129,12 @@ section.panel p,.card .sub{overflow-wrap:anywhere}
 @media (max-width:640px){
 header.top{padding:8px 12px;gap:8px 10px}
 header.top .brand{font-size:15px}
+/* Three links and Sign out must share one bar of a 360 px phone with the project's name. */
+header.top .brand-name{display:none}
+header.top{gap:8px}
+header.top a.nav{margin-right:0;font-size:12px}
+header.top button{padding:4px 8px}
+header.top .project{min-width:4em}
 main{padding:12px 10px 32px}
 section.panel{padding:12px}
 .toolbar h1{flex-basis:100%}
