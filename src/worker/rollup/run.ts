@@ -66,8 +66,17 @@ export interface RollupOptions {
    * meanwhile get through (bench:fairness: without it a quiet read waited through a whole run). Default 50.
    */
   pauseMs?: number;
+  /**
+   * Longest the run holds the database between two pauses (ms of wall time): a transaction starts
+   * without a pause only when the time held since the last one plus the previous transaction's
+   * length stays within it. Default 1,000: short chunks run two or three back to back, a chunk near
+   * the bound always pauses after itself, and a queued request never waits more than about this long.
+   */
+  holdMs?: number;
   /** How long the run's lease on the database lasts unless renewed (ms). Default 60,000. */
   leaseMs?: number;
+  /** The wall clock that times transactions and the hold (ms). */
+  wallClock?: () => number;
   /** The lease's clock (real time, not the cron's scheduled time: leases of jobs of different runs are compared). */
   clock?: () => number;
 }
@@ -85,8 +94,10 @@ export const DEFAULT_ROLLUP_OPTIONS: Required<RollupOptions> = {
   recomputeSequences: 2_000,
   dayFoldRows: DAY_FOLD_ROWS,
   pauseMs: 50,
+  holdMs: 1_000,
   leaseMs: 60_000,
   clock: () => Date.now(),
+  wallClock: () => Date.now(),
 };
 
 /**
@@ -110,6 +121,8 @@ export interface RollupRunReport {
   maxChunkRowsRead: number;
   /** The longest transaction (chunk or step) of the run, in ms of wall time: how long it held the database. */
   longestTransactionMs: number;
+  /** Pauses the run made between transactions (holdMs). */
+  pauses: number;
   /** True when another rollup job of the database held the lease: this run did nothing. */
   leaseHeld: boolean;
   /** Fold steps of finished days run (day-fold.ts). */
@@ -192,7 +205,7 @@ const AS_OF_SQL = `INSERT INTO rollup_state (name, value)
 export async function runRollup(db: D1Database, scheduledTimeMs: number, options: RollupOptions = {}): Promise<RollupRunReport> {
   const o = { ...DEFAULT_ROLLUP_OPTIONS, ...options };
   const report: RollupRunReport = {
-    queries: 0, newCalls: 0, newStartups: 0, callChunks: 0, maxChunkTouched: 0, chunkRowsRead: [], maxChunkRowsRead: 0, longestTransactionMs: 0, leaseHeld: false, dayFoldSteps: 0,
+    queries: 0, newCalls: 0, newStartups: 0, callChunks: 0, maxChunkTouched: 0, chunkRowsRead: [], maxChunkRowsRead: 0, longestTransactionMs: 0, pauses: 0, leaseHeld: false, dayFoldSteps: 0,
     recomputeSteps: 0, recomputesDone: 0, caughtUp: false,
   };
   if (o.maxQueries < ROLLUP_FIXED_STATEMENTS) throw new Error(`rollup: maxQueries must be at least ${ROLLUP_FIXED_STATEMENTS}`);
@@ -259,17 +272,23 @@ async function runHeld(
   const todayMs = dayStartMs(scheduledTimeMs);
   const hourMs = hourStartMs(scheduledTimeMs);
   let budget = o.maxQueries - ROLLUP_FIXED_STATEMENTS;
-  let transactions = 0;
   let lost = false;
+  /** When the run last paused (or began), and how long its last transaction took (wall time). */
+  let heldFrom = o.wallClock();
+  let lastTransactionMs = 0;
   /**
-   * Before each transaction after the first: a pause, so requests that queued on the database
-   * while the last one ran get through before the next (D1 runs one statement at a time per
-   * database), and the lease renewed once half of it has passed (a statement from the budget).
-   * False when the lease was lost: the run stops.
+   * Before each transaction: a pause once holding the database for another transaction as long as
+   * the last would pass holdMs, so that requests that queued on the database meanwhile get through
+   * before the next (D1 runs one statement at a time per database), and the lease renewed once half
+   * of it has passed (a statement from the budget). False when the lease was lost: the run stops.
    */
   const between = async (statements: number): Promise<boolean> => {
     if (lost) return false;
-    if (transactions++ > 0 && o.pauseMs > 0) await new Promise((r) => setTimeout(r, o.pauseMs));
+    if (o.pauseMs > 0 && o.wallClock() - heldFrom + lastTransactionMs > o.holdMs) {
+      await new Promise((r) => setTimeout(r, o.pauseMs));
+      report.pauses += 1;
+      heldFrom = o.wallClock();
+    }
     const now = o.clock();
     if (now - leaseFrom() >= o.leaseMs / 2) {
       if (budget < statements + 1) return false;
@@ -287,9 +306,10 @@ async function runHeld(
   };
 
   const timed = async <T>(transaction: Promise<T>): Promise<T> => {
-    const started = Date.now();
+    const started = o.wallClock();
     const r = await transaction;
-    report.longestTransactionMs = Math.max(report.longestTransactionMs, Date.now() - started);
+    lastTransactionMs = o.wallClock() - started;
+    report.longestTransactionMs = Math.max(report.longestTransactionMs, lastTransactionMs);
     return r;
   };
 

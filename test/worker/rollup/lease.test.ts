@@ -3,8 +3,9 @@
 // and releases it when done; a run that finds it held does nothing, and a crashed run's lease
 // expires.
 import { env } from "cloudflare:test";
-import { beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { runRollup } from "../../../src/worker/rollup/index.ts";
+import { runDatabaseJob } from "../../../src/worker/queues/rollup-jobs.ts";
 import { ROLLUP_LEASE } from "../../../src/worker/db/rollup-state.ts";
 import { call, calls, countingDb, deliver, faultyDb, resetDb, snapshot, type TestCall } from "./fixtures.ts";
 import { referenceRollup, type Received } from "./reference.ts";
@@ -129,5 +130,61 @@ describe("one rollup job per database", () => {
     expect(lost).toMatchObject({ callChunks: 1, newCalls: 3, caughtUp: false });
     // The other job's lease is left alone.
     expect(JSON.parse((await lease())!.value)).toMatchObject({ holder: "other" });
+  });
+});
+
+describe("pauses between transactions", () => {
+  /** Runs the rollup over 6 one-request chunks while each D1 batch takes `perBatchMs` of a fake wall clock. */
+  async function pausesAt(perBatchMs: number, holdMs = 1_000) {
+    await deliverRequests(6);
+    let wall = 0;
+    const slowDb = new Proxy(db, {
+      get(target, prop) {
+        if (prop !== "batch") return Reflect.get(target, prop, target);
+        return async (stmts: D1PreparedStatement[]) => {
+          const r = await target.batch(stmts);
+          wall += perBatchMs;
+          return r;
+        };
+      },
+    });
+    const r = await runRollup(slowDb, NOW, { chunkCalls: 1, pauseMs: 1, holdMs, maxQueries: 100, wallClock: () => wall });
+    expect(r).toMatchObject({ callChunks: 6, newCalls: 18, caughtUp: true });
+    return r.pauses;
+  }
+
+  it("holds the database at most holdMs: back to back while the held time plus the last transaction fits, else a pause", async () => {
+    // 500 ms transactions: the second starts at 500 held + 500 = 1,000 (at the limit, no pause), the third would pass it.
+    expect(await pausesAt(500)).toBe(2);
+    await resetDb(db);
+    // Just over the limit: a pause before every transaction after the first.
+    expect(await pausesAt(501)).toBe(5);
+    await resetDb(db);
+    // Well under: three back to back (900 ms held), then a pause.
+    expect(await pausesAt(300)).toBe(1);
+  });
+
+  it("pauses before every transaction after the first with holdMs 0, and never with pauseMs 0", async () => {
+    expect(await pausesAt(10, 0)).toBe(5);
+    await resetDb(db);
+    await deliverRequests(6);
+    expect((await runRollup(db, NOW, { chunkCalls: 1, pauseMs: 0, maxQueries: 100 })).pauses).toBe(0);
+  });
+});
+
+describe("the cron's rollup job", () => {
+  it("leaves the work and the alert step to the job holding the lease, and says so", async () => {
+    await deliverRequests(2);
+    await holdLease("another-job", Date.now() + LEASE_MS);
+    const logged: string[] = [];
+    const spy = vi.spyOn(console, "log").mockImplementation((line: unknown) => void logged.push(String(line)));
+    try {
+      await runDatabaseJob(env, { kind: "rollup", database: "DB", scheduledTimeMs: NOW });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(logged.map((l) => JSON.parse(l).event)).toEqual(["rollup_lease_held"]);
+    expect(await waiting()).toBe(2);
+    expect(JSON.parse((await lease())!.value).holder).toBe("another-job");
   });
 });
