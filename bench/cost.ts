@@ -262,7 +262,7 @@ async function scenario(name: string, script: string, build: (t0: number) => Req
     while (i < requests.length && requests[i]!.atMs <= step) {
       const r = requests[i++]!;
       // Each request carries an Idempotency-Key, as the SDK sends one per batch (SPEC §1.1, §4).
-      sends.push(fetch(`${url}/v1/ingest`, { method: "POST", headers: { ...headers, "idempotency-key": `bench-${name}-${i}` }, body: JSON.stringify({ batch: r.batch }) }));
+      sends.push(fetch(`${url}/v1/ingest`, { method: "POST", headers: { ...headers, "idempotency-key": `bench-${name}-${i}`, "x-bench-received-at": String(r.atMs) }, body: JSON.stringify({ batch: r.batch }) }));
       // Receive order matters for ties (SPEC §2.2): a few requests in flight at most.
       if (sends.length >= 4) for (const res of sends.splice(0)) if ((await res).status !== 202) throw new Error(`ingest answered ${(await res).status}`);
     }

@@ -2,7 +2,10 @@
 // D1 statement's meta (rows written and read, size after) is added up per phase (the entry point
 // that ran it: ingest, rollup, retention) and per statement, the KeyBudget Durable Object's storage
 // operations are counted (a SQLite-backed object bills each key put as a row written), and so are
-// Analytics Engine data points and Durable Object requests. Nothing else differs from a deploy.
+// Analytics Engine data points and Durable Object requests. Nothing else differs from a deploy but
+// the clock: an ingest request's `x-bench-received-at` (its simulated receive time) shifts the
+// isolate's Date.now to it, so that rows are received when the simulated traffic sends them and the
+// rollup runs of the simulated day see them age out of the Idempotency-Key window as they would.
 import worker, { KeyBudget as RealKeyBudget } from "../../src/worker/index.ts";
 import { RETENTION_CRON } from "../../src/worker/rollup/index.ts";
 import type { Env } from "../../src/worker/env.ts";
@@ -17,6 +20,11 @@ const durable = { requests: 0, rows_written: 0, rows_read: 0 };
 let analyticsPoints = 0;
 let sizeAfter = 0;
 const pending = new Set<Promise<unknown>>();
+
+/** Simulated time = the real clock shifted by the last ingest request's offset (durations stay real). */
+const realNow = Date.now.bind(Date);
+let clockOffsetMs = 0;
+Date.now = () => realNow() + clockOffsetMs;
 
 function phaseStats(phase: Phase): PhaseStats {
   let p = phases.get(phase);
@@ -135,6 +143,8 @@ export default {
       const stub = keyId ? (env.KEY_BUDGET.get(env.KEY_BUDGET.idFromName(keyId)) as unknown as { meter(): Promise<typeof durable> }) : null;
       return Response.json({ ...snapshot(), durable: stub ? await stub.meter() : durable });
     }
+    const receivedAt = request.headers.get("x-bench-received-at");
+    if (receivedAt !== null) clockOffsetMs = Number(receivedAt) - realNow();
     const phase: Phase = path.startsWith("/v1/ingest") ? "ingest" : "other";
     phaseStats(phase).invocations += 1;
     const tracked = {

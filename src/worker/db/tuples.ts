@@ -28,7 +28,7 @@ export const RAW_AGREEMENT = ["session_id", "field", "tool_a", "tool_b", "agreed
 export const PAIR_KEY = ["from_tool", "to_tool"] as const;
 
 /** A span of the calls chunk, kept in its `rollup_state` row (rollup/calls.ts). */
-export const CHUNK_SPAN = ["project_id", "session_id", "client_name", "from_ms", "to_ms"] as const;
+export const CHUNK_SPAN = ["project_id", "session_id", "client_name", "from_ms", "to_ms", "reach_from_ms", "reach_to_ms"] as const;
 
 /** A (session, client) sequence a recompute counts, in its step's JSON and as its cursor (rollup/recompute.ts). */
 export const RECOMPUTE_SEQUENCE = ["session_id", "client_name"] as const;

@@ -267,7 +267,8 @@ export const CHUNK_SELECTION_SQL =
         MAX(CASE WHEN own_after THEN h ELSE COALESCE(after1, h) END, CASE
           WHEN NOT after_far THEN wide_to
           WHEN checked AND after_near IS NOT NULL AND NOT ${shortSideSql(0)} THEN after_near
-          ELSE wide_to END) AS to_ms
+          ELSE wide_to END) AS to_ms,
+        lo - ${flagReachSql("reach")} AS reach_from_ms, hi + ${flagReachSql("reach")} AS reach_to_ms
       FROM reaches rc),
     covered AS MATERIALIZED (
       SELECT MIN(s.k) AS k, x.call_count FROM spans s JOIN call_state x
@@ -313,20 +314,25 @@ const loadedCtes = (sequence: "tool" | "session") => `${newCallsCtes(sequence ==
       SELECT ${CHUNK_SPAN.map((name) => `${spanField(name)} AS ${name}`).join(", ")}
       FROM json_each(${chunkSql}, '$.spans') AS s),
     loaded_keys AS MATERIALIZED (
-      SELECT DISTINCT cs.project_id, cs.session_id, cs.client_name, cs.hour_start_ms FROM spans p JOIN call_state cs
-        ON ${sameGroup("cs", "p")} AND cs.hour_start_ms >= p.from_ms AND cs.hour_start_ms <= p.to_ms),
+      SELECT cs.project_id, cs.session_id, cs.client_name, cs.hour_start_ms,
+        MIN(p.reach_from_ms) AS reach_from_ms, MAX(p.reach_to_ms) AS reach_to_ms
+      FROM spans p JOIN call_state cs
+        ON ${sameGroup("cs", "p")} AND cs.hour_start_ms >= p.from_ms AND cs.hour_start_ms <= p.to_ms
+      GROUP BY cs.project_id, cs.session_id, cs.client_name, cs.hour_start_ms),
     loaded AS MATERIALIZED (
-      SELECT cs.project_id, cs.session_id, cs.client_name, cs.calls_json FROM loaded_keys k JOIN call_state cs
+      SELECT cs.project_id, cs.session_id, cs.client_name, cs.calls_json, k.reach_from_ms, k.reach_to_ms FROM loaded_keys k JOIN call_state cs
         ON ${sameGroup("cs", "k")} AND cs.hour_start_ms = k.hour_start_ms),
 ${sequence === "tool" ? `
     new_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, tool_name FROM new_calls WHERE ${IN_A_SESSION}),
     old_calls AS MATERIALIZED (
-      SELECT project_id, session_id, client_name, tool_name, ${stateField("started_at_ms")} AS started_at_ms,
+      SELECT project_id, session_id, client_name, tool_name, started_at_ms,
         ${stateField("duration_ms")} AS duration_ms, (${stateField("outcome")} = 'ok' AND ${stateField("is_empty")} = 0) AS good,
         ${stateField("args_hash")} AS args_hash, ${stateField("call_seq")} AS call_seq
-      FROM (SELECT l.project_id, l.session_id, l.client_name, ${stateField("tool_name")} AS tool_name, j.value
+      FROM (SELECT l.project_id, l.session_id, l.client_name, ${stateField("tool_name")} AS tool_name,
+          ${stateField("started_at_ms")} AS started_at_ms, l.reach_from_ms, l.reach_to_ms, j.value
         FROM loaded l, jsonb_each(l.calls_json) AS j) AS j
-      WHERE (project_id, session_id, client_name, tool_name) IN (SELECT * FROM new_tools)),
+      WHERE started_at_ms BETWEEN reach_from_ms AND reach_to_ms
+        AND (project_id, session_id, client_name, tool_name) IN (SELECT * FROM new_tools)),
     all_calls AS (
       SELECT ${CALL_COLUMNS} FROM old_calls
       UNION ALL
