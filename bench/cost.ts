@@ -331,6 +331,7 @@ function figures(r: Result) {
     ingest: ingest / r.calls, durable: durable / r.calls, rollup: rollup / r.calls, retention: retention / r.calls, total: total / r.calls,
     read: read / r.calls,
     idleRowsPerRun: (r.idle.phases.rollup?.rows_written ?? 0) / r.idleRuns,
+    idleReadPerRun: (r.idle.phases.rollup?.rows_read ?? 0) / r.idleRuns,
     windowBytes: r.windowBytes / r.calls, foreverBytes: r.foreverBytes / r.calls, foldedBytes: r.foldedBytes / r.calls,
     requestsPerCall: r.requests / r.calls, doRequestsPerCall: r.life.durable.requests / r.calls, aePerCall: r.life.analytics_points / r.calls,
     longestMs: Math.max(r.life.phases.rollup?.longest_batch_ms ?? 0, r.retention.phases.retention?.longest_batch_ms ?? 0),
@@ -362,11 +363,11 @@ const fmt = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString("e
 
 function report(results: Result[], label: string) {
   const lines: string[] = [];
-  lines.push(`| scenario | calls | requests | ingest | KeyBudget DO | rollup | retention | **whole life** | rows read | idle run (rows) | B/call in window | B/call kept forever (first 90 days) | B/call kept forever (after 90 days, hours folded) | longest transaction |`);
+  lines.push(`| scenario | calls | requests | ingest | KeyBudget DO | rollup | retention | **whole life** | rows read | idle run (rows written / read) | B/call in window | B/call kept forever (first 90 days) | B/call kept forever (after 90 days, hours folded) | longest transaction |`);
   lines.push(`|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|`);
   for (const r of results) {
     const f = figures(r);
-    lines.push(`| ${r.name} | ${r.calls.toLocaleString("en-US")} | ${r.requests.toLocaleString("en-US")} | ${f.ingest.toFixed(2)} | ${f.durable.toFixed(2)} | ${f.rollup.toFixed(2)} | ${f.retention.toFixed(2)} | **${f.total.toFixed(2)}** | ${f.read.toFixed(1)} | ${f.idleRowsPerRun.toFixed(1)} | ${f.windowBytes.toFixed(0)} | ${f.foreverBytes.toFixed(0)} | ${f.foldedBytes.toFixed(1)} | ${f.longestMs} ms, ${f.longestRows.toLocaleString("en-US")} rows |`);
+    lines.push(`| ${r.name} | ${r.calls.toLocaleString("en-US")} | ${r.requests.toLocaleString("en-US")} | ${f.ingest.toFixed(2)} | ${f.durable.toFixed(2)} | ${f.rollup.toFixed(2)} | ${f.retention.toFixed(2)} | **${f.total.toFixed(2)}** | ${f.read.toFixed(1)} | ${f.idleRowsPerRun.toFixed(1)} / ${f.idleReadPerRun.toFixed(0)} | ${f.windowBytes.toFixed(0)} | ${f.foreverBytes.toFixed(0)} | ${f.foldedBytes.toFixed(1)} | ${f.longestMs} ms, ${f.longestRows.toLocaleString("en-US")} rows |`);
   }
   lines.push("", `Rows written per call, ${label}. Top statements by rows written (per call):`, "");
   for (const r of results) {

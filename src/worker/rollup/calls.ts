@@ -35,6 +35,10 @@
 // client) sequence can be any distance away, and retention keeps each (session, client)'s latest
 // row before its cutoff for that. Spans of several clusters may leave gaps between them: the calls
 // at a gap's edges see the same false neighbours with and without the chunk, so they cancel too.
+// The retry flags then read, of each loaded row, only the calls within [lo − 2 × (reach + 30 s),
+// hi + 2 × (reach + 30 s)] of the spans that load it (the rest of an hour row cannot change a flag
+// and is dropped right after its JSON is read), so a chunk's window sorts follow the calls near its
+// own, not the hour rows around them.
 //
 // Bounded work (no transaction holds the database long, whatever a tenant sends): the chunk's
 // first statement chooses its requests and their spans from the rows' call counts before any JSON
