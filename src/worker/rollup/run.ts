@@ -202,6 +202,12 @@ const AS_OF_SQL = `INSERT INTO rollup_state (name, value)
   WHERE true
   ON CONFLICT (name) DO UPDATE SET value = excluded.value`;
 
+/** The run's own statements, by name (the SQL snapshots in sql/rollup/ read them). */
+export const RUN_SQL = {
+  closeOpenBatches: CLOSE_OPEN_BATCHES_SQL, pending: PENDING_SQL, takeLease: TAKE_LEASE_SQL, renewLease: RENEW_LEASE_SQL,
+  releaseLease: RELEASE_LEASE_SQL, deleteEmptiedBatches: DELETE_EMPTIED_BATCHES_SQL, asOf: AS_OF_SQL,
+} as const;
+
 export async function runRollup(db: D1Database, scheduledTimeMs: number, options: RollupOptions = {}): Promise<RollupRunReport> {
   const o = { ...DEFAULT_ROLLUP_OPTIONS, ...options };
   const report: RollupRunReport = {
