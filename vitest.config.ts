@@ -10,8 +10,21 @@ import { sharedLocalAnalytics } from "./scripts/analytics-local.ts";
 // it. Every test uses its own project, so they share it as they share D1.
 const analytics = await sharedLocalAnalytics();
 
-export default defineConfig({
+/**
+ * Files left out of the fast lane (`npm run test:fast`, `vitest run --mode fast`): property runs,
+ * fault injection, workload generators and child processes — minutes each. The full suite runs them.
+ */
+const SLOW_TESTS = [
+  "test/sdk/processes.test.ts", "test/sdk/drops.test.ts", "test/worker/ingest-fuzz.test.ts", "test/worker/moves.test.ts",
+  "test/worker/budget.test.ts", "test/worker/alerts/state-machine.test.ts", "test/worker/rollup/bounded.test.ts",
+  "test/worker/rollup/day-fold.test.ts", "test/worker/rollup/faults.test.ts", "test/worker/rollup/history-fold.test.ts",
+  "test/worker/rollup/property.test.ts", "test/worker/rollup/recompute.test.ts", "test/worker/rollup/retention-property.test.ts",
+  "test/worker/rollup/shapes.test.ts",
+];
+
+export default defineConfig(async ({ mode }) => ({
   test: {
+    exclude: ["**/node_modules/**", ...(mode === "fast" ? SLOW_TESTS : [])],
     projects: [
       {
         test: {
@@ -53,4 +66,4 @@ export default defineConfig({
       },
     ],
   },
-});
+}));

@@ -94,10 +94,12 @@ describe("the SQL of the rule", () => {
     expect(CALL_CHUNK_SQL.applyHourDeltas).toContain(WAS_RETRIED_SQL);
     expect(CHUNK_SELECTION_SQL).toContain(`cl.lo - ${flagReachSql("cl.reach")}`);
     expect(CHUNK_SELECTION_SQL).toContain(`cl.hi + ${flagReachSql("cl.reach")}`);
+    // Each span's exact time reach, which the hour-row statement keeps the loaded calls within.
+    expect(CHUNK_SELECTION_SQL).toContain(`lo - ${flagReachSql("reach")} AS reach_from_ms, hi + ${flagReachSql("reach")} AS reach_to_ms`);
     expect(RECOMPUTE_SQL.countHours).toContain(IS_RETRY_SQL);
     expect(RECOMPUTE_SQL.countHours).toContain(WAS_RETRIED_SQL);
     // With the generated fragments taken out, no statement holds the window (in ms or µs) of its own.
-    const fragments = [IS_RETRY_SQL, WAS_RETRIED_SQL, flagReachSql("cl.reach")];
+    const fragments = [IS_RETRY_SQL, WAS_RETRIED_SQL, flagReachSql("cl.reach"), flagReachSql("reach")];
     for (const sql of [CHUNK_SELECTION_SQL, ...Object.values(CALL_CHUNK_SQL), ...Object.values(RECOMPUTE_SQL)]) {
       const rest = fragments.reduce((s, f) => s.split(f).join(""), sql);
       expect(rest).not.toMatch(new RegExp(`\\b(${RETRY_WINDOW_MS}|${RETRY_WINDOW_MS * 1000})\\b`));
