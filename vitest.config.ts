@@ -17,7 +17,7 @@ export default defineConfig({
         test: {
           name: "node",
           environment: "node",
-          include: ["test/shared/**/*.test.ts", "test/sdk/**/*.test.ts", "test/analytics/**/*.test.ts"],
+          include: ["test/shared/**/*.test.ts", "test/sdk/**/*.test.ts", "test/analytics/**/*.test.ts", "test/scripts/**/*.test.ts"],
         },
       },
       {
