@@ -279,7 +279,8 @@ export async function deploy({ config, args, env, wrangler, files, randomToken, 
     adminTokenNote = `ADMIN_TOKEN: the one in ${DEPLOY_VARS}`;
   } else {
     const secrets = await wrangler(["secret", "list", "--format", "json", ...withConfig], { quiet: true });
-    const workerMissing = secrets.status !== 0 && /does not exist|not found|10007/i.test(secrets.stdout + secrets.stderr);
+    // wrangler: `Worker "mcpulse-edge" not found. If this is a new Worker, run \`wrangler deploy\` first…`
+    const workerMissing = secrets.status !== 0 && /Worker "[^"]*"[^\n]* not found|\b10007\b/.test(secrets.stdout + secrets.stderr);
     if (secrets.status !== 0 && !workerMissing) {
       log(secrets.stdout + secrets.stderr);
       log("Could not read the worker's secrets (see above).");

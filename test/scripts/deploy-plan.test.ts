@@ -38,6 +38,8 @@ type Account = {
   /** Binding → migrations applied (by database uuid). */
   migrated: string[];
   failMigrations?: boolean;
+  /** `wrangler secret list` fails for another reason than a missing worker (the network). */
+  failSecrets?: boolean;
 };
 
 function freshAccount(): Account {
@@ -78,7 +80,8 @@ function fakeWrangler(account: Account, files: Map<string, string>) {
       return ok("Created queue");
     }
     const config = args.includes("--config") ? generated() : null;
-    if (cmd === "secret list") return account.worker ? ok(JSON.stringify(account.worker.secrets.map((name) => ({ name, type: "secret_text" })))) : fail("This Worker does not exist on your account. [code: 10007]");
+    if (cmd === "secret list" && account.failSecrets) return fail("✘ [ERROR] A request to the Cloudflare API failed: fetch failed");
+    if (cmd === "secret list") return account.worker ? ok(JSON.stringify(account.worker.secrets.map((name) => ({ name, type: "secret_text" })))) : fail('✘ [ERROR] Worker "mcpulse-edge" not found.\n\nIf this is a new Worker, run `wrangler deploy` first to create it.');
     if (cmd.startsWith("d1 migrations apply")) {
       const db = config!.d1_databases.find((d) => d.binding === args[3]);
       // As wrangler: an id names the database; without one its name is looked up.
@@ -251,6 +254,15 @@ describe("npm run deploy stops before harm", () => {
     expect(r.status).toBe(0);
     expect(account.d1.map((d) => d.name)).toEqual(["my-own-name", "mcpulse"]);
     expect(r.generated.d1_databases[1].database_id).toBe("12345678-aaaa-bbbb-cccc-1234567890ab");
+  });
+
+  it("secrets it cannot read (not a missing worker): stops rather than replace an admin token it cannot see", async () => {
+    const account = { ...freshAccount(), failSecrets: true };
+    const r = await run(account);
+    expect(r.status).toBe(1);
+    expect(r.output).toContain("Could not read the worker's secrets");
+    expect(r.files.has(p.DEPLOY_VARS)).toBe(false);
+    expect(r.calls.some((c) => c[0] === "deploy" || (c[0] === "d1" && c[1] === "migrations"))).toBe(false);
   });
 
   it("a failed migration: the worker is not deployed", async () => {
