@@ -13,9 +13,12 @@ const TABLE_START = "Your Worker has access to the following bindings:";
 export const SHOWN_PER_INTERVAL = 3;
 export const SUMMARY_INTERVAL_MS = 20_000;
 
-/** An error line: wrangler's own (✘, [ERROR]) or the worker's structured logs of a failure. */
-export function isErrorLine(line) {
-  return /✘|\[ERROR\]|\berror\b|_unavailable|_failed|\bfailed\b|SQLITE_BUSY/i.test(line);
+/**
+ * An error line: anything on stderr, wrangler's own (✘, [ERROR]) or the worker's structured logs of
+ * a failure (an `error` field, or an event named for one: `*_unavailable`, `*_failed`, `*_retry`, …).
+ */
+export function isErrorLine(line, stream = "stdout") {
+  return stream === "stderr" || /✘|\[ERROR\]|\berror\b|_unavailable\b|_failed\b|_retry\b|_lost\b|_invalid\b|_dead_lettered\b|\bfailed\b|SQLITE_BUSY/i.test(line);
 }
 
 /**
@@ -85,7 +88,7 @@ export function createDevOutputFilter({ write, now = Date.now, intervalMs = SUMM
     if (/Connection status updated/.test(plain) && shownTable !== null) return;
     if (suppressing && /^\s+\S/.test(plain)) return;
     suppressing = false;
-    if (!isErrorLine(plain)) {
+    if (!isErrorLine(plain, stream)) {
       write(line, stream);
       return;
     }

@@ -352,7 +352,7 @@ describe("dashboard in headless Chromium", () => {
           expect(await page.isVisible(`${table} [data-scroll-hint]`), table).toBe(true);
           expect(await page.getAttribute(`${table} .scroll`, "data-cut"), table).toBe("");
           await page.$eval(`${table} .scroll`, (box) => box.scrollTo({ left: box.scrollWidth }));
-          await page.waitForFunction((sel) => !document.querySelector(sel)!.hasAttribute("data-cut"), `${table} .scroll`);
+          await expect.poll(() => page.getAttribute(`${table} .scroll`, "data-cut")).toBeNull();
         }
         // A table that fits shows no hint.
         expect(await page.isVisible("#pairs [data-scroll-hint]")).toBe(false);

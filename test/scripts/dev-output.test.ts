@@ -106,6 +106,18 @@ describe("npm run dev's output", () => {
     expect(t.lines()).toHaveLength(110);
   });
 
+  it("counts as errors: stderr, wrangler's ✘, and the worker's failure events with or without an error field", () => {
+    const t = filter();
+    for (let i = 0; i < 5; i++) {
+      t.f.push(`{"event":"ingest_dead_lettered","batch_id":"b${i}"}`);
+      t.f.push(`▲ [WARNING] something ${i}`, "stderr");
+    }
+    t.f.flush();
+    expect(t.lines().filter((l) => l.includes("ingest_dead_lettered"))).toHaveLength(d.SHOWN_PER_INTERVAL + 1);
+    expect(t.lines()).toContain(`⋯ ingest_dead_lettered: ${5 - d.SHOWN_PER_INTERVAL} more in the last 0 s`);
+    expect(t.lines().filter((l) => l.startsWith("▲"))).toHaveLength(d.SHOWN_PER_INTERVAL);
+  });
+
   it("tells error kinds apart by the worker's event, else by the line without its numbers and values", () => {
     expect(d.errorKind('{"event":"budget_unavailable","error":"x"}')).toBe("budget_unavailable");
     expect(d.errorKind("✘ [ERROR] failed 12 of 30 for 'a' \"b7\"")).toBe(d.errorKind("✘ [ERROR] failed 3 of 30 for 'a' \"c9\""));
