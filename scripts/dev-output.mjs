@@ -45,6 +45,7 @@ export function createDevOutputFilter({ write, now = Date.now, intervalMs = SUMM
   let shownTable = null; // the text of the last bindings table shown
   let table = null; // lines of the table being read
   let suppressing = false; // inside a held-back multi-line error (its indented continuation lines)
+  let lastBlank = false; // the last line shown was blank
   let windowStart = now();
   /** kind → { shown, held } in the current interval. */
   let kinds = new Map();
@@ -86,8 +87,17 @@ export function createDevOutputFilter({ write, now = Date.now, intervalMs = SUMM
     }
     // "⎔ Connection status updated": the registry change that makes wrangler print the table again.
     if (/Connection status updated/.test(plain) && shownTable !== null) return;
+    // Blank lines are never counted: after a held line they are its own (wrangler follows each
+    // error with one or two), elsewhere a run of them is shown as one.
+    if (plain.trim() === "") {
+      if (suppressing || lastBlank) return;
+      lastBlank = true;
+      write(line, stream);
+      return;
+    }
     if (suppressing && /^\s+\S/.test(plain)) return;
     suppressing = false;
+    lastBlank = false;
     if (!isErrorLine(plain, stream)) {
       write(line, stream);
       return;

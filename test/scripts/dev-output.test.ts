@@ -98,6 +98,28 @@ describe("npm run dev's output", () => {
     expect(lines.at(-1)).toBe("✘ [ERROR] D1_ERROR: database is locked (5)");
   });
 
+  it("sums up a local D1 outage as wrangler prints it: coloured ✘ lines each followed by blank lines, between request logs", () => {
+    const t = filter();
+    const red = (text: string) => `\x1b[31m✘ \x1b[41;31m[\x1b[41;97mERROR\x1b[41;31m]\x1b[0m \x1b[1m${text}\x1b[0m`;
+    for (let i = 0; i < 200; i++) {
+      t.f.push(red(`{"event":"ingest_write_retry","project_id":"prj_a","attempt":${(i % 3) + 1},"error":"Error","calls":1}`), "stderr");
+      t.f.push("", "stderr");
+      t.f.push("", "stderr");
+      t.f.push(red("e = workerd/util/sqlite.c++:1827: failed: SQLite failed; dbErrorMessage(err, db) = database is locked: SQLITE_BUSY"), "stderr");
+      t.f.push(`[wrangler:info] POST /v1/ingest 202 Accepted (${i}ms)`);
+      t.advance(100);
+    }
+    t.f.flush();
+    const lines = t.lines();
+    expect(lines.filter((l) => l.includes("ingest_write_retry")).length).toBe(d.SHOWN_PER_INTERVAL + 1);
+    expect(lines).toContain(`⋯ ingest_write_retry: ${200 - d.SHOWN_PER_INTERVAL} more in the last 20 s`);
+    expect(lines.filter((l) => l.includes("SQLITE_BUSY")).length).toBe(d.SHOWN_PER_INTERVAL + 1);
+    // No summary of blank lines, and no two blank lines in a row.
+    expect(lines.some((l) => l.startsWith("⋯ :"))).toBe(false);
+    expect(lines.some((l, i) => l === "" && lines[i + 1] === "")).toBe(false);
+    expect(lines.filter((l) => l.includes("POST /v1/ingest 202"))).toHaveLength(200);
+  });
+
   it("never holds back lines that are not errors (request logs, the rollup's reports)", () => {
     const t = filter();
     for (let i = 0; i < 100; i++) t.f.push(`[wrangler:info] POST /v1/ingest 202 Accepted (${i}ms)`);
