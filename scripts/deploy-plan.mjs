@@ -140,9 +140,13 @@ ${JSON.stringify(config, null, 2)}
 `;
 }
 
-/** The names in `wrangler queues list`'s table (a whole name between separators: "a" is not "a-dead"). */
-export function queueNamesOf(listOutput, candidates) {
-  return candidates.filter((name) => new RegExp(`(^|[\\s│|])${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}([\\s│|]|$)`, "m").test(listOutput));
+/**
+ * Whether a queue exists, from `wrangler queues info <name>` (which asks the account for that name,
+ * so no page of `queues list` can leave it out): true, false, or null when the answer is neither.
+ */
+export function queueExistsOf(result, name) {
+  if (result.status === 0) return true;
+  return (result.stdout + result.stderr).includes(`Queue "${name}" does not exist`) ? false : null;
 }
 
 /** The first JSON array in a command's output (wrangler may print a banner or warnings before it). */
@@ -215,21 +219,23 @@ export async function deploy({ config, args, env, wrangler, files, randomToken, 
 
   // 2. What the account holds, then what to do.
   step("Looking up the account's D1 databases, KV namespaces and queues");
-  const listed = await Promise.all([
+  const queueNames = resources.queues.map((q) => q.name);
+  const [d1, kv, ...queues] = await Promise.all([
     wrangler(["d1", "list", "--json"], { quiet: true }),
     wrangler(["kv", "namespace", "list"], { quiet: true }),
-    wrangler(["queues", "list"], { quiet: true }),
+    ...queueNames.map((name) => wrangler(["queues", "info", name], { quiet: true })),
   ]);
-  const failed = listed.find((r) => r.status !== 0);
+  const queueExists = queues.map((r, i) => queueExistsOf(r, queueNames[i]));
+  const failed = [d1, kv].find((r) => r.status !== 0) ?? queues.find((r, i) => queueExists[i] === null);
   if (failed) {
     log(failed.stdout + failed.stderr);
-    log("Could not list the account's resources (see above).");
+    log("Could not look up the account's resources (see above).");
     return failed.status || 1;
   }
   const account = {
-    d1: jsonArrayOf(listed[0].stdout, "the D1 databases"),
-    kv: jsonArrayOf(listed[1].stdout, "the KV namespaces"),
-    queues: queueNamesOf(listed[2].stdout, resources.queues.map((q) => q.name)),
+    d1: jsonArrayOf(d1.stdout, "the D1 databases"),
+    kv: jsonArrayOf(kv.stdout, "the KV namespaces"),
+    queues: queueNames.filter((_, i) => queueExists[i]),
   };
   let actions;
   try {

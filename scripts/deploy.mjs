@@ -53,4 +53,8 @@ process.exitCode = await deploy({
   files,
   randomToken: () => randomBytes(24).toString("base64url"),
   log: (line) => console.log(line),
+}).catch((error) => {
+  // An answer of wrangler's the plan could not read: said in one line, not as a stack.
+  console.error(error instanceof Error ? error.message : String(error));
+  return 1;
 });

@@ -19,7 +19,7 @@ const p = plan as {
   LOGIN_HINT: string;
   NEXT_STEP: string;
   isPlaceholderId(id: unknown): boolean;
-  queueNamesOf(output: string, names: string[]): string[];
+  queueExistsOf(result: Result, name: string): boolean | null;
   resourcesOf(config: Config): { d1: { binding: string; name: string; id: string | null }[]; kv: { binding: string; name: string; id: string | null }[]; queues: { name: string; producer: boolean }[] };
   deploy(deps: { config: Config; args: string[]; env: Record<string, string | undefined>; wrangler: Wrangler; files: Files; randomToken(): string; log(line: string): void }): Promise<number>;
 };
@@ -69,7 +69,7 @@ function fakeWrangler(account: Account, files: Map<string, string>) {
     if (!account.loggedIn) return fail("Not logged in");
     if (cmd === "d1 list") return ok("⛅️ wrangler\n" + JSON.stringify(account.d1));
     if (cmd === "kv namespace list") return ok(JSON.stringify(account.kv));
-    if (cmd === "queues list") return ok(["│ name │ producers │", ...account.queues.map((q) => `│ ${q} │ 1 │`)].join("\n"));
+    if (cmd.startsWith("queues info")) return account.queues.includes(args[2]!) ? ok(`Queue Name: ${args[2]}`) : fail(`✘ [ERROR] Queue "${args[2]}" does not exist. To create it, run: wrangler queues create ${args[2]}`);
     if (cmd.startsWith("d1 create")) {
       if (account.d1.some((d) => d.name === args[2])) return fail("A database with that name already exists");
       account.d1.push({ uuid: `${newId(8)}-1111-2222-3333-444455556666`, name: args[2]! });
@@ -300,8 +300,11 @@ describe("deploy planning rules", () => {
     expect(p.isPlaceholderId("12345678-aaaa-bbbb-cccc-1234567890ab")).toBe(false);
   });
 
-  it("a queue name matches whole: mcpulse-ingest is not found in mcpulse-ingest-dead", () => {
-    expect(p.queueNamesOf("│ mcpulse-ingest-dead │ 0 │", ["mcpulse-ingest", "mcpulse-ingest-dead"])).toEqual(["mcpulse-ingest-dead"]);
-    expect(p.queueNamesOf("│ mcpulse-ingest │ 1 │", ["mcpulse-ingest", "mcpulse-ingest-dead"])).toEqual(["mcpulse-ingest"]);
+  it("reads a queue's existence from wrangler queues info: there, missing (for that very name), or unknown", () => {
+    expect(p.queueExistsOf({ status: 0, stdout: "Queue Name: mcpulse-ingest", stderr: "" }, "mcpulse-ingest")).toBe(true);
+    expect(p.queueExistsOf({ status: 1, stdout: "", stderr: '✘ [ERROR] Queue "mcpulse-ingest-dead" does not exist.' }, "mcpulse-ingest-dead")).toBe(false);
+    // Another queue's answer, or a network failure, is not an answer about this one.
+    expect(p.queueExistsOf({ status: 1, stdout: "", stderr: '✘ [ERROR] Queue "mcpulse-ingest-dead" does not exist.' }, "mcpulse-ingest")).toBeNull();
+    expect(p.queueExistsOf({ status: 1, stdout: "", stderr: "fetch failed" }, "mcpulse-ingest")).toBeNull();
   });
 });
