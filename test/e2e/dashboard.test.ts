@@ -353,6 +353,9 @@ describe("dashboard in headless Chromium", () => {
           expect(await page.getAttribute(`${table} .scroll`, "data-cut"), table).toBe("");
           await page.$eval(`${table} .scroll`, (box) => box.scrollTo({ left: box.scrollWidth }));
           await expect.poll(() => page.getAttribute(`${table} .scroll`, "data-cut")).toBeNull();
+          // Back to the first columns, as a reader arrives (and as the screenshot shows it).
+          await page.$eval(`${table} .scroll`, (box) => box.scrollTo({ left: 0 }));
+          await expect.poll(() => page.getAttribute(`${table} .scroll`, "data-cut")).toBe("");
         }
         // A table that fits shows no hint.
         expect(await page.isVisible("#pairs [data-scroll-hint]")).toBe(false);
