@@ -30,7 +30,7 @@ export default defineConfig(async ({ mode }) => ({
         test: {
           name: "node",
           environment: "node",
-          include: ["test/shared/**/*.test.ts", "test/sdk/**/*.test.ts", "test/analytics/**/*.test.ts", "test/sql/**/*.test.ts"],
+          include: ["test/shared/**/*.test.ts", "test/sdk/**/*.test.ts", "test/analytics/**/*.test.ts", "test/sql/**/*.test.ts", "test/scripts/**/*.test.ts"],
         },
       },
       {

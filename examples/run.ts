@@ -6,6 +6,8 @@
 //                      http://127.0.0.1:8787)
 //   MCPULSE_KEY / MCPULSE_READ_KEY   reuse an existing project's keys instead of creating one
 //   ADMIN_TOKEN        else read from .dev.vars (written by `npm run dev`)
+// `npm run example -- --remote`: the same against the worker `npm run deploy` deployed last (its URL
+// and the admin token it set, .deploy.vars); there the cron folds the calls in within 5 minutes.
 import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -14,11 +16,24 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 
 // @ts-expect-error -- a plain .mjs module of the scripts, without type declarations
 const { readDevUrl } = (await import("../scripts/dev-support.mjs")) as { readDevUrl: () => string | null };
+// @ts-expect-error -- a plain .mjs module of the scripts, without type declarations
+const { runLocalRollup } = (await import("../scripts/rollup-local.mjs")) as {
+  runLocalRollup: (o: { url: string; adminToken: string; timeoutMs?: number }) => Promise<{ ok: boolean; message: string }>;
+};
 
-const recorded = readDevUrl();
-const url = (process.env.MCPULSE_URL || recorded || "http://127.0.0.1:8787").replace(/\/+$/, "");
-const urlSource = process.env.MCPULSE_URL ? "MCPULSE_URL" : recorded ? "the URL `npm run dev` recorded" : "the default";
+// @ts-expect-error -- a plain .mjs module of the scripts, without type declarations
+const { DEPLOY_URL_FILE, DEPLOY_VARS } = (await import("../scripts/deploy-plan.mjs")) as { DEPLOY_URL_FILE: string; DEPLOY_VARS: string };
+
 const root = fileURLToPath(new URL("..", import.meta.url));
+const remote = process.argv.includes("--remote");
+const fileText = (name: string) => (existsSync(`${root}${name}`) ? readFileSync(`${root}${name}`, "utf8") : "");
+if (remote && !fileText(DEPLOY_URL_FILE).trim()) {
+  console.error("No deployed worker recorded here: run `npm run deploy` first (or name a worker with MCPULSE_URL).");
+  process.exit(1);
+}
+const recorded = remote ? fileText(DEPLOY_URL_FILE).trim() : readDevUrl();
+const url = (process.env.MCPULSE_URL || recorded || "http://127.0.0.1:8787").replace(/\/+$/, "");
+const urlSource = process.env.MCPULSE_URL ? "MCPULSE_URL" : remote ? "the URL `npm run deploy` recorded" : recorded ? "the URL `npm run dev` recorded" : "the default";
 
 async function reachable(): Promise<boolean> {
   try {
@@ -29,13 +44,18 @@ async function reachable(): Promise<boolean> {
   }
 }
 
+function adminToken(): string | undefined {
+  return process.env.ADMIN_TOKEN ?? /^ADMIN_TOKEN\s*=\s*"?([^"\n]*)"?\s*$/m.exec(fileText(remote ? DEPLOY_VARS : ".dev.vars"))?.[1];
+}
+
 async function keys(): Promise<{ ingest: string; read: string }> {
   if (process.env.MCPULSE_KEY && process.env.MCPULSE_READ_KEY) return { ingest: process.env.MCPULSE_KEY, read: process.env.MCPULSE_READ_KEY };
-  const devVars = `${root}.dev.vars`;
-  const token =
-    process.env.ADMIN_TOKEN ??
-    (existsSync(devVars) ? /^ADMIN_TOKEN\s*=\s*"?([^"\n]*)"?\s*$/m.exec(readFileSync(devVars, "utf8"))?.[1] : undefined);
-  if (!token) throw new Error("No ADMIN_TOKEN: run `npm run dev` once (it writes .dev.vars), or set ADMIN_TOKEN.");
+  const token = adminToken();
+  if (!token) {
+    throw new Error(remote
+      ? `No ADMIN_TOKEN: ${DEPLOY_VARS} holds the one \`npm run deploy\` set; for one set another way, set ADMIN_TOKEN.`
+      : "No ADMIN_TOKEN: run `npm run dev` once (it writes .dev.vars), or set ADMIN_TOKEN.");
+  }
   const response = await fetch(`${url}/v1/admin/projects`, {
     method: "POST",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
@@ -90,23 +110,22 @@ const script: [string, Record<string, unknown>][] = [
 for (const [name, args] of script) console.log(`  ${name}(${JSON.stringify(args)}) → ${await call(name, args)}`);
 await client.close(); // the server's stdin closes; its exit flush sends the buffered payloads
 
-// Fold them into the metrics now instead of waiting for the 5-minute cron (`npm run dev` serves
-// wrangler's --test-scheduled route).
+// Fold them into the metrics now instead of waiting for the 5-minute cron: what `npm run rollup` does
+// (it triggers the cron on `npm run dev` and waits until every database's rollup job is done).
 await new Promise((resolve) => setTimeout(resolve, 500));
-const cron = await fetch(`${url}/__scheduled?cron=${encodeURIComponent("*/5 * * * *")}`).catch(() => undefined);
-if (!cron?.ok) console.log("(Could not trigger the rollup; the cron folds the calls in within 5 minutes.)");
+const token = adminToken();
+if (remote) {
+  // A deployed worker has no route to trigger its cron: it runs every 5 minutes on its own.
+  console.log("\nThe deployed worker's cron folds these calls into the metrics within 5 minutes: open the dashboard then.");
+} else {
+  const rollup = token ? await runLocalRollup({ url, adminToken: token, timeoutMs: 30_000 }) : { ok: false, message: "no ADMIN_TOKEN to read the rollup's progress" };
+  console.log(rollup.ok ? `\n${rollup.message}` : `\n(The rollup did not run now: ${rollup.message} The cron folds the calls in within 5 minutes.)`);
+}
 
 type ToolsAnswer = {
   tools: { tool_name: string; calls: number; ok: number; empty: number; bad_args: number; tool_error: number; crashed: number; first_call_rate: number | null; dead: boolean }[];
 };
-// The cron hands each database's rollup to the rollup queue (docs/scaling.md), which runs it within
-// a second or two: wait for the calls to be folded in (at most ~10 s).
-let metrics: ToolsAnswer = { tools: [] };
-for (let attempt = 0; attempt < 20; attempt++) {
-  metrics = (await (await fetch(`${url}/v1/metrics/tools`, { headers: { authorization: `Bearer ${read}` } })).json()) as ToolsAnswer;
-  if (!cron?.ok || (metrics.tools ?? []).some((tool) => tool.calls > 0)) break;
-  await new Promise((resolve) => setTimeout(resolve, 500));
-}
+const metrics = (await (await fetch(`${url}/v1/metrics/tools`, { headers: { authorization: `Bearer ${read}` } })).json()) as ToolsAnswer;
 console.log("\n/v1/metrics/tools:");
 console.log("  tool            calls  ok  empty  bad_args  tool_error  crashed  first-call  dead");
 for (const tool of metrics.tools ?? []) {

@@ -1,32 +1,60 @@
 #!/usr/bin/env node
-// `npm run deploy [-- wrangler deploy options]`: the pending migrations to every remote D1 first, then
-// the worker — so the code never runs against a schema older than it expects. Stops at the first
-// failure. A database made by the first release's schema.sql is recognised by 0001 (docs/migrations.md).
-// The ingest queues of wrangler.toml (docs/ingest.md) are created first when the account lacks them:
-// a deploy that binds a queue that does not exist fails.
-import { spawnSync } from "node:child_process";
+// `npm run deploy [-- --dry-run | wrangler deploy options]`: from a fresh Cloudflare account to a
+// deployed worker in one command — what the account lacks is created, the ids recorded, every
+// migration applied to every remote D1 before the code that expects it, then the worker deployed
+// and its dashboard URL printed (docs/deploying.md). `--dry-run` reads and changes nothing remote.
+// The decisions live in scripts/deploy-plan.mjs; this file only wires them to wrangler and the files.
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { databaseBindings } from "./dev-support.mjs";
+import { deploy } from "./deploy-plan.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const wrangler = join(root, "node_modules", "wrangler", "bin", "wrangler.js");
+const wranglerBin = join(root, "node_modules", "wrangler", "bin", "wrangler.js");
 
-function run(args) {
-  console.log(`$ wrangler ${args.join(" ")}`);
-  const result = spawnSync(process.execPath, [wrangler, ...args], { cwd: root, stdio: "inherit" });
-  if (result.status !== 0) process.exit(result.status ?? 1);
+/** Runs wrangler; its output is shown as it comes (unless quiet) and also kept for the plan to read. */
+function wrangler(args, { quiet = false } = {}) {
+  if (!quiet) console.log(`$ wrangler ${args.join(" ")}`);
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [wranglerBin, ...args], { cwd: root, stdio: ["inherit", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk;
+      if (!quiet) process.stdout.write(chunk);
+    });
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+      if (!quiet) process.stderr.write(chunk);
+    });
+    child.on("close", (status) => resolve({ status: status ?? 1, stdout, stderr }));
+  });
 }
 
-/** Creates a queue unless it exists already (wrangler then answers with an error we can ignore). */
-function ensureQueue(name) {
-  const listed = spawnSync(process.execPath, [wrangler, "queues", "list"], { cwd: root, encoding: "utf8" });
-  // A whole name between separators: "mcpulse-ingest" must not match "mcpulse-ingest-dead".
-  if (listed.status === 0 && new RegExp(`(^|[\\s│|])${name}([\\s│|]|$)`, "m").test(listed.stdout)) return;
-  run(["queues", "create", name]);
-}
+const files = {
+  read: (name) => (existsSync(join(root, name)) ? readFileSync(join(root, name), "utf8") : null),
+  write: (name, text, { secret = false } = {}) => {
+    mkdirSync(dirname(join(root, name)), { recursive: true });
+    writeFileSync(join(root, name), text, secret ? { mode: 0o600 } : undefined);
+  },
+};
 
-for (const queue of ["mcpulse-ingest", "mcpulse-ingest-dead", "mcpulse-rollup"]) ensureQueue(queue);
-// Every database of wrangler.toml gets every migration (SPEC §7), before the code that expects them.
-for (const binding of databaseBindings()) run(["d1", "migrations", "apply", binding, "--remote"]);
-run(["deploy", ...process.argv.slice(2)]);
+// wrangler.toml as wrangler itself reads it (the project has no TOML parser of its own).
+const { experimental_readRawConfig } = await import(join(root, "node_modules", "wrangler", "wrangler-dist", "cli.js"));
+const { rawConfig } = experimental_readRawConfig({ config: join(root, "wrangler.toml") });
+
+process.exitCode = await deploy({
+  config: rawConfig,
+  args: process.argv.slice(2),
+  env: process.env,
+  wrangler,
+  files,
+  randomToken: () => randomBytes(24).toString("base64url"),
+  log: (line) => console.log(line),
+}).catch((error) => {
+  // An answer of wrangler's the plan could not read: said in one line, not as a stack.
+  console.error(error instanceof Error ? error.message : String(error));
+  return 1;
+});

@@ -177,9 +177,13 @@ describe("dashboard in headless Chromium", () => {
     expect(sessions.sessions).toBe([...firstCall.values()].filter(inRange).length);
     expect(await page.getAttribute('[data-card="sessions"]', "data-value")).toBe(String(sessions.sessions));
     expect(await page.getAttribute('[data-card="cost_per_session_usd"]', "data-value")).toBe(asAttr(sessions.cost_per_session_usd));
-    const insights = await api<{ insights: { kind: string }[] }>(`/v1/metrics/insights?from=${from}&to=${to}`);
-    const shownKinds = await page.$$eval("#insights li[data-kind]", (lis) => lis.map((li) => li.getAttribute("data-kind")));
-    expect(shownKinds).toEqual(insights.insights.slice(0, 8).map((i) => i.kind));
+    const insights = await api<{ insights: { kind: string; tool_name: string | null }[] }>(`/v1/metrics/insights?from=${from}&to=${to}`);
+    // Fix first lists a tool once, at its worst insight (the API's order), its others inside it.
+    const firstPerTool = insights.insights.filter((i, at) => i.tool_name === null || insights.insights.findIndex((j) => j.tool_name === i.tool_name) === at);
+    const shownKinds = await page.$$eval("#insights > li[data-kind]", (lis) => lis.map((li) => `${li.getAttribute("data-kind")} ${li.getAttribute("data-tool") ?? ""}`));
+    expect(shownKinds).toEqual(firstPerTool.slice(0, 8).map((i) => `${i.kind} ${i.tool_name ?? ""}`));
+    const shownTools = shownKinds.map((k) => k.split(" ")[1]).filter((t) => t !== "");
+    expect(new Set(shownTools).size).toBe(shownTools.length);
     expect(await page.isVisible("#dead-tools >> text=export_report")).toBe(true);
     expect(await page.isVisible("[data-convergence]")).toBe(true);
     expect(await page.isVisible('[data-churn="get_order"]')).toBe(true);
@@ -340,6 +344,22 @@ describe("dashboard in headless Chromium", () => {
       const layout = await measureLayout(page);
       expect(layout.scrollWidth, name).toBeLessThanOrEqual(390);
       expect(layout.header?.signOutInside, name).toBe(true);
+      expect(layout.header!.height, name).toBeLessThanOrEqual(64);
+      if (name === "overview") {
+        // The tools and clients tables are cut by the phone: each says it scrolls, and its right
+        // edge fades until it is scrolled to the end.
+        for (const table of ["#tools", "#clients"]) {
+          expect(await page.isVisible(`${table} [data-scroll-hint]`), table).toBe(true);
+          expect(await page.getAttribute(`${table} .scroll`, "data-cut"), table).toBe("");
+          await page.$eval(`${table} .scroll`, (box) => box.scrollTo({ left: box.scrollWidth }));
+          await expect.poll(() => page.getAttribute(`${table} .scroll`, "data-cut")).toBeNull();
+          // Back to the first columns, as a reader arrives (and as the screenshot shows it).
+          await page.$eval(`${table} .scroll`, (box) => box.scrollTo({ left: 0 }));
+          await expect.poll(() => page.getAttribute(`${table} .scroll`, "data-cut")).toBe("");
+        }
+        // A table that fits shows no hint.
+        expect(await page.isVisible("#pairs [data-scroll-hint]")).toBe(false);
+      }
       if (name === "tool") {
         // The explanation of first-call success, opened.
         await page.click('[data-card="first_call_rate"] summary');

@@ -1,10 +1,12 @@
 // Figures that explain themselves: the first-call success and retry counts open to what they are
 // made of (SPEC §2.2), a 0 % first-call success on all-ok calls says why, and "Fix first" states its
 // small-sample rule and lists the failing tool first.
+import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { groupInsightsByTool } from "../../src/worker/dashboard/components.tsx";
 import { firstCallFacts, knownSessionShare } from "../../src/worker/dashboard/explain.tsx";
 import { counterFigures, emptyGroup } from "../../src/worker/metrics/counters.ts";
-import { INSIGHT_MIN_CALLS, INSIGHT_MIN_FAILURES, SMALL_SAMPLE_RULE } from "../../src/worker/metrics/insights.ts";
+import { INSIGHT_MIN_CALLS, INSIGHT_MIN_FAILURES, SMALL_SAMPLE_RULE, type Insight } from "../../src/worker/metrics/insights.ts";
 import { pageHtml } from "./helpers/pages.ts";
 import { createProject } from "./helpers/projects.ts";
 import { dayMs, seedHour } from "./metrics/seed.ts";
@@ -86,7 +88,7 @@ describe("the pages explain their figures", () => {
 
     const other = await page(`/tool?name=plain&${range}`, p.read_key);
     const otherWhy = textAt(other, "data-why-first-call", "</details>");
-    expect(otherWhy).toContain("7 did not: their first call failed (2 calls failed in all), came back empty (1 empty calls in all), or was retried (at most 5)");
+    expect(otherWhy).toContain("7 did not: their first call failed (2 calls failed in all), came back empty (1 empty call in all), or was retried (at most 5)");
     expect(otherWhy).toContain("At least 4 of them were ok with data at the first call");
     expect(otherWhy).not.toContain("Every call was ok");
 
@@ -98,17 +100,43 @@ describe("the pages explain their figures", () => {
     expect(textAt(overview, "data-why-first-call", "</details>")).toContain("8 of 17 first calls · why?");
   });
 
-  it("lists the failing tool first in Fix first and states the small-sample rule", async () => {
+  it("lists the failing tool first in Fix first, once, with its other reasons inside; and states the small-sample rule", async () => {
     const p = await createProject("fix first");
     const hourMs = dayMs("2026-11-04") + 10 * 3_600_000;
     await seedHour({ projectId: p.project_id, hourMs, tool: "broken", client: "c", counters: { calls: 17, ok: 5, bad_args: 4, tool_error: 2, crashed: 6, first_call_attempts: 17, first_call_ok: 5 } });
     await seedHour({ projectId: p.project_id, hourMs, tool: "busy", client: "c", counters: { calls: 900, ok: 900, empty: 300, first_call_attempts: 900, first_call_ok: 400 } });
     const overview = await page("/?from=2026-11-04&to=2026-11-04", p.read_key);
-    const kinds = [...overview.matchAll(/<li data-kind="(\w+)">.*?title="([^"]+)"/gs)].map((m) => `${m[1]} ${m[2]}`);
-    expect(kinds.slice(0, 2)).toEqual(["high_error_rate broken", "crashes broken"]);
-    expect(kinds).toContain("low_first_call_success busy");
+    const list = overview.slice(overview.indexOf('<ul class="insights"'), overview.indexOf("data-small-sample-rule"));
+    // One entry per tool: the worst reason first (a failure rate), the tool's others inside it.
+    const entries = list.split(/<li data-kind="(\w+)" data-tool="([^"]+)">/).slice(1);
+    const tools: string[] = [];
+    for (let i = 0; i < entries.length; i += 3) tools.push(`${entries[i]} ${entries[i + 1]}`);
+    expect(tools[0]).toBe("high_error_rate broken");
+    expect(new Set(tools.map((t) => t.split(" ")[1])).size).toBe(tools.length);
+    expect(tools.some((t) => t.endsWith(" busy"))).toBe(true);
+    const broken = entries[2]!.slice(0, entries[2]!.indexOf('data-tool="busy"'));
+    const also = [...broken.matchAll(/<ul class="also" data-also="(\d+)">/g)];
+    expect(also).toHaveLength(1);
+    const nested = [...broken.slice(broken.indexOf('<ul class="also"')).matchAll(/<li data-kind="(\w+)">/g)].map((m) => m[1]);
+    expect(nested).toContain("crashes");
+    expect(nested).toHaveLength(Number(also[0]![1]));
+    // What the API lists, grouped: the same insights, none lost, none twice.
+    const api = (await (await exports.default.fetch("http://worker/v1/metrics/insights?from=2026-11-04&to=2026-11-04", { headers: { authorization: `Bearer ${p.read_key}` } })).json()) as { insights: Insight[] };
+    const shown = groupInsightsByTool(api.insights).slice(0, 8).flatMap((g) => [g.insight, ...g.also]);
+    expect([...list.matchAll(/<li data-kind="(\w+)"/g)].map((m) => m[1])).toEqual(shown.map((i) => i.kind));
     expect(SMALL_SAMPLE_RULE).toContain(`${INSIGHT_MIN_CALLS} calls`);
     expect(SMALL_SAMPLE_RULE).toContain(`${INSIGHT_MIN_FAILURES} failed`);
     expect(textAt(overview, "data-small-sample-rule", "</p>")).toContain(SMALL_SAMPLE_RULE);
+  });
+
+  it("groups insights by tool: the worst first, a tool's others in their order, insights of no tool on their own", () => {
+    const insight = (kind: string, tool: string | null) => ({ kind, tool_name: tool }) as unknown as Insight;
+    const groups = groupInsightsByTool([insight("crashes", "a"), insight("high_error_rate", "b"), insight("converged_descriptions", null), insight("slow_calls", "a"), insight("empty_results", "a"), insight("converged_descriptions", null)]);
+    expect(groups.map((g) => [g.insight.kind, g.insight.tool_name, g.also.map((a) => a.kind)])).toEqual([
+      ["crashes", "a", ["slow_calls", "empty_results"]],
+      ["high_error_rate", "b", []],
+      ["converged_descriptions", null, []],
+      ["converged_descriptions", null, []],
+    ]);
   });
 });

@@ -161,35 +161,77 @@ export function alertMeHref(kind: string, tool: string | null): string {
   return `/alerts?${q.toString()}`;
 }
 
+/** One entry of Fix first: a tool's worst insight, and its others. */
+export type InsightGroup = { insight: Insight; also: Insight[] };
+
+/**
+ * Fix first lists a tool once: its worst insight (the list comes worst first, metrics/insights.ts)
+ * with the tool's other insights inside it, in their order. Insights about no one tool (converged
+ * descriptions) stay entries of their own.
+ */
+export function groupInsightsByTool(insights: Insight[]): InsightGroup[] {
+  const groups: InsightGroup[] = [];
+  const byTool = new Map<string, InsightGroup>();
+  for (const insight of insights) {
+    const group = insight.tool_name === null ? undefined : byTool.get(insight.tool_name);
+    if (group) {
+      group.also.push(insight);
+      continue;
+    }
+    const fresh = { insight, also: [] };
+    groups.push(fresh);
+    if (insight.tool_name !== null) byTool.set(insight.tool_name, fresh);
+  }
+  return groups;
+}
+
+const InsightText: FC<{ insight: Insight; query: PageQuery }> = ({ insight: i, query }) =>
+  i.tools.length > NAMES_IN_MESSAGE ? (
+    // A converged description may name thousands of tools: the first few, linked, and a count.
+    <>
+      <Names list={{ rows: i.tools.slice(0, NAMES_IN_MESSAGE), total: i.tools.length }} query={query} /> read the same to a model
+    </>
+  ) : (
+    <WithNames text={i.message} names={i.tools} />
+  );
+
+const AlertMe: FC<{ insight: Insight }> = ({ insight: i }) =>
+  ruleForInsight(i.kind, i.tool_name) ? (
+    <a class="alert-me" data-alert-me href={alertMeHref(i.kind, i.tool_name)}>alert me on this</a>
+  ) : null;
+
 export const InsightList: FC<{ insights: Insight[]; query: PageQuery; limit?: number }> = ({ insights, query, limit = 8 }) => {
   if (insights.length === 0) return <p class="empty-state">Nothing to fix: no tool crosses a threshold.</p>;
+  const groups = groupInsightsByTool(insights);
   return (
     <ul class="insights" id="insights">
-      {insights.slice(0, limit).map((i) => (
-        <li data-kind={i.kind}>
+      {groups.slice(0, limit).map(({ insight: i, also }) => (
+        <li data-kind={i.kind} data-tool={i.tool_name ?? undefined}>
           <span class={`pill ${i.severity}`}>{i.severity}</span>
-          <span>
+          <span class="insight-text">
             {i.tool_name ? (
               <>
                 <a class="mono" href={toolHref(i.tool_name, query)}><Name text={i.tool_name} /></a>
                 {" — "}
               </>
             ) : null}
-            {i.tools.length > NAMES_IN_MESSAGE ? (
-              // A converged description may name thousands of tools: the first few, linked, and a count.
-              <>
-                <Names list={{ rows: i.tools.slice(0, NAMES_IN_MESSAGE), total: i.tools.length }} query={query} /> read the same to a model
-              </>
-            ) : (
-              <WithNames text={i.message} names={i.tools} />
-            )}
+            <InsightText insight={i} query={query} />
+            {also.length > 0 ? (
+              <ul class="also" data-also={String(also.length)}>
+                {also.map((a) => (
+                  <li data-kind={a.kind}>
+                    <span class={`pill ${a.severity}`}>{a.severity}</span>
+                    <span><InsightText insight={a} query={query} /></span>
+                    <AlertMe insight={a} />
+                  </li>
+                ))}
+              </ul>
+            ) : null}
           </span>
-          {ruleForInsight(i.kind, i.tool_name) ? (
-            <a class="alert-me" data-alert-me href={alertMeHref(i.kind, i.tool_name)}>alert me on this</a>
-          ) : null}
+          <AlertMe insight={i} />
         </li>
       ))}
-      {insights.length > limit ? <li class="muted">…and {insights.length - limit} more (GET /v1/metrics/insights)</li> : null}
+      {groups.length > limit ? <li class="muted">…and {(groups.length - limit).toLocaleString("en-US")} more (GET /v1/metrics/insights)</li> : null}
     </ul>
   );
 };

@@ -4,7 +4,7 @@
 import type { FC } from "hono/jsx";
 import { DEFINITIONS } from "../metrics/definitions.ts";
 import type { CounterFigures } from "../metrics/counters.ts";
-import { formatInt, formatRate } from "./format.ts";
+import { countOf, formatInt, formatRate } from "./format.ts";
 
 /**
  * The share of calls whose session was known (SPEC §2.2, §2.4: a call without one is a chain of
@@ -73,19 +73,19 @@ const SessionLine: FC<{ facts: FirstCallFacts }> = ({ facts }) =>
 export const FirstCallWhy: FC<{ facts: FirstCallFacts }> = ({ facts }) => (
   <details class="why" data-why-first-call>
     <summary>
-      {n(facts.firstCallOk)} of {n(facts.chains)} first calls · why?
+      {n(facts.firstCallOk)} of {countOf(facts.chains, "first call")} · why?
     </summary>
     <ul>
       <li data-why="chains" data-value={String(facts.chains)}>
-        <b>{n(facts.chains)}</b> chains — a chain is {DEFINITIONS.chain}.
+        <b>{n(facts.chains)}</b> {facts.chains === 1 ? "chain" : "chains"} — a chain is {DEFINITIONS.chain}.
       </li>
       <li data-why="ok" data-value={String(facts.firstCallOk)}>
         <b>{n(facts.firstCallOk)}</b> succeeded at the first call: {DEFINITIONS.first_call_ok}.
       </li>
       {facts.failedChains > 0 ? (
         <li data-why="failed" data-value={String(facts.failedChains)}>
-          <b>{n(facts.failedChains)}</b> did not: their first call failed ({n(facts.failedCalls)} calls failed in all), came back
-          empty ({n(facts.emptyCalls)} empty calls in all), or was retried (at most {n(facts.retriedAtMost)}).
+          <b>{n(facts.failedChains)}</b> did not: their first call failed ({countOf(facts.failedCalls, "call")} failed in all), came back
+          empty ({countOf(facts.emptyCalls, "empty call")} in all), or was retried (at most {n(facts.retriedAtMost)}).
         </li>
       ) : null}
       {facts.onlyRetried ? (
@@ -100,7 +100,7 @@ export const FirstCallWhy: FC<{ facts: FirstCallFacts }> = ({ facts }) => (
         </li>
       ) : null}
       <li data-why="retries" data-value={String(facts.retries)}>
-        <b>{n(facts.retries)}</b> calls were retries: {DEFINITIONS.retry}.
+        <b>{n(facts.retries)}</b> {facts.retries === 1 ? "call was a retry" : "calls were retries"}: {DEFINITIONS.retry}.
       </li>
       <SessionLine facts={facts} />
     </ul>
@@ -110,11 +110,11 @@ export const FirstCallWhy: FC<{ facts: FirstCallFacts }> = ({ facts }) => (
 /** What a retry count counts, opened from the figure. */
 export const RetriesWhy: FC<{ facts: FirstCallFacts }> = ({ facts }) => (
   <details class="why" data-why-retries>
-    <summary>{n(facts.retries)} retries · what counts?</summary>
+    <summary>{countOf(facts.retries, "retry", "retries")} · what counts?</summary>
     <ul>
       <li>{DEFINITIONS.retry}.</li>
       <li data-why="retried-chains">
-        They belong to at most {n(facts.retriedAtMost)} of the {n(facts.chains)} chains (a chain can be retried more than once).
+        They belong to at most {n(facts.retriedAtMost)} of the {countOf(facts.chains, "chain")} (a chain can be retried more than once).
       </li>
       <SessionLine facts={facts} />
     </ul>

@@ -5,6 +5,15 @@ export function formatInt(n: number): string {
   return Math.round(n).toLocaleString("en-US");
 }
 
+/**
+ * A count with its noun, singular for exactly one as it is shown: "1 retry", "2 retries",
+ * "0 empty answers" (the count rounds as formatInt does, so 0.6 reads "1 …", singular).
+ */
+export function countOf(n: number, one: string, many = `${one}s`): string {
+  return `${formatInt(n)} ${Math.round(n) === 1 ? one : many}`;
+}
+
+
 /** Large counts shortened: 1,234 → 1,234; 12,345 → 12.3k; 1,234,567 → 1.23M. */
 export function formatCompact(n: number): string {
   if (Math.abs(n) < 10_000) return formatInt(n);
@@ -42,9 +51,14 @@ export function formatUsd(n: number | null): string {
   return `$${n.toFixed(2)}`;
 }
 
+/**
+ * Tokens, estimated as UTF-16 units ÷ 4 (SPEC §2.4): whole tokens wherever a page shows one, in one
+ * notation, so a figure reads the same in Fix first (whose words round the same way), the cards and
+ * the tables.
+ */
 export function formatTokens(n: number | null): string {
   if (n === null) return "—";
-  return n < 10_000 ? formatInt(n) : formatCompact(n);
+  return formatInt(n);
 }
 
 export type Delta = { text: string; tone: "good" | "bad" | "flat" };

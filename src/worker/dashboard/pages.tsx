@@ -5,7 +5,7 @@ import type { DateRange, Grain } from "../metrics/query.ts";
 import { UTF16_UNITS_PER_TOKEN, type TimeseriesBucket } from "../metrics/reports.ts";
 import { CallsChart, LatencyHistogram, OutcomeBar, RateChart, type TimePoint } from "./charts.tsx";
 import { Card, ExploreLink, InsightList, More, Names, Pager, SearchBox, ToolStatus, ToolsTable, badRateClass, firstCallClass } from "./components.tsx";
-import { formatChars, formatDelta, formatInt, formatMs, formatRate, formatTokens, formatUsd } from "./format.ts";
+import { countOf, formatChars, formatDelta, formatInt, formatMs, formatRate, formatTokens, formatUsd } from "./format.ts";
 import { Frame, pageHref, toolHref, type PageQuery } from "./layout.tsx";
 import { Name, visibleName } from "./name.tsx";
 import { FirstCallWhy, RetriesWhy, firstCallFacts, firstCallHint, knownSessionShare } from "./explain.tsx";
@@ -89,13 +89,13 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
           delta={formatDelta(t.error_rate, pt.error_rate, { relative: false, higherIsBetter: false })}
           sub={`${formatInt(t.bad_args)} bad args · ${formatInt(t.tool_error)} tool · ${formatInt(t.crashed)} crashed`} />
         <Card id="empty_rate" label="Empty results" value={formatRate(t.empty_rate)} raw={t.empty_rate}
-          delta={formatDelta(t.empty_rate, pt.empty_rate, { relative: false, higherIsBetter: false })} sub={`${formatInt(t.empty)} empty answers`} />
+          delta={formatDelta(t.empty_rate, pt.empty_rate, { relative: false, higherIsBetter: false })} sub={countOf(t.empty, "empty answer")} />
         <Card id="p95" label="p95 latency" value={formatMs(t.duration_ms.p95)} raw={t.duration_ms.p95}
           delta={formatDelta(t.duration_ms.p95, pt.duration_ms.p95, { relative: true, higherIsBetter: false })}
           sub={`p50 ${formatMs(t.duration_ms.p50)} · p99 ${formatMs(t.duration_ms.p99)}`} />
         <Card id="sessions" label="Sessions" value={formatInt(data.sessions.sessions)} raw={data.sessions.sessions}
           delta={formatDelta(data.sessions.sessions, data.previousSessions.sessions, { relative: true, higherIsBetter: true })}
-          sub={`${data.sessions.calls_per_session ?? "—"} calls per session`} />
+          sub={data.sessions.calls_per_session === null ? "— calls per session" : `${data.sessions.calls_per_session} ${data.sessions.calls_per_session === 1 ? "call" : "calls"} per session`} />
         <Card id="cost_per_session_usd" label="Cost per session" value={formatUsd(data.sessions.cost_per_session_usd)} raw={data.sessions.cost_per_session_usd}
           delta={formatDelta(data.sessions.cost_per_session_usd, data.previousSessions.cost_per_session_usd, { relative: true, higherIsBetter: false })}
           sub={`${formatTokens(data.sessions.response_tokens_per_session)} response + ${formatTokens(data.sessions.schema_tokens_per_session)} schema tokens`} />
@@ -328,7 +328,7 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
       {!r ? <div class="error">This tool has no calls in this range and is not registered.</div> : null}
       <div class="cards">
         <Card id="calls" label="Calls" value={formatInt(r?.calls ?? 0)} raw={r?.calls ?? 0}
-          delta={formatDelta(r?.calls ?? 0, p.calls, { relative: true, higherIsBetter: true })} sub={r ? <RetriesWhy facts={firstCallFacts(r)} /> : "0 retries"} />
+          delta={formatDelta(r?.calls ?? 0, p.calls, { relative: true, higherIsBetter: true })} sub={r ? <RetriesWhy facts={firstCallFacts(r)} /> : countOf(0, "retry", "retries")} />
         <Card id="first_call_rate" label="First-call success" value={formatRate(r?.first_call_rate ?? null)} raw={r?.first_call_rate ?? null}
           delta={formatDelta(r?.first_call_rate ?? null, p.first_call_rate, { relative: false, higherIsBetter: true })}
           sub={r ? <FirstCallWhy facts={firstCallFacts(r)} /> : "0 of 0 first calls"} />

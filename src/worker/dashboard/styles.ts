@@ -41,6 +41,9 @@ section.panel{background:var(--panel);border:1px solid var(--line);border-radius
 section.panel h2{font-size:14px;margin:0 0 10px;font-weight:650;display:flex;flex-wrap:wrap;align-items:baseline;gap:2px 8px}
 section.panel h2 small{font-weight:400;color:var(--muted);font-size:12px}
 .scroll{overflow-x:auto}
+.scroll[data-cut]{-webkit-mask-image:linear-gradient(to right,#000 calc(100% - 40px),rgba(0,0,0,.15));mask-image:linear-gradient(to right,#000 calc(100% - 40px),rgba(0,0,0,.15))}
+.scroll-hint{display:none;font-size:12px;color:var(--muted);margin:0 0 4px;text-align:right}
+.scroll-hint[data-shown]{display:block}
 table{border-collapse:collapse;width:100%;font-size:13px}
 th{font-size:11px;text-transform:uppercase;letter-spacing:.03em;color:var(--muted);font-weight:600;text-align:left;padding:6px 7px;border-bottom:1px solid var(--line);white-space:nowrap}
 th[data-sort]{cursor:pointer;user-select:none}th[data-sort]:hover{color:var(--ink)}
@@ -63,6 +66,8 @@ ul.insights li{display:flex;flex-wrap:wrap;gap:4px 10px;align-items:baseline;pad
 ul.insights li>span:not(.pill){flex:1 1 9em;min-width:0;overflow-wrap:anywhere}
 ul.insights bdi.name{max-width:100%}
 ul.insights li:last-child{border-bottom:0}
+ul.insights ul.also{list-style:none;margin:6px 0 0;padding:0 0 0 10px;border-left:2px solid var(--line)}
+ul.insights ul.also li{padding:3px 0;border-bottom:0;font-size:12.5px}
 .muted{color:var(--muted)}.empty-state{color:var(--muted);font-size:13px;padding:8px 0}
 .bar{display:flex;height:12px;border-radius:6px;overflow:hidden;background:#f2f4f7}
 .bar span{display:block;height:100%}
@@ -155,7 +160,9 @@ ul.insights .alert-me{flex-basis:100%;text-align:right}
 /**
  * The pages' one script (it runs by the CSP nonce, app.ts): sorts any table.sortable by the clicked
  * header (numbers by data-value, text otherwise), submits the form when the client select changes,
- * and takes a sign-in link's key out of the address bar and history.
+ * takes a sign-in link's key out of the address bar and history, and marks a table cut by its card
+ * (a phone shows the first columns of the tools table): a line above it says it scrolls, and its
+ * right edge fades until it is scrolled to the end.
  */
 export const PAGE_SCRIPT = `
 document.querySelectorAll("table.sortable").forEach(function(table){
@@ -185,5 +192,20 @@ document.querySelectorAll("[data-autosubmit]").forEach(function(el){
 });
 document.querySelectorAll("[data-clean-url]").forEach(function(el){
   history.replaceState(null, "", el.getAttribute("data-clean-url"));
+});
+document.querySelectorAll(".scroll").forEach(function(box){
+  var hint = document.createElement("p");
+  hint.className = "scroll-hint";
+  hint.setAttribute("data-scroll-hint", "");
+  hint.textContent = "More columns: scroll the table sideways →";
+  box.parentNode.insertBefore(hint, box);
+  function update(){
+    var wide = box.scrollWidth > box.clientWidth + 1;
+    if (wide) hint.setAttribute("data-shown", ""); else hint.removeAttribute("data-shown");
+    if (wide && box.scrollLeft + box.clientWidth < box.scrollWidth - 1) box.setAttribute("data-cut", ""); else box.removeAttribute("data-cut");
+  }
+  box.addEventListener("scroll", update, { passive: true });
+  window.addEventListener("resize", update);
+  update();
 });
 `;

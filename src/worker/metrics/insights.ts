@@ -109,7 +109,8 @@ export function buildInsights(rows: ToolRow[], histograms: Map<string, DurationH
         threshold: 0,
         affected_calls: 0,
         calls: 0,
-        message: `${row.tool_name} was never called but costs ${roundTo(tokens, 1)} tokens of schema in every session`,
+        // Whole tokens in the words, as every page shows a token estimate (the value keeps one decimal).
+        message: `${row.tool_name} was never called but costs ${Math.round(tokens).toLocaleString("en-US")} tokens of schema in every session`,
       });
       continue;
     }

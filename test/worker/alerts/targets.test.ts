@@ -109,8 +109,18 @@ describe("destination hosts (SPEC §5)", () => {
       expect([url, checkTarget(url, true).ok]).toEqual([url, true]);
       expect([url, checkTarget(url, false)]).toEqual([url, { ok: false, reason: "not_https" }]);
     }
-    // Any other local spelling is not one of the three hosts SPEC §5 names.
-    for (const url of ["http://127.0.0.2/h", "http://127.1.0.1/h", "http://localhost./h", "http://api.localhost/h", "http://[::ffff:7f00:1]/h", "http://10.0.0.1/h", "http://example.com/h"]) {
+    // Every spelling the URL parser normalises to one of the three hosts is that host (docs/alerts.md lists them).
+    const spellings = [
+      "127.1", "127.0.1", "2130706433", "0x7f.1", "0177.0.0.1", "017700000001", "127.000.000.001", "127.0.0.1.", "%31%32%37.0.0.1", "１２７.０.０.１", "127。0。0。1",
+      "LocalHost", "ｌｏｃａｌｈｏｓｔ", "[0:0:0:0:0:0:0:1]", "[0::1]", "[::0001]",
+    ];
+    for (const host of spellings) {
+      const url = `http://${host}:8787/h`;
+      expect([url, checkTarget(url, true).ok]).toEqual([url, true]);
+      expect([url, checkTarget(url, false).ok]).toEqual([url, false]);
+    }
+    // A spelling that normalises to any other host is not one of the three hosts SPEC §5 names.
+    for (const url of ["http://127.0.0.2/h", "http://127.1.0.1/h", "http://localhost./h", "http://localhost%2e/h", "http://api.localhost/h", "http://[::ffff:7f00:1]/h", "http://[::ffff:127.0.0.1]/h", "http://0.0.0.0/h", "http://[::]/h", "http://10.0.0.1/h", "http://example.com/h"]) {
       expect([url, checkTarget(url, true)]).toEqual([url, { ok: false, reason: "not_https" }]);
     }
     // https to the machine itself is not among them either: a worker never calls its own host's services.

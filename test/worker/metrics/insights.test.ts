@@ -48,7 +48,7 @@ describe("GET /v1/metrics/insights", () => {
       ["low", "converged_descriptions", "twin_a+twin_b", 0],
     ]);
     const ghost = body.insights.find((i) => i.tool_name === "ghost");
-    expect(ghost).toMatchObject({ value: 1000, message: expect.stringContaining("1000 tokens") });
+    expect(ghost).toMatchObject({ value: 1000, message: expect.stringContaining("1,000 tokens") });
     expect(body.insights.find((i) => i.tool_name === "slow")?.value).toBe(0.15);
     expect(body.insights.find((i) => i.tool_name === "flaky")?.value).toBe(0.4);
 
