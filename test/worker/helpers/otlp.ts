@@ -8,7 +8,7 @@ import {
   ExportTraceServiceRequestSchema,
   type ExportTraceServiceRequest,
 } from "../../../src/worker/otlp/gen/opentelemetry/proto/collector/trace/v1/trace_service_pb.ts";
-import { AnyValueSchema, type AnyValue, type KeyValue } from "../../../src/worker/otlp/gen/opentelemetry/proto/common/v1/common_pb.ts";
+import { AnyValueSchema, type AnyValue } from "../../../src/worker/otlp/gen/opentelemetry/proto/common/v1/common_pb.ts";
 import { Span_SpanKind, SpanSchema, Status_StatusCode, type Span } from "../../../src/worker/otlp/gen/opentelemetry/proto/trace/v1/trace_pb.ts";
 
 export { Span_SpanKind, Status_StatusCode };
@@ -48,6 +48,8 @@ export type SpanOptions = {
   parentSpanId?: Uint8Array;
   spanId?: Uint8Array;
   traceId?: Uint8Array;
+  /** All the span's attributes, instead of the tool call's. */
+  onlyAttrs?: Record<string, Scalar | Scalar[]>;
 };
 
 /** A SERVER `tools/call` span of `tool`, one minute ago, 42 ms, ok, by default. */
@@ -62,16 +64,14 @@ export function toolSpan(tool: string, options: SpanOptions = {}): Span {
     kind: options.kind ?? Span_SpanKind.SERVER,
     startTimeUnixNano: startNanos,
     endTimeUnixNano: startNanos + BigInt(Math.round((options.durationMs ?? 42) * 1_000_000)),
-    attributes: attributes({ "mcp.method.name": "tools/call", "gen_ai.tool.name": tool, ...(options.attrs ?? {}) }),
+    attributes: attributes(options.onlyAttrs ?? { "mcp.method.name": "tools/call", "gen_ai.tool.name": tool, ...(options.attrs ?? {}) }),
     status: { code: options.status ?? Status_StatusCode.UNSET },
   });
 }
 
 /** Any other span (an HTTP SERVER span, a DB call…): never a call. */
 export function otherSpan(name: string, options: SpanOptions = {}): Span {
-  const span = toolSpan("x", { ...options, name });
-  span.attributes = attributes(options.attrs ?? { "http.request.method": "POST" }) as KeyValue[];
-  return span;
+  return toolSpan("x", { ...options, name, onlyAttrs: options.attrs ?? { "http.request.method": "POST" } });
 }
 
 export function exportRequest(spans: Span[], resourceAttrs: Record<string, Scalar> = { "service.name": "weather-server", "service.version": "1.4.0" }): ExportTraceServiceRequest {
