@@ -57,11 +57,26 @@ export type SpanResult = { ok: true; call: CallPayload } | ({ ok: false } & Span
  * worker's clock (the 7-day/5-minute window), and whether the span's parent is a span of this
  * request that is not itself a tool call (`parentIsOtherSpan`; decides INTERNAL spans).
  */
-export type SpanContext = { ingestKey: string; nowMs: number; parentIsOtherSpan: boolean };
+export type SpanContext = {
+  ingestKey: string;
+  nowMs: number;
+  parentIsOtherSpan: boolean;
+  /** Session ids already derived in this request, by mcp.session.id: one HMAC per conversation, not per span. */
+  sessionIds?: Map<string, string>;
+};
+
+/** A span's attributes by key (the first of a repeated key wins), so each lookup is one get. */
+type Attributes = ReadonlyMap<string, AnyValue>;
+
+function attributesOf(list: readonly KeyValue[]): Attributes {
+  const map = new Map<string, AnyValue>();
+  for (const kv of list) if (kv.value !== undefined && kv.value.value.case !== undefined && !map.has(kv.key)) map.set(kv.key, kv.value);
+  return map;
+}
 
 /** Whether a span is about `tools/call` at all (any kind): its method, else its name. */
-export function isToolCallSpan(span: Span): boolean {
-  const method = stringAttribute(span.attributes, SPAN_ATTRIBUTES.method);
+export function isToolCallSpan(span: Span, attributes: Attributes = attributesOf(span.attributes)): boolean {
+  const method = stringAttribute(attributes, SPAN_ATTRIBUTES.method);
   if (method !== undefined) return method === "tools/call";
   return /^tools\/call(\s|$)/.test(span.name);
 }
@@ -76,14 +91,14 @@ export function isToolCallSpan(span: Span): boolean {
  * caller's view of a call and never counted.
  */
 export function spanToCall(span: Span, resource: Resource | undefined, ctx: SpanContext): SpanResult {
-  if (!isToolCallSpan(span)) return { ok: false, kind: "not_tool_call", reason: "not an MCP tools/call span" };
+  const attributes = attributesOf(span.attributes);
+  if (!isToolCallSpan(span, attributes)) return { ok: false, kind: "not_tool_call", reason: "not an MCP tools/call span" };
   if (span.kind === Span_SpanKind.CLIENT || span.kind === Span_SpanKind.PRODUCER || span.kind === Span_SpanKind.CONSUMER) {
     return { ok: false, kind: "not_tool_call", reason: "tools/call span of the caller (kind not SERVER)" };
   }
   if (span.kind !== Span_SpanKind.SERVER && span.parentSpanId.length > 0 && !ctx.parentIsOtherSpan) {
     return { ok: false, kind: "not_tool_call", reason: "INTERNAL tools/call span under another span (its SERVER span counts)" };
   }
-  const attributes = span.attributes;
   const toolName = stringAttribute(attributes, SPAN_ATTRIBUTES.tool) ?? toolFromSpanName(span.name);
   if (toolName === undefined) return { ok: false, kind: "invalid", reason: "tool_name: missing" };
 
@@ -97,20 +112,20 @@ export function spanToCall(span: Span, resource: Resource | undefined, ctx: Span
     type: "call",
     // SPEC §4 case 3: the transport session (Mcp-Session-Id), derived as the SDK derives it, so
     // the same conversation reads as one session whichever way it was reported.
-    session_id: sessionValue === undefined || sessionValue === "" ? "" : `s_${hmacSha256HexPrefix(ctx.ingestKey, `transport:${sessionValue}`, HASH_HEX_CHARS)}`,
+    session_id: sessionValue === undefined || sessionValue === "" ? "" : sessionIdOf(sessionValue, ctx),
     client_name: clientName(attributes),
     tool_name: toolName,
     started_at: startedAt,
     // Whole milliseconds, as the SDK sends them; a negative span (end before start) fails validation.
     duration_ms: Math.round(Number(durationNanos) / 1_000_000),
-    outcome: outcomeOf(span),
+    outcome: outcomeOf(span, attributes),
     // Spans carry neither the result's size nor whether it was empty (docs/otlp.md).
     response_bytes: 0,
     is_empty: false,
     // A placeholder that passes the wire's hash check when the arguments are unknown; replaced below.
     args_hash: argsText ?? "0000",
     client_version: stringAttribute(attributes, SPAN_ATTRIBUTES.clientVersion),
-    server_version: stringAttribute(attributes, SPAN_ATTRIBUTES.serverVersion) ?? stringAttribute(resource?.attributes ?? [], ["service.version"]),
+    server_version: stringAttribute(attributes, SPAN_ATTRIBUTES.serverVersion) ?? stringAttribute(attributesOf(resource?.attributes ?? []), ["service.version"]),
     protocol_version: stringAttribute(attributes, SPAN_ATTRIBUTES.protocolVersion),
     session_kind: sessionValue === undefined || sessionValue === "" ? "none" : "transport",
     transport: transportOf(attributes),
@@ -121,9 +136,17 @@ export function spanToCall(span: Span, resource: Resource | undefined, ctx: Span
   return { ok: true, call: argsText === undefined ? { ...call, args_hash: NO_ARGS_HASH } : call };
 }
 
+/** `s_` + hex12 of HMAC-SHA256(ingest key, `transport:` + value) (SPEC §4 case 3), once per value and request. */
+function sessionIdOf(value: string, ctx: SpanContext): string {
+  const known = ctx.sessionIds?.get(value);
+  if (known !== undefined) return known;
+  const id = `s_${hmacSha256HexPrefix(ctx.ingestKey, `transport:${value}`, HASH_HEX_CHARS)}`;
+  ctx.sessionIds?.set(value, id);
+  return id;
+}
+
 /** SPEC §10: `tool_error` → tool_error; invalid params (−32602) → bad_args; any other error or status ERROR → crashed. */
-function outcomeOf(span: Span): CallPayload["outcome"] {
-  const attributes = span.attributes;
+function outcomeOf(span: Span, attributes: Attributes): CallPayload["outcome"] {
   const errorType = scalarAttribute(attributes, SPAN_ATTRIBUTES.errorType);
   const code = jsonRpcCode(attributes);
   if (errorType !== undefined) {
@@ -138,7 +161,7 @@ function outcomeOf(span: Span): CallPayload["outcome"] {
   return span.status?.code === Status_StatusCode.ERROR ? "crashed" : "ok";
 }
 
-function jsonRpcCode(attributes: readonly KeyValue[]): number | undefined {
+function jsonRpcCode(attributes: Attributes): number | undefined {
   const value = scalarAttribute(attributes, SPAN_ATTRIBUTES.jsonRpcCode);
   if (value === undefined || typeof value === "boolean") return undefined;
   const number = typeof value === "string" ? Number(value.trim()) : value;
@@ -149,7 +172,7 @@ function jsonRpcCode(attributes: readonly KeyValue[]): number | undefined {
  * The client's name from the span's attributes, cut to SPEC §1.2's 128 code points: a descriptive
  * field never costs the call; not said (or not text) → `unknown`.
  */
-function clientName(attributes: readonly KeyValue[]): string {
+function clientName(attributes: Attributes): string {
   const name = stringAttribute(attributes, SPAN_ATTRIBUTES.clientName);
   if (name === undefined || name.trim() === "") return UNKNOWN_CLIENT_NAME;
   return codePointLength(name) <= MAX_CLIENT_NAME_CHARS ? name : cutToCodePoints(name, MAX_CLIENT_NAME_CHARS);
@@ -167,7 +190,7 @@ function cutToCodePoints(text: string, max: number): string {
 }
 
 /** `mcp.transport` as said, else from `network.transport` (`pipe` is stdio; a socket under HTTP is http). */
-function transportOf(attributes: readonly KeyValue[]): string | null {
+function transportOf(attributes: Attributes): string | null {
   const said = stringAttribute(attributes, SPAN_ATTRIBUTES.transport);
   if (said !== undefined) return said === "streamable-http" || said === "streamable_http" ? "http" : said;
   const network = stringAttribute(attributes, SPAN_ATTRIBUTES.networkTransport);
@@ -190,9 +213,9 @@ function toolFromSpanName(name: string): string | undefined {
  * JSON it maps to. Per-argument attributes (`mcp.request.argument.<key>`) are hashed as one object.
  * Only the hash leaves this function: the arguments are never stored or logged.
  */
-function argumentsHash(attributes: readonly KeyValue[]): string | undefined {
+function argumentsHash(attributes: Attributes): string | undefined {
   for (const key of SPAN_ATTRIBUTES.arguments) {
-    const value = attributeValue(attributes, key);
+    const value = attributes.get(key);
     if (value === undefined) continue;
     if (value.value.case === "stringValue") {
       const text = value.value.value;
@@ -205,8 +228,8 @@ function argumentsHash(attributes: readonly KeyValue[]): string | undefined {
     return argsHash(jsonOf(value));
   }
   let perKey: Record<string, unknown> | undefined;
-  for (const { key, value } of attributes) {
-    if (!key.startsWith(SPAN_ATTRIBUTES.argumentPrefix) || value === undefined) continue;
+  for (const [key, value] of attributes) {
+    if (!key.startsWith(SPAN_ATTRIBUTES.argumentPrefix)) continue;
     perKey ??= {};
     perKey[key.slice(SPAN_ATTRIBUTES.argumentPrefix.length)] = jsonOf(value);
   }
@@ -237,15 +260,10 @@ function jsonOf(value: AnyValue): unknown {
   }
 }
 
-function attributeValue(attributes: readonly KeyValue[], key: string): AnyValue | undefined {
-  for (const kv of attributes) if (kv.key === key && kv.value !== undefined && kv.value.value.case !== undefined) return kv.value;
-  return undefined;
-}
-
 /** The first of `keys` present as a scalar (string, bool, int, double); int64 outside ±2^53 as text. */
-function scalarAttribute(attributes: readonly KeyValue[], keys: readonly string[]): string | number | boolean | undefined {
+function scalarAttribute(attributes: Attributes, keys: readonly string[]): string | number | boolean | undefined {
   for (const key of keys) {
-    const value = attributeValue(attributes, key);
+    const value = attributes.get(key);
     if (value === undefined) continue;
     const v = value.value;
     if (v.case === "stringValue" || v.case === "boolValue" || v.case === "doubleValue") return v.value;
@@ -255,7 +273,7 @@ function scalarAttribute(attributes: readonly KeyValue[], keys: readonly string[
 }
 
 /** The first of `keys` present, as text (numbers written out: some emitters send versions as numbers). */
-function stringAttribute(attributes: readonly KeyValue[], keys: readonly string[]): string | undefined {
+function stringAttribute(attributes: Attributes, keys: readonly string[]): string | undefined {
   const value = scalarAttribute(attributes, keys);
   return value === undefined || typeof value === "boolean" ? undefined : String(value);
 }

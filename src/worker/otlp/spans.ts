@@ -33,11 +33,12 @@ export function spansToCalls(request: ExportTraceServiceRequest, ctx: { ingestKe
   }
   const calls: CallPayload[] = [];
   const reasons = new Map<string, number>();
+  const sessionIds = new Map<string, string>();
   for (const resourceSpans of request.resourceSpans) {
     for (const scopeSpans of resourceSpans.scopeSpans) {
       for (const span of scopeSpans.spans) {
         const parentIsOtherSpan = span.parentSpanId.length > 0 && otherSpans.has(idKey(span.traceId, span.parentSpanId));
-        const result = spanToCall(span, resourceSpans.resource, { ...ctx, parentIsOtherSpan });
+        const result = spanToCall(span, resourceSpans.resource, { ...ctx, parentIsOtherSpan, sessionIds });
         if (result.ok) calls.push(result.call);
         else reasons.set(result.reason, (reasons.get(result.reason) ?? 0) + 1);
       }
