@@ -1,20 +1,27 @@
 // npm run otlp:generate: regenerates src/worker/otlp/gen/ from the .proto files checked in beside it
 // (opentelemetry-proto v1.11.0 and google/rpc/status.proto) with the pinned @bufbuild/buf and
 // @bufbuild/protoc-gen-es, then writes gen/README.md naming both versions. The generated code is
-// checked in, so a build never needs the generator; test/worker/otlp-gen.test.ts fails when it is stale.
+// checked in, so a build never needs the generator; `npm run otlp:generate -- --check` regenerates into
+// a scratch folder and fails when the checked-in code differs (a stale generation or a hand edit).
 import { execFileSync } from "node:child_process";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const protoDir = join(root, "src/worker/otlp/proto");
-const genDir = join(root, "src/worker/otlp/gen");
+const checkedIn = join(root, "src/worker/otlp/gen");
+const check = process.argv.includes("--check");
+// --check: generate next to a copy of the protos, then compare with the checked-in folder.
+const scratch = check ? mkdtempSync(join(tmpdir(), "otlp-gen-")) : null;
+if (scratch) cpSync(protoDir, join(scratch, "proto"), { recursive: true });
+const genDir = scratch ? join(scratch, "gen") : checkedIn;
 const bin = join(root, "node_modules/.bin");
 const version = (pkg) => JSON.parse(readFileSync(join(root, "node_modules", pkg, "package.json"), "utf8")).version;
 
 rmSync(genDir, { recursive: true, force: true });
-execFileSync(join(bin, "buf"), ["generate"], { cwd: protoDir, stdio: "inherit", env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
+execFileSync(join(bin, "buf"), ["generate"], { cwd: scratch ? join(scratch, "proto") : protoDir, stdio: "inherit", env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
 writeFileSync(
   join(genDir, "README.md"),
   `# Generated OTLP decoder code — do not edit
@@ -28,3 +35,18 @@ collector/trace/v1/trace_service.proto, trace/v1/trace.proto, common/v1/common.p
 resource/v1/resource.proto; and google/rpc/status.proto from googleapis (the OTLP/HTTP error body).
 `,
 );
+
+if (scratch) {
+  const files = (dir) => readdirSync(dir, { recursive: true }).map(String).filter((f) => statSync(join(dir, f)).isFile()).sort();
+  const expected = files(genDir);
+  const actual = files(checkedIn);
+  const differing = [...new Set([...expected, ...actual])].filter(
+    (f) => !expected.includes(f) || !actual.includes(f) || readFileSync(join(genDir, f), "utf8") !== readFileSync(join(checkedIn, f), "utf8"),
+  );
+  rmSync(scratch, { recursive: true, force: true });
+  if (differing.length > 0) {
+    console.error(`src/worker/otlp/gen is stale: ${differing.join(", ")} — run npm run otlp:generate`);
+    process.exit(1);
+  }
+  console.log(`src/worker/otlp/gen matches its generator (${expected.length} files, ${relative(root, protoDir)})`);
+}
