@@ -18,6 +18,13 @@ function idKey(traceId: Uint8Array, spanId: Uint8Array): string {
   return out;
 }
 
+/** How many spans a request holds, counted before any is mapped (SPEC §1.1's batch limit applies to them). */
+export function spanCount(request: ExportTraceServiceRequest): number {
+  let spans = 0;
+  for (const resourceSpans of request.resourceSpans) for (const scopeSpans of resourceSpans.scopeSpans) spans += scopeSpans.spans.length;
+  return spans;
+}
+
 export function spansToCalls(request: ExportTraceServiceRequest, ctx: { ingestKey: string; nowMs: number }): MappedSpans {
   // Spans of this request that are not tool calls, by (trace, span) id: an INTERNAL tools/call span
   // under one of them has no SERVER tools/call span above it (span-to-call.ts).

@@ -13,7 +13,7 @@ import { credentialOf } from "../auth.ts";
 import type { AppEnv } from "../env.ts";
 import { apiError, errorResponse } from "../errors.ts";
 import { decodeExportRequest, exportResponseBody, otlpEncodingOf, statusBody, type OtlpEncoding } from "../otlp/decode.ts";
-import { spansToCalls } from "../otlp/spans.ts";
+import { spanCount, spansToCalls } from "../otlp/spans.ts";
 import { acceptPayloads, contentEncoding, idempotencyKeyOf, ingestKeyMiddleware, readBodyWithinLimit, tooLarge } from "./ingest.ts";
 
 export const otlpRoutes = new Hono<AppEnv>();
@@ -57,11 +57,11 @@ otlpRoutes.post(
     const idempotencyKey = idempotencyKeyOf(c);
     const request = decodeExportRequest(bytes, encoding);
     if (request === null) throw apiError("BAD_REQUEST", encoding === "protobuf" ? "body is not an OTLP ExportTraceServiceRequest (protobuf)" : "body is not an OTLP ExportTraceServiceRequest (JSON)");
+    // SPEC §1.1's batch limit, counted in spans (each costs the worker the same to examine), before any is mapped.
+    if (spanCount(request) > MAX_BATCH_ITEMS) throw apiError("PAYLOAD_TOO_LARGE", `more than ${MAX_BATCH_ITEMS} spans in request`);
     const receivedAtMs = Date.now();
     const ingestKey = credentialOf(c.req.raw, OTLP_KEY_HEADER).token as string;
     const mapped = spansToCalls(request, { ingestKey, nowMs: receivedAtMs });
-    // SPEC §1.1's batch limit, counted in spans: each costs the worker the same to examine.
-    if (mapped.spans > MAX_BATCH_ITEMS) throw apiError("PAYLOAD_TOO_LARGE", `more than ${MAX_BATCH_ITEMS} spans in request`);
     const calls: CallPayload[] = mapped.calls;
     await acceptPayloads(c, calls, mapped.spans, receivedAtMs, idempotencyKey);
     const body = exportResponseBody(mapped.rejected, mapped.message, encoding);
