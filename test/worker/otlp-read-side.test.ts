@@ -46,6 +46,12 @@ describe("OTLP calls on the read side", () => {
     expect(cardValue(html, "first_call_rate")).toBe("not measurable");
     expect(cardValue(html, "cost_per_session_usd")).toBe("not measurable");
     expect(cardValue(html, "error_rate")).toBe("0.0%");
+    // The card says why instead of explaining chains that describe nothing; so does the tool's page.
+    expect(html).toContain("OpenTelemetry spans without their arguments");
+    const toolPage = await pageHtml(`/tool?${range}&name=otel_tool`, p.read_key);
+    expect(cardValue(toolPage, "first_call_rate")).toBe("not measurable");
+    expect(toolPage).toContain("retries not measurable");
+    expect(toolPage).not.toContain("data-why-retries");
   });
 
   it("with arguments (gen_ai.tool.call.arguments): retries are measured like SDK calls", async () => {
@@ -76,5 +82,7 @@ describe("OTLP calls on the read side", () => {
     const html = await pageHtml(`/?${range}`, p.read_key);
     expect(html).not.toContain("not measurable");
     expect(cardValue(html, "first_call_rate")).toMatch(/%$/);
+    // The tool page keeps its explanation of retries for SDK calls (what the OTLP test above checks is gone).
+    expect(await pageHtml(`/tool?${range}&name=search_orders`, p.read_key)).toContain("data-why-retries");
   });
 });

@@ -5,7 +5,7 @@ import type { DateRange, Grain } from "../metrics/query.ts";
 import { UTF16_UNITS_PER_TOKEN, type TimeseriesBucket } from "../metrics/reports.ts";
 import { CallsChart, LatencyHistogram, OutcomeBar, RateChart, type TimePoint } from "./charts.tsx";
 import { Card, ExploreLink, InsightList, More, Names, Pager, SearchBox, ToolStatus, ToolsTable, badRateClass, firstCallClass } from "./components.tsx";
-import { formatChars, formatDelta, formatInt, formatMs, formatRate, formatTokens, formatUsd, measured } from "./format.ts";
+import { formatChars, formatDelta, formatInt, formatMs, formatRate, formatTokens, formatUsd, measured, NOT_MEASURABLE_WITHOUT_ARGS_WHY } from "./format.ts";
 import { Frame, pageHref, toolHref, type PageQuery } from "./layout.tsx";
 import { Name, visibleName } from "./name.tsx";
 import { FirstCallWhy, RetriesWhy, firstCallFacts, firstCallHint, knownSessionShare } from "./explain.tsx";
@@ -84,7 +84,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
           delta={formatDelta(t.calls, pt.calls, { relative: true, higherIsBetter: true })} sub={`vs ${formatInt(pt.calls)} in the ${periodNote}`} />
         <Card id="first_call_rate" label="First-call success" value={measured(t, "first_call_rate", formatRate(t.first_call_rate))} raw={t.first_call_rate}
           delta={formatDelta(t.first_call_rate, pt.first_call_rate, { relative: false, higherIsBetter: true })}
-          sub={<FirstCallWhy facts={firstCallFacts(t)} />} />
+          sub={t.not_measurable ? NOT_MEASURABLE_WITHOUT_ARGS_WHY : <FirstCallWhy facts={firstCallFacts(t)} />} />
         <Card id="error_rate" label="Error rate" value={formatRate(t.error_rate)} raw={t.error_rate}
           delta={formatDelta(t.error_rate, pt.error_rate, { relative: false, higherIsBetter: false })}
           sub={`${formatInt(t.bad_args)} bad args · ${formatInt(t.tool_error)} tool · ${formatInt(t.crashed)} crashed`} />
@@ -328,10 +328,10 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
       {!r ? <div class="error">This tool has no calls in this range and is not registered.</div> : null}
       <div class="cards">
         <Card id="calls" label="Calls" value={formatInt(r?.calls ?? 0)} raw={r?.calls ?? 0}
-          delta={formatDelta(r?.calls ?? 0, p.calls, { relative: true, higherIsBetter: true })} sub={r ? <RetriesWhy facts={firstCallFacts(r)} /> : "0 retries"} />
+          delta={formatDelta(r?.calls ?? 0, p.calls, { relative: true, higherIsBetter: true })} sub={r?.not_measurable ? `retries not measurable: ${NOT_MEASURABLE_WITHOUT_ARGS_WHY}` : r ? <RetriesWhy facts={firstCallFacts(r)} /> : "0 retries"} />
         <Card id="first_call_rate" label="First-call success" value={measured(r, "first_call_rate", formatRate(r?.first_call_rate ?? null))} raw={r?.first_call_rate ?? null}
           delta={formatDelta(r?.first_call_rate ?? null, p.first_call_rate, { relative: false, higherIsBetter: true })}
-          sub={r ? <FirstCallWhy facts={firstCallFacts(r)} /> : "0 of 0 first calls"} />
+          sub={r?.not_measurable ? NOT_MEASURABLE_WITHOUT_ARGS_WHY : r ? <FirstCallWhy facts={firstCallFacts(r)} /> : "0 of 0 first calls"} />
         <Card id="error_rate" label="Error rate" value={formatRate(r?.error_rate ?? null)} raw={r?.error_rate ?? null}
           delta={formatDelta(r?.error_rate ?? null, p.error_rate, { relative: false, higherIsBetter: false })} />
         <Card id="empty_rate" label="Empty results" value={formatRate(r?.empty_rate ?? null)} raw={r?.empty_rate ?? null}
