@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run bench:ingest`: POST /v1/ingest of the real worker against a floor worker and a
-// parse-only worker, each in its own Miniflare (workerd), driven over loopback HTTP with 500-call
-// batches in interleaved slices. Local D1 runs inside the worker's process, so writes are part of
+// parse-only worker, and POST /v1/traces (OTLP protobuf, SPEC §10) with the same calls as spans,
+// each in its own Miniflare (workerd), driven over loopback HTTP with 500-call batches in
+// interleaved slices. Local D1 runs inside the worker's process, so writes are part of
 // every figure: a slice ends when its rows have drained into D1, not when the last 202 arrived.
 // Prints the figures and replaces the bench:ingest section of docs/benchmarks.md.
 import { Miniflare, convertV4MiniflareOptions } from "miniflare";
@@ -13,6 +14,11 @@ import { fileURLToPath } from "node:url";
 import { writeBenchmarkSection } from "./benchmarks-md.mjs";
 import { bundleWorker } from "./bundle-worker.mjs";
 import { migrateToHead } from "../scripts/migrations.ts";
+import { SpanKind, SpanStatusCode } from "@opentelemetry/api";
+import { ProtobufTraceSerializer } from "@opentelemetry/otlp-transformer";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
+import { execFileSync } from "node:child_process";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const tmp = join(root, ".bench-tmp", "ingest");
@@ -55,6 +61,58 @@ function makeBodies(count) {
       })),
     }),
   );
+}
+
+/**
+ * The same 500 calls per batch as makeBodies, as an OpenTelemetry server would report them: SERVER
+ * spans with the MCP semantic conventions (the arguments recorded, so ingest hashes them as the
+ * SDK does), made by the OTel JS SDK and encoded by its own OTLP protobuf serializer.
+ */
+function makeOtlpBodies(count) {
+  const startMs = Date.now() - 60_000;
+  const errorTypes = [undefined, undefined, undefined, "-32602", "tool_error", "Error"];
+  return Array.from({ length: count }, (_, b) => {
+    const memory = new InMemorySpanExporter();
+    const provider = new TracerProvider({
+      resource: resourceFromAttributes({ "service.name": "bench-mcp", "service.version": "1.0.0" }),
+      spanProcessors: [new SimpleSpanProcessor({ exporter: memory })],
+    });
+    const tracer = provider.getTracer("bench");
+    for (let i = 0; i < BATCH_CALLS; i++) {
+      const tool = `tool_${i % 25}`;
+      const span = tracer.startSpan(`tools/call ${tool}`, {
+        kind: SpanKind.SERVER,
+        startTime: startMs,
+        attributes: {
+          "mcp.method.name": "tools/call",
+          "gen_ai.tool.name": tool,
+          "gen_ai.operation.name": "execute_tool",
+          "mcp.session.id": `conv-${b * 50 + (i % 50)}`,
+          "mcp.client.name": i % 3 === 0 ? "claude-ai" : "cursor",
+          "mcp.protocol.version": "2025-06-18",
+          "gen_ai.tool.call.arguments": JSON.stringify({ query: `q${b * BATCH_CALLS + i}`, limit: 25 }),
+        },
+      });
+      const errorType = errorTypes[i % errorTypes.length];
+      if (errorType !== undefined) {
+        span.setAttribute("error.type", errorType);
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      }
+      span.end(startMs + ((i * 37) % 2000));
+    }
+    const body = ProtobufTraceSerializer.serializeRequest(memory.getFinishedSpans());
+    void provider.shutdown();
+    return body;
+  });
+}
+
+/** The machine's load averages (1, 5, 15 min): the machine is shared, so figures are read beside them. */
+function loadAverage() {
+  try {
+    return execFileSync("uptime", { encoding: "utf8" }).trim().replace(/^.*load average:\s*/, "");
+  } catch {
+    return "unknown";
+  }
 }
 
 /** Pids of the workerd processes this process has started. */
@@ -116,6 +174,8 @@ async function startTarget(name, options, prepare, countRows) {
     countRows: countRows ? () => countRows(bindings) : null,
     latencies: [],
     statuses: new Map(),
+    // /v1/ingest answers 202; OTLP's /v1/traces answers 200 (SPEC §10).
+    acceptedStatus: path === "/v1/traces" ? 200 : 202,
     accepted: 0,
     rows: 0,
     elapsedMs: 0,
@@ -147,7 +207,7 @@ async function driveSlice(target, bodies, seconds) {
         }
         target.latencies.push(performance.now() - t0);
         target.statuses.set(status, (target.statuses.get(status) ?? 0) + 1);
-        if (status === 202) target.accepted += BATCH_CALLS;
+        if (status === target.acceptedStatus) target.accepted += BATCH_CALLS;
       }
     }),
   );
@@ -171,7 +231,7 @@ function summarise(target) {
   const result = {
     name: target.name,
     requests: latencies.length,
-    non202: latencies.length - (target.statuses.get(202) ?? 0),
+    non202: latencies.length - (target.statuses.get(target.acceptedStatus) ?? 0),
     accepted: target.accepted,
     rows: target.countRows ? target.rows : null,
     seconds: target.elapsedMs / 1000,
@@ -193,8 +253,8 @@ async function applySchema(db, file) {
   await db.batch(statementsOf(readFileSync(join(root, file), "utf8")).map((s) => db.prepare(s)));
 }
 
-/** The real worker with a fresh D1 and a project whose budget cannot interfere. */
-function ingestTarget(name, workerScript) {
+/** The real worker with a fresh D1 and a project whose budget cannot interfere; `otlp`: driven on /v1/traces. */
+function ingestTarget(name, workerScript, otlp = false) {
   return startTarget(
     name,
     {
@@ -218,7 +278,9 @@ function ingestTarget(name, workerScript) {
         headers: admin,
         body: JSON.stringify({ payload_budget_per_minute: 100_000_000 }),
       });
-      return { path: "/v1/ingest", headers: { authorization: `Bearer ${project.ingest_key}`, "content-type": "application/json" } };
+      return otlp
+        ? { path: "/v1/traces", headers: { "x-mcpulse-key": project.ingest_key, "content-type": "application/x-protobuf" } }
+        : { path: "/v1/ingest", headers: { authorization: `Bearer ${project.ingest_key}`, "content-type": "application/json" } };
     },
     async ({ DB: db }) => (await db.prepare("SELECT COALESCE(SUM(call_count), 0) AS n FROM call_batches").first()).n,
   );
@@ -230,7 +292,10 @@ async function main() {
   const workerScript = join(tmp, "worker.js");
   await bundleWorker(workerScript);
   const bodies = makeBodies(CONCURRENCY * 2);
+  const otlpBodies = makeOtlpBodies(CONCURRENCY * 2);
+  const loadBefore = loadAverage();
   const ingest = await ingestTarget("ingest", workerScript);
+  const otlp = await ingestTarget("otlp", workerScript, true);
   const floor = await startTarget(
     "floor",
     { modules: true, scriptPath: join(root, "bench/floor-worker/floor.js"), d1Databases: { DB: "bench-floor" } },
@@ -246,7 +311,7 @@ async function main() {
     async () => ({ path: "/", headers: { "content-type": "application/json" } }),
     null,
   );
-  const targets = [ingest, floor, parseOnly];
+  const targets = [ingest, floor, parseOnly, otlp];
   console.log(
     `bench:ingest — ${BATCH_CALLS}-call batches (${(bodies[0].length / 1024).toFixed(0)} KiB), concurrency ${CONCURRENCY}, ` +
       `${ROUNDS} rounds of ${SLICE_SECONDS} s per worker (parse-only ${SLICE_SECONDS / 2} s), ${availableParallelism()} CPUs`,
@@ -255,18 +320,18 @@ async function main() {
   try {
     // Interleaved slices, so a change in the shared machine's load hits every worker alike.
     for (let round = 0; round < ROUNDS; round++) {
-      for (const target of targets) await driveSlice(target, bodies, target === parseOnly ? SLICE_SECONDS / 2 : SLICE_SECONDS);
+      for (const target of targets) await driveSlice(target, target === otlp ? otlpBodies : bodies, target === parseOnly ? SLICE_SECONDS / 2 : SLICE_SECONDS);
     }
     results = targets.map(summarise);
   } finally {
     for (const target of targets) await target.mf.dispose();
     rmSync(tmp, { recursive: true, force: true });
   }
-  const [ingestResult, floorResult, parseOnlyResult] = results;
-  writeReport(ingestResult, floorResult, parseOnlyResult, bodies[0].length);
+  const [ingestResult, floorResult, parseOnlyResult, otlpResult] = results;
+  writeReport(ingestResult, floorResult, parseOnlyResult, otlpResult, bodies[0].length, otlpBodies[0].length, { before: loadBefore, after: loadAverage() });
 }
 
-function writeReport(ingest, floor, parseOnly, bodyBytes) {
+function writeReport(ingest, floor, parseOnly, otlp, bodyBytes, otlpBodyBytes, load) {
   const ratio = ingest.payloadsPerSecond / floor.payloadsPerSecond;
   const ratioParse = ingest.payloadsPerSecond / parseOnly.payloadsPerSecond;
   const cpuRatio = floor.cpuMsPer1000 / ingest.cpuMsPer1000;
@@ -278,6 +343,13 @@ function writeReport(ingest, floor, parseOnly, bodyBytes) {
   ].join(", ");
   console.log(
     `ingest / floor = ${ratio.toFixed(2)}× (by CPU ${cpuRatio.toFixed(2)}×), ingest / parse-only = ${ratioParse.toFixed(2)}× — ${verdict}`,
+  );
+  const otlpRatio = otlp.payloadsPerSecond / ingest.payloadsPerSecond;
+  const cpuPerSpanUs = otlp.cpuMsPer1000; // ms per 1,000 spans = µs per span
+  const otlpLost = otlp.accepted - otlp.rows;
+  console.log(
+    `otlp / ingest = ${otlpRatio.toFixed(2)}× by throughput; ${cpuPerSpanUs.toFixed(1)} µs CPU per span against ${ingest.cpuMsPer1000.toFixed(1)} µs per JSON call; ` +
+      `${otlp.non202} non-200, ${otlpLost} lost rows; load average ${load.before} before, ${load.after} after`,
   );
   const row = (r) =>
     `| ${r.name} | ${r.payloadsPerSecond.toFixed(0)} | ${r.cpuMsPer1000.toFixed(1)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ` +
@@ -301,15 +373,30 @@ user + system time per 1,000 payloads accepted; latency is the time to the 202.
   \`INSERT … SELECT … FROM json_each\` into one unindexed table. No auth, validation or budget.
 - **parse-only** — \`bench/floor-worker/parse-only.js\`: read and parse the body, 202 (for information).
 
+- **otlp** — the real worker on \`POST /v1/traces\` (SPEC §10): the same 500 calls per request as
+  SERVER spans with the MCP semantic conventions and their arguments recorded, made by the OTel JS SDK
+  and encoded by its own protobuf serializer (${(otlpBodyBytes / 1024).toFixed(0)} KiB each): protobuf decoding
+  (@bufbuild/protobuf), the span → call map (session HMAC, args hash at ingest), the same validation,
+  then /v1/ingest's own path. Its "payloads" are spans, all of them tool calls; a 200 counts as accepted.
+
 | worker | payloads/s | CPU ms / 1,000 payloads | p50 to 202 (ms) | p99 to 202 (ms) | non-202 | rows stored / valid sent |
 |---|---|---|---|---|---|---|
 ${row(ingest)}
 ${row(floor)}
 ${row(parseOnly)}
+${row(otlp)}
 
 **ingest / floor = ${ratio.toFixed(2)}×** by throughput (target ≥ 0.6×), ${cpuRatio.toFixed(2)}× by CPU per payload;
 ingest / parse-only = ${ratioParse.toFixed(2)}×. Result: ${verdict}.
 Ingest does more than the floor (auth, validation, budget, sessions upsert, Analytics Engine) but writes one row per request where the floor writes one per call, so it can be faster than the floor.
+
+**OTLP: otlp / ingest = ${otlpRatio.toFixed(2)}×** by throughput; **${cpuPerSpanUs.toFixed(1)} µs of CPU per span**
+(ingest: ${ingest.cpuMsPer1000.toFixed(1)} µs per JSON call), so a request of 500 spans costs about ${((cpuPerSpanUs * BATCH_CALLS) / 1000).toFixed(1)} ms
+of CPU, inside the free plan's 10 ms per invocation only for requests of up to ~${Math.floor(10_000 / cpuPerSpanUs)} spans (the
+CPU figure is the whole workerd process's, D1's writes and the budget object included, so it
+overstates the request's own CPU). ${otlp.non202 === 0 ? "Zero" : otlp.non202} non-200 answers, ${otlpLost === 0 ? "zero" : otlpLost} lost rows.
+Machine load average (1, 5, 15 min) ${load.before} at the start, ${load.after} at the end: the 2 CPUs are shared
+with other work, so compare the rows with each other, not with other runs.
 `;
   writeBenchmarkSection("ingest", section);
 }

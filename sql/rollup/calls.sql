@@ -123,7 +123,7 @@ INSERT INTO rollup_state (name, value)
     RETURNING value;
 
 -- CALL_CHUNK_SQL.applyHourDeltas
-INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, retries, first_call_attempts, first_call_ok, calls_without_session, response_bytes_sum, duration_ms_sum, duration_histogram_json)
+INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, retries, first_call_attempts, first_call_ok, calls_without_session, calls_without_args_hash, response_bytes_sum, duration_ms_sum, duration_histogram_json)
     WITH taken AS MATERIALIZED (SELECT b.batch_seq, b.project_id, b.received_at_ms, b.call_count, b.calls_json,
         ((SELECT value FROM rollup_state WHERE name = 'calls_chunk') ->> '$.seq') + SUM(b.call_count) OVER (ORDER BY b.batch_seq ROWS UNBOUNDED PRECEDING) - b.call_count AS seq_before
       FROM json_each((SELECT value FROM rollup_state WHERE name = 'calls_chunk'), '$.batches') AS t JOIN call_batches b ON b.batch_seq = t.value),
@@ -165,7 +165,8 @@ INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name
         SUM(outcome = 'bad_args') AS bad_args, SUM(outcome = 'tool_error') AS tool_error, SUM(outcome = 'crashed') AS crashed,
         SUM(response_bytes) AS response_bytes_sum, SUM(duration_ms) AS duration_ms_sum,
         SUM(session_id = '') AS calls_without_session,
-        SUM(session_id = '' AND outcome = 'ok' AND is_empty = 0) AS sessionless_good
+        SUM(session_id = '' AND outcome = 'ok' AND is_empty = 0) AS sessionless_good,
+        SUM(args_hash = '') AS calls_without_args_hash
       FROM new_calls GROUP BY project_id, hour_start_ms, tool_name, client_name, duration_bucket),
     histograms AS (
       SELECT project_id, hour_start_ms, tool_name, client_name,
@@ -175,10 +176,10 @@ INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name
       -- A call without a session is a chain of one: an attempt, ok when the call is ok and not empty.
       SELECT project_id, hour_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed,
         response_bytes_sum, duration_ms_sum, 0 AS retries, calls_without_session AS first_call_attempts,
-        sessionless_good AS first_call_ok, calls_without_session
+        sessionless_good AS first_call_ok, calls_without_session, calls_without_args_hash
       FROM buckets
       UNION ALL
-      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok, 0
+      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok, 0, 0
       FROM (SELECT project_id, hour_start_ms, tool_name, client_name,
         1 * SUM(is_retry) AS retries, 1 * SUM(1 - is_retry) AS first_call_attempts,
         1 * SUM((1 - is_retry) * good * (1 - was_retried)) AS first_call_ok
@@ -189,7 +190,7 @@ INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name
           FROM all_calls WINDOW w AS (PARTITION BY project_id, session_id, client_name, tool_name ORDER BY started_at_ms, call_seq)))
       GROUP BY project_id, hour_start_ms, tool_name, client_name)
       UNION ALL
-      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok, 0
+      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok, 0, 0
       FROM (SELECT project_id, hour_start_ms, tool_name, client_name,
         -1 * SUM(is_retry) AS retries, -1 * SUM(1 - is_retry) AS first_call_attempts,
         -1 * SUM((1 - is_retry) * good * (1 - was_retried)) AS first_call_ok
@@ -202,12 +203,12 @@ INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name
     deltas AS MATERIALIZED (
       SELECT d.*, COALESCE(h.histogram, '{}') AS duration_histogram_json FROM (
         SELECT project_id, hour_start_ms, tool_name, client_name,
-          SUM(calls) AS calls, SUM(ok) AS ok, SUM(empty) AS empty, SUM(bad_args) AS bad_args, SUM(tool_error) AS tool_error, SUM(crashed) AS crashed, SUM(retries) AS retries, SUM(first_call_attempts) AS first_call_attempts, SUM(first_call_ok) AS first_call_ok, SUM(calls_without_session) AS calls_without_session, SUM(response_bytes_sum) AS response_bytes_sum, SUM(duration_ms_sum) AS duration_ms_sum
+          SUM(calls) AS calls, SUM(ok) AS ok, SUM(empty) AS empty, SUM(bad_args) AS bad_args, SUM(tool_error) AS tool_error, SUM(crashed) AS crashed, SUM(retries) AS retries, SUM(first_call_attempts) AS first_call_attempts, SUM(first_call_ok) AS first_call_ok, SUM(calls_without_session) AS calls_without_session, SUM(calls_without_args_hash) AS calls_without_args_hash, SUM(response_bytes_sum) AS response_bytes_sum, SUM(duration_ms_sum) AS duration_ms_sum
         FROM changes GROUP BY project_id, hour_start_ms, tool_name, client_name
       ) AS d LEFT JOIN histograms h USING (project_id, hour_start_ms, tool_name, client_name)
       WHERE d.calls <> 0 OR d.retries <> 0 OR d.first_call_attempts <> 0 OR d.first_call_ok <> 0)
-    SELECT project_id, hour_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, retries, first_call_attempts, first_call_ok, calls_without_session, response_bytes_sum, duration_ms_sum, duration_histogram_json FROM deltas WHERE true
-    ON CONFLICT (project_id, hour_start_ms, tool_name, client_name) DO UPDATE SET calls = calls + excluded.calls, ok = ok + excluded.ok, empty = empty + excluded.empty, bad_args = bad_args + excluded.bad_args, tool_error = tool_error + excluded.tool_error, crashed = crashed + excluded.crashed, retries = retries + excluded.retries, first_call_attempts = first_call_attempts + excluded.first_call_attempts, first_call_ok = first_call_ok + excluded.first_call_ok, calls_without_session = calls_without_session + excluded.calls_without_session, response_bytes_sum = response_bytes_sum + excluded.response_bytes_sum, duration_ms_sum = duration_ms_sum + excluded.duration_ms_sum,
+    SELECT project_id, hour_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, retries, first_call_attempts, first_call_ok, calls_without_session, calls_without_args_hash, response_bytes_sum, duration_ms_sum, duration_histogram_json FROM deltas WHERE true
+    ON CONFLICT (project_id, hour_start_ms, tool_name, client_name) DO UPDATE SET calls = calls + excluded.calls, ok = ok + excluded.ok, empty = empty + excluded.empty, bad_args = bad_args + excluded.bad_args, tool_error = tool_error + excluded.tool_error, crashed = crashed + excluded.crashed, retries = retries + excluded.retries, first_call_attempts = first_call_attempts + excluded.first_call_attempts, first_call_ok = first_call_ok + excluded.first_call_ok, calls_without_session = calls_without_session + excluded.calls_without_session, calls_without_args_hash = calls_without_args_hash + excluded.calls_without_args_hash, response_bytes_sum = response_bytes_sum + excluded.response_bytes_sum, duration_ms_sum = duration_ms_sum + excluded.duration_ms_sum,
       duration_histogram_json = CASE WHEN excluded.duration_histogram_json = '{}' THEN tool_hour_metrics.duration_histogram_json ELSE (
       SELECT json_group_object(key, calls) FROM (
         SELECT key, SUM(value) AS calls FROM (

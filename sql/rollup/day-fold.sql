@@ -14,7 +14,7 @@ INSERT INTO day_marks (project_id, folded_to_ms, cursor_hour_ms, cursor_tool, cu
 SELECT EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < ?1 AND project_id NOT IN (SELECT project_id FROM project_holds)) AS days;
 
 -- DAY_FOLD_SQL.addToDays
-INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, retries, first_call_attempts, first_call_ok, calls_without_session, response_bytes_sum, duration_ms_sum, duration_histogram_json)
+INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, retries, first_call_attempts, first_call_ok, calls_without_session, calls_without_args_hash, response_bytes_sum, duration_ms_sum, duration_histogram_json)
     WITH mark AS MATERIALIZED (
     SELECT project_id, folded_to_ms, cursor_hour_ms, cursor_tool, cursor_client FROM day_marks
     WHERE folded_to_ms < ?1 AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY folded_to_ms, project_id LIMIT 1), taken AS MATERIALIZED (
@@ -29,12 +29,12 @@ INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, 
       SELECT tool_name, client_name, json_group_object(bucket, n ORDER BY CAST(bucket AS INTEGER)) AS histogram
       FROM buckets GROUP BY tool_name, client_name)
     SELECT t.project_id, (CAST((MIN(t.hour_start_ms)) / 86400000 AS INTEGER) * 86400000), t.tool_name, t.client_name,
-      SUM(t.calls), SUM(t.ok), SUM(t.empty), SUM(t.bad_args), SUM(t.tool_error), SUM(t.crashed), SUM(t.retries), SUM(t.first_call_attempts), SUM(t.first_call_ok), SUM(t.calls_without_session), SUM(t.response_bytes_sum), SUM(t.duration_ms_sum), COALESCE(MAX(g.histogram), '{}')
+      SUM(t.calls), SUM(t.ok), SUM(t.empty), SUM(t.bad_args), SUM(t.tool_error), SUM(t.crashed), SUM(t.retries), SUM(t.first_call_attempts), SUM(t.first_call_ok), SUM(t.calls_without_session), SUM(t.calls_without_args_hash), SUM(t.response_bytes_sum), SUM(t.duration_ms_sum), COALESCE(MAX(g.histogram), '{}')
     FROM taken AS t LEFT JOIN histograms AS g ON g.tool_name = t.tool_name AND g.client_name = t.client_name
     WHERE true
     GROUP BY t.project_id, t.tool_name, t.client_name
     ON CONFLICT (project_id, day_start_ms, tool_name, client_name) DO UPDATE SET
-      calls = calls + excluded.calls, ok = ok + excluded.ok, empty = empty + excluded.empty, bad_args = bad_args + excluded.bad_args, tool_error = tool_error + excluded.tool_error, crashed = crashed + excluded.crashed, retries = retries + excluded.retries, first_call_attempts = first_call_attempts + excluded.first_call_attempts, first_call_ok = first_call_ok + excluded.first_call_ok, calls_without_session = calls_without_session + excluded.calls_without_session, response_bytes_sum = response_bytes_sum + excluded.response_bytes_sum, duration_ms_sum = duration_ms_sum + excluded.duration_ms_sum,
+      calls = calls + excluded.calls, ok = ok + excluded.ok, empty = empty + excluded.empty, bad_args = bad_args + excluded.bad_args, tool_error = tool_error + excluded.tool_error, crashed = crashed + excluded.crashed, retries = retries + excluded.retries, first_call_attempts = first_call_attempts + excluded.first_call_attempts, first_call_ok = first_call_ok + excluded.first_call_ok, calls_without_session = calls_without_session + excluded.calls_without_session, calls_without_args_hash = calls_without_args_hash + excluded.calls_without_args_hash, response_bytes_sum = response_bytes_sum + excluded.response_bytes_sum, duration_ms_sum = duration_ms_sum + excluded.duration_ms_sum,
       duration_histogram_json = (SELECT COALESCE(json_group_object(key, calls ORDER BY CAST(key AS INTEGER)), '{}') FROM (
         SELECT key, SUM(value) AS calls FROM (
           SELECT key, value FROM json_each(tool_day_metrics.duration_histogram_json) UNION ALL SELECT key, value FROM json_each(excluded.duration_histogram_json))

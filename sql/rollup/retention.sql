@@ -68,7 +68,7 @@ WITH units AS MATERIALIZED (
       SELECT h.*, u.day_start_ms FROM units AS u JOIN tool_hour_metrics AS h
         ON h.project_id = u.project_id AND h.hour_start_ms >= u.day_start_ms AND h.hour_start_ms < u.day_start_ms + 86400000),
     sums AS (
-      SELECT project_id, day_start_ms, tool_name, client_name, SUM(calls) AS calls, SUM(ok) AS ok, SUM(empty) AS empty, SUM(bad_args) AS bad_args, SUM(tool_error) AS tool_error, SUM(crashed) AS crashed, SUM(retries) AS retries, SUM(first_call_attempts) AS first_call_attempts, SUM(first_call_ok) AS first_call_ok, SUM(calls_without_session) AS calls_without_session, SUM(response_bytes_sum) AS response_bytes_sum, SUM(duration_ms_sum) AS duration_ms_sum
+      SELECT project_id, day_start_ms, tool_name, client_name, SUM(calls) AS calls, SUM(ok) AS ok, SUM(empty) AS empty, SUM(bad_args) AS bad_args, SUM(tool_error) AS tool_error, SUM(crashed) AS crashed, SUM(retries) AS retries, SUM(first_call_attempts) AS first_call_attempts, SUM(first_call_ok) AS first_call_ok, SUM(calls_without_session) AS calls_without_session, SUM(calls_without_args_hash) AS calls_without_args_hash, SUM(response_bytes_sum) AS response_bytes_sum, SUM(duration_ms_sum) AS duration_ms_sum
       FROM unit_hours GROUP BY project_id, day_start_ms, tool_name, client_name),
     kept_spans AS MATERIALIZED (SELECT project_id, tool_name, change_hour_ms - 604800000 AS first_ms, change_hour_ms + 608400000 AS end_ms FROM (
       SELECT r.project_id, r.tool_name, (CAST((MAX(MIN(CASE WHEN v.schema_hash = r.schema_hash THEN v.first_seen_ms END),
@@ -100,7 +100,7 @@ WITH units AS MATERIALIZED (
         JOIN tool_day_metrics AS d USING (project_id, day_start_ms, tool_name, client_name)
         LEFT JOIN kept_spans AS k ON k.project_id = s.project_id AND k.tool_name = s.tool_name
           AND k.first_ms < s.day_start_ms + 86400000 AND k.end_ms > s.day_start_ms
-      WHERE d.calls = s.calls AND d.ok = s.ok AND d.empty = s.empty AND d.bad_args = s.bad_args AND d.tool_error = s.tool_error AND d.crashed = s.crashed AND d.retries = s.retries AND d.first_call_attempts = s.first_call_attempts AND d.first_call_ok = s.first_call_ok AND d.calls_without_session = s.calls_without_session AND d.response_bytes_sum = s.response_bytes_sum AND d.duration_ms_sum = s.duration_ms_sum AND k.tool_name IS NULL)
+      WHERE d.calls = s.calls AND d.ok = s.ok AND d.empty = s.empty AND d.bad_args = s.bad_args AND d.tool_error = s.tool_error AND d.crashed = s.crashed AND d.retries = s.retries AND d.first_call_attempts = s.first_call_attempts AND d.first_call_ok = s.first_call_ok AND d.calls_without_session = s.calls_without_session AND d.calls_without_args_hash = s.calls_without_args_hash AND d.response_bytes_sum = s.response_bytes_sum AND d.duration_ms_sum = s.duration_ms_sum AND k.tool_name IS NULL)
     DELETE FROM tool_hour_metrics WHERE (project_id, hour_start_ms, tool_name, client_name) IN (
       SELECT project_id, hour_start_ms, tool_name, client_name FROM unit_hours
       WHERE (project_id, day_start_ms, tool_name, client_name) IN (SELECT * FROM folded));

@@ -7,6 +7,7 @@ import { apiError, errorResponse } from "./errors.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { alertRoutes } from "./routes/alerts.ts";
 import { ingestRoutes } from "./routes/ingest.ts";
+import { otlpRoutes } from "./routes/otlp.ts";
 import { mcpApp } from "./routes/mcp.ts";
 import { metricsApp } from "./routes/metrics.ts";
 import { exploreApp } from "./routes/explore.ts";
@@ -45,6 +46,7 @@ app.use((c, next) => (new URL(c.req.url).protocol === "https:" ? overHttps : ove
 app.get("/healthz", (c) => c.text("ok"));
 app.route("/v1/admin", adminRoutes);
 app.route("/v1/ingest", ingestRoutes);
+app.route("/v1/traces", otlpRoutes);
 app.route("/v1/metrics", metricsApp);
 app.route("/v1/explore", exploreApp);
 app.route("/mcp", mcpApp);

@@ -169,6 +169,19 @@ export function bearerToken(header: string | undefined): string | null {
 }
 
 /**
+ * The credential a request carries: `Authorization: Bearer <token>`, or — only without an
+ * Authorization header — the whole value of `keyHeader` when the route names one (OTLP's
+ * `x-mcpulse-key`, SPEC §10). `header` is what was sent (undefined: nothing was).
+ */
+export function credentialOf(request: Request, keyHeader?: string): { header: string | undefined; token: string | null } {
+  const authorization = request.headers.get("authorization") ?? undefined;
+  if (authorization !== undefined || keyHeader === undefined) return { header: authorization, token: bearerToken(authorization) };
+  const value = request.headers.get(keyHeader) ?? undefined;
+  const trimmed = value?.trim() ?? "";
+  return { header: value, token: trimmed === "" || /\s/.test(trimmed) ? null : trimmed };
+}
+
+/**
  * A bearer key checked, then the sign-in throttle asked (throttle/credentials.ts, SPEC §3): a
  * correct key is let in whatever its network or its prefix did — nothing is asked before the check,
  * and a correct key costs nothing more; a wrong key or a malformed header counts as a failed
@@ -182,10 +195,9 @@ export async function checkBearerKey<T>(
   request: Request,
   what: string,
   check: (token: string) => Promise<T | null>,
-  options: { countNetwork: boolean; challenge?: string } = { countNetwork: true },
+  options: { countNetwork: boolean; challenge?: string; keyHeader?: string } = { countNetwork: true },
 ): Promise<T> {
-  const header = request.headers.get("authorization") ?? undefined;
-  const token = bearerToken(header);
+  const { header, token } = credentialOf(request, options.keyHeader);
   const key = token === null ? null : await check(token);
   if (key !== null) return key;
   if (header !== undefined) {

@@ -26,12 +26,19 @@ async function expectErrorModel(res: Response, code: ErrorCode, what: string): P
 /** `/v1/admin/projects/:id/keys` → a concrete path (any parameter value will do for a refusal). */
 const concrete = (path: string) => path.replace(/:[a-z_]+/g, "x").replace(/\/\*$/, "");
 
+/**
+ * Routes whose errors follow another protocol's own model: OTLP/HTTP answers every error with a
+ * google.rpc.Status in the request's encoding (SPEC §10), checked below and in otlp-ingest.test.ts.
+ */
+const OTHER_PROTOCOL_ROUTES = ["/v1/traces"];
+
 /** The API's routes as the app registered them (handlers and middleware alike), pages excluded. */
 function apiRoutes(): { method: string; path: string }[] {
   const seen = new Set<string>();
   const routes: { method: string; path: string }[] = [];
   for (const r of app.routes) {
     if (!r.path.startsWith("/v1/") && !r.path.startsWith("/mcp")) continue;
+    if (OTHER_PROTOCOL_ROUTES.includes(r.path)) continue;
     if (r.method === "ALL" && r.path.endsWith("*")) continue; // middleware
     const method = r.method === "ALL" ? "POST" : r.method;
     const key = `${method} ${r.path}`;
@@ -75,6 +82,14 @@ describe("every API route answers its errors through the one model", () => {
       expect(paths).toContain(expected);
     }
     expect(routes.length).toBeGreaterThan(20);
+  });
+
+  it("POST /v1/traces is registered, and answers its 401 as OTLP's Status (code 16, UNAUTHENTICATED), not this model", async () => {
+    expect(app.routes.some((r) => r.path === "/v1/traces" && r.method === "POST")).toBe(true);
+    const res = await fetchWorker("/v1/traces", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(res.status).toBe(401);
+    expect(res.headers.get("content-type")).toBe("application/json");
+    expect(await res.json()).toEqual({ code: 16, message: "missing bearer key" });
   });
 
   it("401 UNAUTHORIZED without a key or token, on every route", async () => {

@@ -38,6 +38,8 @@ const MAY_IMPORT: Record<string, string[]> = {
   // Explore past AE's 90 days answers from the read API's own sums of D1's day rows (analytics/explore.ts).
   "analytics/": ["metrics/counters.ts", "metrics/counter-sums.ts", "metrics/scope.ts"],
   "budget/": [],
+  // OTLP's decoder (generated code) and its pure span → call map: the wire contract only.
+  "otlp/": [],
   "throttle/": [],
   "health/": [],
   // A queue module: producer and consumer of one queue (STYLE.md), writing through db/; the rollup
@@ -58,7 +60,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   "auth.ts": ["db/", "budget/", "throttle/", "databases.ts"],
   // The list of databases and a project's database, resolved once per request or job (SPEC §7).
   "databases.ts": ["db/"],
-  "routes/": ["metrics/", "dashboard/", "mcp/", "alerts/", "db/", "auth.ts", "analytics/", "budget/", "queues/", "health/", "throttle/", "databases.ts", "moves/", "oauth/"],
+  "routes/": ["metrics/", "dashboard/", "mcp/", "alerts/", "db/", "auth.ts", "analytics/", "budget/", "queues/", "health/", "throttle/", "databases.ts", "moves/", "oauth/", "otlp/"],
   // OAuth 2.1 for /mcp (SPEC §9): the library's configuration and a project's grants; leaves only.
   "oauth/": [],
   // The worker's fetch: the app, wrapped by the OAuth resource and authorization servers.

@@ -53,7 +53,7 @@ describe("Analytics Engine data points", () => {
     expect(points[3]).toEqual({
       indexes: [p.project_id],
       blobs: ["t3", "claude-ai", "unknown", "crashed", "0", "unknown", "unknown", "unknown", "unknown", "DE", "FRA", "52a4fe5fc814", "s_0123456789ab"],
-      doubles: [1, 0, 0, 0, 0, 1, 3, 10, 0, STARTED_AT_MS, 3, 10],
+      doubles: [1, 0, 0, 0, 0, 1, 3, 10, 0, STARTED_AT_MS, 3, 10, 0],
     });
   });
 

@@ -18,7 +18,9 @@ export function metricValue(metric: AlertMetric, group: CounterGroup): number | 
   const figures = counterFigures(group);
   switch (metric) {
     case "first_call_rate":
-      return figures.first_call_rate;
+      // Not measurable (OTLP calls without arguments, SPEC §10): no value, so the rule is not
+      // evaluated, as over too few calls — never an alert on a figure that describes nothing.
+      return figures.not_measurable?.includes("first_call_rate") ? null : figures.first_call_rate;
     case "error_rate":
       return figures.error_rate;
     case "empty_rate":

@@ -3,8 +3,9 @@
 // platform's 250 writes per invocation, a group of calls with identical dimensions otherwise.
 // Names are stored in their well-formed UTF-16 form, as D1 stores them.
 // Append-only: a slot, once shipped, keeps its meaning forever (queries in the wild read it).
-// double1–9 are the per-call counters of metrics/counters.ts, each named as there: a counter that
-// one call decides gets a slot here or the type check fails; what a call adds is counters.ts's.
+// double1–9 and double13 on are the per-call counters of metrics/counters.ts, each named as there
+// (double10–12 are one call's own values): a counter that one call decides gets the next free slot
+// here or the type check fails; what a call adds is counters.ts's.
 // The same map is read by the writer below and by the query builder (explore-sql.ts).
 import { PER_CALL_COUNTER_NAMES, addCall, type CallFacts, type PerCallCounterName } from "../metrics/counters.ts";
 import { wellFormed } from "../text.ts";
@@ -64,6 +65,8 @@ export const CALLS_DATASET = {
     duration_ms: "double11",
     /** One call's response size: the call's own, or its group's mean. */
     response_bytes: "double12",
+    /** Calls without an args_hash (OTLP spans without arguments, SPEC §10): 1 or 0. */
+    calls_without_args_hash: "double13",
   } satisfies Record<PerCallCounterName | "started_at_ms" | "duration_ms" | "response_bytes", `double${number}`>,
 } as const;
 

@@ -7,7 +7,7 @@ import { DEFINITIONS } from "../metrics/definitions.ts";
 import type { Insight } from "../metrics/insights.ts";
 import type { NameList, Paged } from "../metrics/page-data.ts";
 import type { ToolRow } from "../metrics/reports.ts";
-import { formatChars, formatInt, formatMs, formatRate, type Delta } from "./format.ts";
+import { formatChars, formatInt, formatMs, formatRate, measured, type Delta } from "./format.ts";
 import { pageHref, toolHref, type PageQuery } from "./layout.tsx";
 import { firstCallHint } from "./explain.tsx";
 import { Name, WithNames } from "./name.tsx";
@@ -87,13 +87,13 @@ export const ToolsTable: FC<{ rows: ToolRow[]; query: PageQuery }> = ({ rows, qu
                 <ExploreLink filters={{ tool: r.tool_name, client: query.client }} by="client_version" query={query} />
               </td>
               <N col="calls" value={r.calls} text={formatInt(r.calls)} />
-              <N col="first_call_rate" value={r.first_call_rate} text={formatRate(r.first_call_rate)} cls={firstCallClass(r.first_call_rate)} why={firstCallHint(r)} />
+              <N col="first_call_rate" value={r.first_call_rate} text={measured(r, "first_call_rate", formatRate(r.first_call_rate))} cls={firstCallClass(r.first_call_rate)} why={firstCallHint(r)} />
               <N col="error_rate" value={r.error_rate} text={formatRate(r.error_rate)} cls={badRateClass(r.error_rate, 0.05)} />
               <N col="bad_args" value={r.bad_args} text={formatInt(r.bad_args)} />
               <N col="tool_error" value={r.tool_error} text={formatInt(r.tool_error)} />
               <N col="crashed" value={r.crashed} text={formatInt(r.crashed)} />
               <N col="empty_rate" value={r.empty_rate} text={formatRate(r.empty_rate)} cls={badRateClass(r.empty_rate, 0.05)} />
-              <N col="retries" value={r.retries} text={formatInt(r.retries)} />
+              <N col="retries" value={r.retries} text={measured(r, "retries", formatInt(r.retries))} />
               <N col="p50" value={r.duration_ms.p50} text={formatMs(r.duration_ms.p50)} />
               <N col="p95" value={r.duration_ms.p95} text={formatMs(r.duration_ms.p95)} />
               <N col="p99" value={r.duration_ms.p99} text={formatMs(r.duration_ms.p99)} />

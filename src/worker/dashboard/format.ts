@@ -21,6 +21,17 @@ export function formatCompact(n: number): string {
   return `${(n / 1_000_000).toFixed(2)}M`;
 }
 
+/** What a figure the calls cannot give shows instead of a number (SPEC §10): never 0 or 100 %. */
+export const NOT_MEASURABLE = "not measurable";
+
+/** Why, under a card that shows NOT_MEASURABLE for first-call success or retries (docs/otlp.md). */
+export const NOT_MEASURABLE_WITHOUT_ARGS_WHY = "some calls came from OpenTelemetry spans without their arguments: a retry is a call with different arguments, so it cannot be told";
+
+/** `text`, or NOT_MEASURABLE when the answer lists `figure` in its `not_measurable`. */
+export function measured(figures: { not_measurable?: readonly string[] } | null | undefined, figure: string, text: string): string {
+  return figures?.not_measurable?.includes(figure) ? NOT_MEASURABLE : text;
+}
+
 /** A 0–1 rate as a percentage with one decimal; an undefined rate is an em dash. */
 export function formatRate(rate: number | null): string {
   return rate === null ? "—" : `${(rate * 100).toFixed(1)}%`;

@@ -5,7 +5,7 @@ import type { DateRange, Grain } from "../metrics/query.ts";
 import { UTF16_UNITS_PER_TOKEN, type TimeseriesBucket } from "../metrics/reports.ts";
 import { CallsChart, LatencyHistogram, OutcomeBar, RateChart, type TimePoint } from "./charts.tsx";
 import { Card, ExploreLink, InsightList, More, Names, Pager, SearchBox, ToolStatus, ToolsTable, badRateClass, firstCallClass } from "./components.tsx";
-import { countOf, formatChars, formatDelta, formatInt, formatMs, formatRate, formatTokens, formatUsd } from "./format.ts";
+import { countOf, formatChars, formatDelta, formatInt, formatMs, formatRate, formatTokens, formatUsd, measured, NOT_MEASURABLE_WITHOUT_ARGS_WHY } from "./format.ts";
 import { Frame, pageHref, toolHref, type PageQuery } from "./layout.tsx";
 import { Name, visibleName } from "./name.tsx";
 import { FirstCallWhy, RetriesWhy, firstCallFacts, firstCallHint, knownSessionShare } from "./explain.tsx";
@@ -82,9 +82,9 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
       <div class="cards">
         <Card id="calls" label="Tool calls" value={formatInt(t.calls)} raw={t.calls}
           delta={formatDelta(t.calls, pt.calls, { relative: true, higherIsBetter: true })} sub={`vs ${formatInt(pt.calls)} in the ${periodNote}`} />
-        <Card id="first_call_rate" label="First-call success" value={formatRate(t.first_call_rate)} raw={t.first_call_rate}
+        <Card id="first_call_rate" label="First-call success" value={measured(t, "first_call_rate", formatRate(t.first_call_rate))} raw={t.first_call_rate}
           delta={formatDelta(t.first_call_rate, pt.first_call_rate, { relative: false, higherIsBetter: true })}
-          sub={<FirstCallWhy facts={firstCallFacts(t)} />} />
+          sub={t.not_measurable ? NOT_MEASURABLE_WITHOUT_ARGS_WHY : <FirstCallWhy facts={firstCallFacts(t)} />} />
         <Card id="error_rate" label="Error rate" value={formatRate(t.error_rate)} raw={t.error_rate}
           delta={formatDelta(t.error_rate, pt.error_rate, { relative: false, higherIsBetter: false })}
           sub={`${formatInt(t.bad_args)} bad args · ${formatInt(t.tool_error)} tool · ${formatInt(t.crashed)} crashed`} />
@@ -96,7 +96,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
         <Card id="sessions" label="Sessions" value={formatInt(data.sessions.sessions)} raw={data.sessions.sessions}
           delta={formatDelta(data.sessions.sessions, data.previousSessions.sessions, { relative: true, higherIsBetter: true })}
           sub={data.sessions.calls_per_session === null ? "— calls per session" : `${data.sessions.calls_per_session} ${data.sessions.calls_per_session === 1 ? "call" : "calls"} per session`} />
-        <Card id="cost_per_session_usd" label="Cost per session" value={formatUsd(data.sessions.cost_per_session_usd)} raw={data.sessions.cost_per_session_usd}
+        <Card id="cost_per_session_usd" label="Cost per session" value={measured(data.sessions, "cost_per_session_usd", formatUsd(data.sessions.cost_per_session_usd))} raw={data.sessions.cost_per_session_usd}
           delta={formatDelta(data.sessions.cost_per_session_usd, data.previousSessions.cost_per_session_usd, { relative: true, higherIsBetter: false })}
           sub={`${formatTokens(data.sessions.response_tokens_per_session)} response + ${formatTokens(data.sessions.schema_tokens_per_session)} schema tokens`} />
         <Card id="dead_tools" label="Dead tools" value={formatInt(data.deadCount)} raw={data.deadCount}
@@ -206,10 +206,10 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
                   <tr data-client={c.client_name}>
                     <td data-value={c.client_name}><a href={pageHref("/", { from: range.from, to: range.to, client: c.client_name })}><Name text={c.client_name} /></a> <ExploreLink filters={{ client: c.client_name }} by="client_version" query={q} /></td>
                     <td class="n" data-value={String(c.calls)}>{formatInt(c.calls)}</td>
-                    <td class={`n ${firstCallClass(c.first_call_rate)}`} data-value={String(c.first_call_rate ?? "")} title={firstCallHint(c)}>{formatRate(c.first_call_rate)}</td>
+                    <td class={`n ${firstCallClass(c.first_call_rate)}`} data-value={String(c.first_call_rate ?? "")} title={firstCallHint(c)}>{measured(c, "first_call_rate", formatRate(c.first_call_rate))}</td>
                     <td class="n" data-value={String(c.error_rate ?? "")}>{formatRate(c.error_rate)}</td>
                     <td class="n" data-value={String(c.empty_rate ?? "")}>{formatRate(c.empty_rate)}</td>
-                    <td class="n" data-value={String(c.retries)}>{formatInt(c.retries)}</td>
+                    <td class="n" data-value={String(c.retries)}>{measured(c, "retries", formatInt(c.retries))}</td>
                     <td class="n" data-known-session data-value={String(knownSessionShare(c) ?? "")} title={KNOWN_SESSION_HINT}>{formatRate(knownSessionShare(c))}</td>
                   </tr>
                 ))}
@@ -328,10 +328,10 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
       {!r ? <div class="error">This tool has no calls in this range and is not registered.</div> : null}
       <div class="cards">
         <Card id="calls" label="Calls" value={formatInt(r?.calls ?? 0)} raw={r?.calls ?? 0}
-          delta={formatDelta(r?.calls ?? 0, p.calls, { relative: true, higherIsBetter: true })} sub={r ? <RetriesWhy facts={firstCallFacts(r)} /> : countOf(0, "retry", "retries")} />
-        <Card id="first_call_rate" label="First-call success" value={formatRate(r?.first_call_rate ?? null)} raw={r?.first_call_rate ?? null}
+          delta={formatDelta(r?.calls ?? 0, p.calls, { relative: true, higherIsBetter: true })} sub={r?.not_measurable ? `retries not measurable: ${NOT_MEASURABLE_WITHOUT_ARGS_WHY}` : r ? <RetriesWhy facts={firstCallFacts(r)} /> : countOf(0, "retry", "retries")} />
+        <Card id="first_call_rate" label="First-call success" value={measured(r, "first_call_rate", formatRate(r?.first_call_rate ?? null))} raw={r?.first_call_rate ?? null}
           delta={formatDelta(r?.first_call_rate ?? null, p.first_call_rate, { relative: false, higherIsBetter: true })}
-          sub={r ? <FirstCallWhy facts={firstCallFacts(r)} /> : "0 of 0 first calls"} />
+          sub={r?.not_measurable ? NOT_MEASURABLE_WITHOUT_ARGS_WHY : r ? <FirstCallWhy facts={firstCallFacts(r)} /> : "0 of 0 first calls"} />
         <Card id="error_rate" label="Error rate" value={formatRate(r?.error_rate ?? null)} raw={r?.error_rate ?? null}
           delta={formatDelta(r?.error_rate ?? null, p.error_rate, { relative: false, higherIsBetter: false })} />
         <Card id="empty_rate" label="Empty results" value={formatRate(r?.empty_rate ?? null)} raw={r?.empty_rate ?? null}
@@ -393,7 +393,7 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
                   <tr data-client={c.client_name}>
                     <td><a href={toolHref(tool, { ...q, client: c.client_name })}><Name text={c.client_name} /></a> <ExploreLink filters={{ tool, client: c.client_name }} by="client_version" query={q} /></td>
                     <td class="n" data-value={String(c.calls)}>{formatInt(c.calls)}</td>
-                    <td class={`n ${firstCallClass(c.first_call_rate)}`} title={firstCallHint(c)}>{formatRate(c.first_call_rate)}</td>
+                    <td class={`n ${firstCallClass(c.first_call_rate)}`} title={firstCallHint(c)}>{measured(c, "first_call_rate", formatRate(c.first_call_rate))}</td>
                     <td class="n">{formatRate(c.error_rate)}</td>
                     <td class="n">{formatRate(c.empty_rate)}</td>
                     <td class="n">{formatMs(c.duration_ms.p95)}</td>

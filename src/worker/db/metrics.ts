@@ -103,6 +103,8 @@ export type SessionSums = {
   schema_bytes_sum: number;
   /** Calls in the period's days sent without a session (SPEC §2.2, §2.4), from the day rows. */
   calls_without_session: number;
+  /** Sessions with no tool list (no startup: OTLP sessions, SPEC §10), whose schema size is unknown. */
+  sessions_without_schema: number;
 };
 
 /**
@@ -129,6 +131,7 @@ export async function sumSessions(
     const [start, end] = [`?${params.length - 1}`, `?${params.length}`];
     return `SELECT ${index} AS period, COUNT(*) AS sessions, COALESCE(SUM(calls), 0) AS calls,
         COALESCE(SUM(response_bytes_sum), 0) AS response_bytes_sum, COALESCE(SUM(schema_bytes_sum), 0) AS schema_bytes_sum,
+        COALESCE(SUM(schema_bytes_sum = 0), 0) AS sessions_without_schema,
         (SELECT COALESCE(SUM(calls_without_session), 0) FROM ${dayRowsSourceSql(["calls_without_session"], "?1", start, end)}
           WHERE true${clientSql}) AS calls_without_session
       FROM sessions WHERE project_id = ?1 AND first_seen_ms >= ${start} AND first_seen_ms < ${end}${clientSql}`;
@@ -145,6 +148,7 @@ export async function sumSessions(
       response_bytes_sum: Number(row?.response_bytes_sum ?? 0),
       schema_bytes_sum: Number(row?.schema_bytes_sum ?? 0),
       calls_without_session: Number(row?.calls_without_session ?? 0),
+      sessions_without_schema: Number(row?.sessions_without_schema ?? 0),
     };
   });
 }

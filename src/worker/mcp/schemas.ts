@@ -2,7 +2,8 @@
 // model. Each tool's outputSchema is built from these, and the SDK checks every structuredContent
 // against it, so a report that drifts from its schema fails the tool call instead of misleading.
 import { z } from "zod";
-import { COUNTERS, COUNTER_NAMES, RATES } from "../metrics/counters.ts";
+import { COUNTERS, COUNTER_NAMES, NOT_MEASURABLE_WITHOUT_ARGS, RATES } from "../metrics/counters.ts";
+import { SCHEMA_COST_FIGURES } from "../metrics/reports.ts";
 import { DEFINITIONS } from "../metrics/definitions.ts";
 import { DIMENSION_NAMES, EXPLORE_MAX_BY, EXPLORE_MAX_FILTER_VALUES, EXPLORE_MAX_LIMIT, GRAINS, MEASURES } from "../analytics/explore-query.ts";
 
@@ -51,6 +52,7 @@ function counterFiguresShape(): Record<string, z.ZodType> {
       shape[shown.sumAndAverageAs] = z.object({ sum: z.number().int(), avg: z.number().nullable() }).describe(COUNTERS[name].description);
     }
   }
+  shape.not_measurable = z.array(z.enum(NOT_MEASURABLE_WITHOUT_ARGS)).optional().describe(`present when these figures cannot be measured: ${DEFINITIONS.without_args_hash}`);
   return shape;
 }
 export const CounterFigures = z.object(counterFiguresShape());
@@ -114,6 +116,10 @@ export const Sessions = z.object({
     .number()
     .int()
     .describe("calls in the range sent without a session (the server could not tell conversations apart): each counts as a chain of its own, never a retry"),
+  not_measurable: z
+    .array(z.enum(SCHEMA_COST_FIGURES))
+    .optional()
+    .describe("present when no session of the range has a tool list (spans carry no schema sizes, SPEC §10): schema tokens and cost cannot be measured"),
 });
 
 /** What every ranged answer says about its range and freshness. */

@@ -16,6 +16,8 @@ export type CallFacts = {
   is_empty: boolean;
   duration_ms: number;
   response_bytes: number;
+  /** Empty when the arguments are not known (an OTLP span without them, SPEC §10). */
+  args_hash: string;
 };
 
 type CounterDefinition = {
@@ -77,6 +79,17 @@ export const COUNTERS = {
     perCall: (c) => (c.session_id === "" ? 1 : 0),
     description: `calls sent without a session: each is a chain of one. ${DEFINITIONS.known_session}`,
   },
+  /**
+   * Calls without an args_hash (SPEC §10: OTLP spans whose emitter did not opt in to recording
+   * arguments). Retries need the arguments (SPEC §2.2), so a row with any such call reports its
+   * retries and first-call success as not measurable (`not_measurable`, reports.ts).
+   */
+  calls_without_args_hash: {
+    sums: "SUM",
+    shown: "count",
+    perCall: (c) => (c.args_hash === "" ? 1 : 0),
+    description: DEFINITIONS.without_args_hash,
+  },
   /** UTF-16 length of the responses (SPEC §1.3). */
   response_bytes_sum: {
     sums: "SUM",
@@ -125,10 +138,27 @@ type SumAndAverageField<K extends SumAndAverageName> = (typeof COUNTERS)[K]["sho
 
 export type Percentiles = { p50: number | null; p95: number | null; p99: number | null };
 
+/**
+ * The figures a group's calls cannot give when some were sent without an args_hash (OTLP spans
+ * without arguments, SPEC §10): retries need the arguments (SPEC §2.2), so these are reported as
+ * not measurable — never as 0 retries or 100 % first-call success. Conservative: one such call in
+ * the group is enough, since its neighbours' figures depend on it too.
+ */
+export const NOT_MEASURABLE_WITHOUT_ARGS = ["retries", "first_call_attempts", "first_call_ok", "first_call_rate"] as const;
+export type NotMeasurableFigure = (typeof NOT_MEASURABLE_WITHOUT_ARGS)[number];
+
+/** `not_measurable` of a group (absent when every figure is measurable). */
+export function notMeasurable(counters: Pick<Counters, "calls_without_args_hash">): NotMeasurableFigure[] | undefined {
+  return counters.calls_without_args_hash > 0 ? [...NOT_MEASURABLE_WITHOUT_ARGS] : undefined;
+}
+
 /** The counters as an answer shows them, in SPEC §3's key order: counts, rates, latency, sizes. */
 export type CounterFigures = { [K in CountName]: number } & { [K in keyof typeof RATES]: number | null } & {
   duration_ms: Percentiles;
-} & { [K in SumAndAverageName as SumAndAverageField<K>]: { sum: number; avg: number | null } };
+} & { [K in SumAndAverageName as SumAndAverageField<K>]: { sum: number; avg: number | null } } & {
+  /** Present only when some figures cannot be measured (notMeasurable). */
+  not_measurable?: NotMeasurableFigure[];
+};
 
 /** Counters and the summed latency histogram of one group (a tool, a client, a time bucket…). */
 export type CounterGroup = { counters: Counters; histogram: DurationHistogram };
@@ -204,5 +234,7 @@ export function counterFigures(group: CounterGroup): CounterFigures {
     const shown: CounterDefinition["shown"] = COUNTERS[name].shown;
     if (typeof shown === "object") figures[shown.sumAndAverageAs] = { sum: c[name], avg: average(c[name], c.calls) };
   }
+  const unmeasured = notMeasurable(c);
+  if (unmeasured !== undefined) figures.not_measurable = unmeasured;
   return figures as CounterFigures;
 }

@@ -36,6 +36,9 @@ export const DEFINITIONS = {
     "(null without calls)",
   known_session:
     "a call whose producer knew its session; only there can retries be measured, since a call without a session is a chain of one",
+  without_args_hash:
+    "calls sent without an args_hash (OpenTelemetry spans that do not record the arguments, SPEC §10): a retry is a call with " +
+    "different arguments, so where such calls are, retries and first-call success cannot be measured and are reported as not measurable",
 } as const;
 
 /** The figures' definitions as one paragraph, for a tool description a model reads before calling. */

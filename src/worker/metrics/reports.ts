@@ -194,7 +194,13 @@ export type SessionsReport = {
   cost_per_session_usd: number | null;
   /** Calls in the range sent without a session: in no session, each a chain of its own (SPEC §2.2, §2.4). */
   calls_without_session: number;
+  /** Present when sessions exist but none has a tool list (OTLP: spans carry no schema sizes, SPEC §10). */
+  not_measurable?: SchemaCostFigure[];
 };
+
+/** The figures a session without a startup cannot give: its schema's size and so its cost (SPEC §10). */
+export const SCHEMA_COST_FIGURES = ["schema_tokens_per_session", "cost_per_session_usd"] as const;
+export type SchemaCostFigure = (typeof SCHEMA_COST_FIGURES)[number];
 
 /** The per-session figures of one period's sums (SPEC §2.4). */
 export function sessionsFrom(sums: SessionSums, asOf: string | null, pricePerMillion: number): SessionsReport {
@@ -210,6 +216,8 @@ export function sessionsFrom(sums: SessionSums, asOf: string | null, pricePerMil
     cost_per_session_usd:
       n === 0 ? null : roundTo((((responseTokens + schemaTokens) / n) * pricePerMillion) / 1_000_000, COST_DECIMALS),
     calls_without_session: sums.calls_without_session,
+    // Every session without a tool list: schema cost is unknown, not 0 (SPEC §10).
+    ...(n > 0 && sums.sessions_without_schema === n ? { not_measurable: [...SCHEMA_COST_FIGURES] } : {}),
   };
 }
 

@@ -403,7 +403,8 @@ const DELTAS_CTES = `WITH ${loadedCtes("tool")},
         SUM(outcome = 'bad_args') AS bad_args, SUM(outcome = 'tool_error') AS tool_error, SUM(outcome = 'crashed') AS crashed,
         SUM(response_bytes) AS response_bytes_sum, SUM(duration_ms) AS duration_ms_sum,
         SUM(session_id = '') AS calls_without_session,
-        SUM(session_id = '' AND outcome = 'ok' AND is_empty = 0) AS sessionless_good
+        SUM(session_id = '' AND outcome = 'ok' AND is_empty = 0) AS sessionless_good,
+        SUM(args_hash = '') AS calls_without_args_hash
       FROM new_calls GROUP BY project_id, hour_start_ms, tool_name, client_name, duration_bucket),
     histograms AS (
       SELECT project_id, hour_start_ms, tool_name, client_name,
@@ -413,13 +414,13 @@ const DELTAS_CTES = `WITH ${loadedCtes("tool")},
       -- A call without a session is a chain of one: an attempt, ok when the call is ok and not empty.
       SELECT project_id, hour_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed,
         response_bytes_sum, duration_ms_sum, 0 AS retries, calls_without_session AS first_call_attempts,
-        sessionless_good AS first_call_ok, calls_without_session
+        sessionless_good AS first_call_ok, calls_without_session, calls_without_args_hash
       FROM buckets
       UNION ALL
-      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok, 0
+      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok, 0, 0
       FROM (${retryContributions("all_calls", 1)})
       UNION ALL
-      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok, 0
+      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok, 0, 0
       FROM (${retryContributions("old_calls", -1)})),
     deltas AS MATERIALIZED (
       SELECT d.*, COALESCE(h.histogram, '{}') AS duration_histogram_json FROM (

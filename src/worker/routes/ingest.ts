@@ -42,30 +42,35 @@ const unavailable = (): never => {
  * The ingest key, checked by its Durable Object without D1 on the hot path (auth.ts), before any
  * network rule: 401 for no, unknown, revoked or read key (429 once that key id has failed 20 times
  * in a minute; never for the network's other keys, SPEC §3); 503 when nobody can tell (D1 down and
- * the object knows nothing).
+ * the object knows nothing). `keyHeader`: a header that may carry the key instead (OTLP exporters
+ * are configured with headers, SPEC §10).
  */
-const requireIngestKey: MiddlewareHandler<AppEnv> = async (c, next) => {
-  let key: AuthenticatedKey;
-  try {
-    key = await checkBearerKey(
-      c.env,
-      c.req.raw,
-      "ingest key",
-      async (token) => {
-        const check = await authenticateIngestKey(c.env, directoryDb(c.env), token);
-        if (check.ok) return check.key;
-        return check.status === 503 ? unavailable() : null;
-      },
-      { countNetwork: false },
-    );
-  } catch (err) {
-    if (err instanceof ApiError && err.code === "SERVICE_UNAVAILABLE") noteRefusal(c, "key_unverifiable", null);
-    if (err instanceof ApiError && err.code === "TOO_MANY_REQUESTS") noteRefusal(c, "failed_key", null);
-    throw err;
-  }
-  setAuthenticated(c, key);
-  await next();
-};
+export function ingestKeyMiddleware(options: { keyHeader?: string } = {}): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    let key: AuthenticatedKey;
+    try {
+      key = await checkBearerKey(
+        c.env,
+        c.req.raw,
+        "ingest key",
+        async (token) => {
+          const check = await authenticateIngestKey(c.env, directoryDb(c.env), token);
+          if (check.ok) return check.key;
+          return check.status === 503 ? unavailable() : null;
+        },
+        { countNetwork: false, ...(options.keyHeader ? { keyHeader: options.keyHeader } : {}) },
+      );
+    } catch (err) {
+      if (err instanceof ApiError && err.code === "SERVICE_UNAVAILABLE") noteRefusal(c, "key_unverifiable", null);
+      if (err instanceof ApiError && err.code === "TOO_MANY_REQUESTS") noteRefusal(c, "failed_key", null);
+      throw err;
+    }
+    setAuthenticated(c, key);
+    await next();
+  };
+}
+
+const requireIngestKey = ingestKeyMiddleware();
 
 /** `application/json`, any case, with or without parameters (`; charset=utf-8`); gzip or identity encoding. */
 const requireJsonContentType: MiddlewareHandler<AppEnv> = async (c, next) => {
@@ -78,13 +83,13 @@ const requireJsonContentType: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 /** "gzip", "identity" (also for no header), or null for anything else. */
-function contentEncoding(header: string | undefined): "gzip" | "identity" | null {
+export function contentEncoding(header: string | undefined): "gzip" | "identity" | null {
   const value = (header ?? "").trim().toLowerCase();
   if (value === "" || value === "identity") return "identity";
   return value === "gzip" ? "gzip" : null;
 }
 
-const tooLarge = (): never => {
+export const tooLarge = (): never => {
   throw apiError("PAYLOAD_TOO_LARGE", `body over ${MAX_BODY_BYTES} bytes`);
 };
 
@@ -125,6 +130,79 @@ const ENVELOPE_ERRORS = {
   413: `more than ${MAX_BATCH_ITEMS} items in batch`,
 } as const;
 
+/**
+ * The body's bytes within MAX_BODY_BYTES, read and (for `Content-Encoding: gzip`) inflated within
+ * it: 413 over the limit either way, 400 for a body that is not valid gzip. The body limit
+ * middleware before it has already refused a Content-Length over the limit.
+ */
+export async function readBodyWithinLimit(c: Context<AppEnv>): Promise<Uint8Array> {
+  const raw = await c.req.arrayBuffer();
+  // A Content-Length that understates the body is caught here, on the bytes themselves.
+  if (raw.byteLength > MAX_BODY_BYTES) tooLarge();
+  if (contentEncoding(c.req.header("content-encoding")) !== "gzip") return new Uint8Array(raw);
+  const inflated = await gunzipWithinLimit(raw);
+  if (inflated === "too large") tooLarge();
+  if (inflated === "invalid") throw apiError("BAD_REQUEST", "body is not valid gzip");
+  return inflated as Uint8Array;
+}
+
+/** The `Idempotency-Key` header when it is well-formed (SPEC §1.1), null without one, else 400. */
+export function idempotencyKeyOf(c: Context<AppEnv>): string | null {
+  const idempotencyKey = c.req.header("idempotency-key") ?? null;
+  if (idempotencyKey !== null && !IDEMPOTENCY_KEY_PATTERN.test(idempotencyKey)) {
+    throw apiError("BAD_REQUEST", "Idempotency-Key must be 8 to 64 characters of A-Z, a-z, 0-9, _ and -");
+  }
+  return idempotencyKey;
+}
+
+/**
+ * Everything after validation, for /v1/ingest and /v1/traces alike (SPEC §10: one write path): the
+ * key's budget (`examined` items: every item sent costs the worker the same to examine, valid or
+ * not; 429 over it), then the valid payloads stored after the answer (waitUntil: D1 retried, then
+ * the ingest queue), or — while D1 is failing — queued before the answer, else 503. "duplicate":
+ * the same Idempotency-Key within the hour, accepted before and stored once.
+ */
+export async function acceptPayloads(
+  c: Context<AppEnv>,
+  payloads: readonly Payload[],
+  examined: number,
+  receivedAtMs: number,
+  idempotencyKey: string | null,
+): Promise<"accepted" | "duplicate"> {
+  const stub = budgetStub(c.env, c.var.keyId);
+  if (examined > 0) {
+    const decision = await takeBudget(stub, c.var.keyId, examined, c.var.payloadBudgetPerMinute, idempotencyKey);
+    if (!decision.admitted) {
+      noteRefusal(c, "payload_budget", c.var.projectId);
+      throw rateLimited("payload_budget", `payload budget exceeded (${c.var.payloadBudgetPerMinute} payloads a minute for this key); try again in ${waitInWords(decision.retryAfterSeconds)}`, decision.retryAfterSeconds);
+    }
+    if (decision.duplicate) return "duplicate";
+  }
+  if (payloads.length === 0) return "accepted";
+  const requestId = idempotencyKey ?? crypto.randomUUID();
+  const batch: StoredBatch = {
+    projectId: c.var.projectId,
+    receivedAtMs,
+    requestId,
+    batchId: requestId,
+    resendGuard: idempotencyKey !== null,
+    tuples: batchTuples(payloads),
+  };
+  if (d1WritesFailing(receivedAtMs, c.var.database)) {
+    // D1 failed every attempt moments ago: the queue takes the batch before the answer, or
+    // nothing is promised (503, and the producer resends with the same key).
+    if (!(await enqueueBeforeAnswer(c.env, batch))) {
+      if (idempotencyKey !== null) await releaseIdempotencyKey(stub, idempotencyKey);
+      noteRefusal(c, "queue_unavailable", c.var.projectId);
+      unavailable();
+    }
+    c.executionCtx.waitUntil(recordAnalytics(c.env, c.var.projectId, payloads, requestFacts(c.req.raw)));
+    return "accepted";
+  }
+  c.executionCtx.waitUntil(recordBatch(c.env, { name: c.var.database, db: c.var.db }, batch, payloads, requestFacts(c.req.raw)));
+  return "accepted";
+}
+
 ingestRoutes.post(
   "/",
   requireIngestKey,
@@ -132,20 +210,8 @@ ingestRoutes.post(
   // Counts the bytes actually read when there is no Content-Length (chunked or streamed bodies).
   bodyLimit({ maxSize: MAX_BODY_BYTES, onError: tooLarge }),
   async (c) => {
-    const raw = await c.req.arrayBuffer();
-    // A Content-Length that understates the body is caught here, on the bytes themselves.
-    if (raw.byteLength > MAX_BODY_BYTES) tooLarge();
-    let bytes: Uint8Array = new Uint8Array(raw);
-    if (contentEncoding(c.req.header("content-encoding")) === "gzip") {
-      const inflated = await gunzipWithinLimit(raw);
-      if (inflated === "too large") tooLarge();
-      if (inflated === "invalid") throw apiError("BAD_REQUEST", "body is not valid gzip");
-      bytes = inflated as Uint8Array;
-    }
-    const idempotencyKey = c.req.header("idempotency-key") ?? null;
-    if (idempotencyKey !== null && !IDEMPOTENCY_KEY_PATTERN.test(idempotencyKey)) {
-      throw apiError("BAD_REQUEST", "Idempotency-Key must be 8 to 64 characters of A-Z, a-z, 0-9, _ and -");
-    }
+    const bytes = await readBodyWithinLimit(c);
+    const idempotencyKey = idempotencyKeyOf(c);
     let body: unknown;
     try {
       body = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes));
@@ -155,42 +221,7 @@ ingestRoutes.post(
     const receivedAtMs = Date.now();
     const parsed = parseBatch(body, receivedAtMs);
     if (!parsed.ok) throw apiError(parsed.status === 413 ? "PAYLOAD_TOO_LARGE" : "BAD_REQUEST", ENVELOPE_ERRORS[parsed.status]);
-
-    // The budget counts every item sent, valid or not: each costs the worker the same to examine.
-    const items = parsed.payloads.length + parsed.dropped.length;
-    const stub = budgetStub(c.env, c.var.keyId);
-    if (items > 0) {
-      const decision = await takeBudget(stub, c.var.keyId, items, c.var.payloadBudgetPerMinute, idempotencyKey);
-      if (!decision.admitted) {
-        noteRefusal(c, "payload_budget", c.var.projectId);
-        throw rateLimited("payload_budget", `payload budget exceeded (${c.var.payloadBudgetPerMinute} payloads a minute for this key); try again in ${waitInWords(decision.retryAfterSeconds)}`, decision.retryAfterSeconds);
-      }
-      // The same Idempotency-Key within the hour: accepted before, stored once (SPEC §1.1).
-      if (decision.duplicate) return c.body(null, 202);
-    }
-    if (parsed.payloads.length > 0) {
-      const requestId = idempotencyKey ?? crypto.randomUUID();
-      const batch: StoredBatch = {
-        projectId: c.var.projectId,
-        receivedAtMs,
-        requestId,
-        batchId: requestId,
-        resendGuard: idempotencyKey !== null,
-        tuples: batchTuples(parsed.payloads),
-      };
-      if (d1WritesFailing(receivedAtMs, c.var.database)) {
-        // D1 failed every attempt moments ago: the queue takes the batch before the answer, or
-        // nothing is promised (503, and the producer resends with the same key).
-        if (!(await enqueueBeforeAnswer(c.env, batch))) {
-          if (idempotencyKey !== null) await releaseIdempotencyKey(stub, idempotencyKey);
-          noteRefusal(c, "queue_unavailable", c.var.projectId);
-          unavailable();
-        }
-        c.executionCtx.waitUntil(recordAnalytics(c.env, c.var.projectId, parsed.payloads, requestFacts(c.req.raw)));
-        return c.body(null, 202);
-      }
-      c.executionCtx.waitUntil(recordBatch(c.env, { name: c.var.database, db: c.var.db }, batch, parsed.payloads, requestFacts(c.req.raw)));
-    }
+    await acceptPayloads(c, parsed.payloads, parsed.payloads.length + parsed.dropped.length, receivedAtMs, idempotencyKey);
     return c.body(null, 202);
   },
 );

@@ -16,6 +16,8 @@ export type Received<T> = T & { seq: number; receivedMs: number; landedMs: numbe
 export type Figures = {
   calls: number; ok: number; empty: number; bad_args: number; tool_error: number; crashed: number;
   retries: number; first_call_attempts: number; first_call_ok: number; calls_without_session: number;
+  /** SDK calls always carry an args_hash: 0 here (OTLP calls without arguments are tested in test/worker/otlp-*). */
+  calls_without_args_hash: number;
   first_call_rate: number | null; empty_rate: number | null; error_rate: number | null;
   response_bytes: { sum: number; avg: number | null };
   /** Exact nearest-rank percentiles (SPEC §2.3); the API's must be within tolerance. */
@@ -217,6 +219,7 @@ export class Reference {
       calls: n, ok, empty, bad_args: bad, tool_error: toolError, crashed,
       retries: count((c) => c.isRetry), first_call_attempts: attempts, first_call_ok: firstOk,
       calls_without_session: count((c) => !inASession(c)),
+      calls_without_args_hash: count((c) => c.args_hash === ""),
       first_call_rate: rateOf(firstOk, attempts),
       empty_rate: rateOf(empty, n),
       error_rate: rateOf(bad + toolError + crashed, n),
@@ -347,6 +350,8 @@ export class Reference {
       cost_per_session_usd: n === 0 ? null : roundRatio(BigInt(bytes + schema) * BigInt(pricePerMillion), 4n * N * 1_000_000n, 6),
       // Calls of the range's days without a session, in no session (SPEC §2.4).
       calls_without_session: this.callsIn(from, to, { client: filters.client }).filter((c) => !inASession(c)).length,
+      // SPEC §10: sessions exist and none has a tool list (schema size 0): schema cost is not measurable.
+      ...(n > 0 && chosen.every((s) => s.schema === 0) ? { not_measurable: ["schema_tokens_per_session", "cost_per_session_usd"] } : {}),
     };
   }
 

@@ -23,7 +23,7 @@ describe("GET /v1/metrics/clients", () => {
     expect(body.clients).toEqual([
       {
         client_name: "cursor", calls: 10, ok: 9, empty: 0, bad_args: 0, tool_error: 0, crashed: 1, retries: 0,
-        first_call_attempts: 10, first_call_ok: 9, calls_without_session: 0, first_call_rate: 0.9, empty_rate: 0, error_rate: 0.1,
+        first_call_attempts: 10, first_call_ok: 9, calls_without_session: 0, calls_without_args_hash: 0, first_call_rate: 0.9, empty_rate: 0, error_rate: 0.1,
         duration_ms: { p50: 10, p95: 10, p99: 10 }, response_bytes: { sum: 50, avg: 5 },
       },
       expect.objectContaining({ client_name: "claude", calls: 2, empty_rate: 0.5, first_call_rate: 0.5 }),

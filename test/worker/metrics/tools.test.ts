@@ -7,10 +7,11 @@ import { DAY, HOUR, dayMs, getJson, histogramOf, seedHour, seedRegistered, setAs
 type Row = Record<string, unknown> & { tool_name: string; calls: number };
 type ToolsBody = { from: string; to: string; as_of: string | null; tools: Row[] };
 
-// SPEC §3's row, with calls_without_session (SPEC §2.2, §2.4) after the first-call counts.
+// SPEC §3's row, with calls_without_session (SPEC §2.2, §2.4) and calls_without_args_hash (SPEC §10)
+// after the first-call counts.
 const SPEC_KEYS = [
   "tool_name", "calls", "ok", "empty", "bad_args", "tool_error", "crashed", "retries", "first_call_attempts",
-  "first_call_ok", "calls_without_session", "first_call_rate", "empty_rate", "error_rate", "duration_ms", "response_bytes", "schema_bytes",
+  "first_call_ok", "calls_without_session", "calls_without_args_hash", "first_call_rate", "empty_rate", "error_rate", "duration_ms", "response_bytes", "schema_bytes",
   "registered", "dead", "policy",
 ];
 
@@ -124,7 +125,7 @@ describe("GET /v1/metrics/tools", () => {
     const rows = new Map((await getJson<ToolsBody>(q, p.read_key)).body.tools.map((r) => [r.tool_name, r]));
     expect(rows.get("unused")).toEqual({
       tool_name: "unused", calls: 0, ok: 0, empty: 0, bad_args: 0, tool_error: 0, crashed: 0, retries: 0,
-      first_call_attempts: 0, first_call_ok: 0, calls_without_session: 0, first_call_rate: null, empty_rate: null, error_rate: null,
+      first_call_attempts: 0, first_call_ok: 0, calls_without_session: 0, calls_without_args_hash: 0, first_call_rate: null, empty_rate: null, error_rate: null,
       duration_ms: { p50: null, p95: null, p99: null }, response_bytes: { sum: 0, avg: null },
       schema_bytes: 1200, registered: true, dead: true, policy: null,
     });

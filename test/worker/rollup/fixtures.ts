@@ -174,6 +174,7 @@ export type CounterRow = {
   first_call_attempts: number;
   first_call_ok: number;
   calls_without_session: number;
+  calls_without_args_hash: number;
   histogram: Record<string, number>;
 };
 
@@ -192,7 +193,7 @@ export interface RollupSnapshot {
 }
 
 const COUNTERS =
-  "calls, ok, empty, bad_args, tool_error, crashed, response_bytes_sum, duration_ms_sum, retries, first_call_attempts, first_call_ok, calls_without_session";
+  "calls, ok, empty, bad_args, tool_error, crashed, response_bytes_sum, duration_ms_sum, retries, first_call_attempts, first_call_ok, calls_without_session, calls_without_args_hash";
 
 function sortedHistogram(json: string): Record<string, number> {
   const h = JSON.parse(json) as Record<string, number>;

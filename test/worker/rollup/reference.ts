@@ -22,7 +22,7 @@ const key = (...parts: (string | number)[]): Key => JSON.stringify(parts);
 function emptyCounters(): Omit<CounterRow, "project_id" | "start_ms" | "tool_name" | "client_name"> {
   return {
     calls: 0, ok: 0, empty: 0, bad_args: 0, tool_error: 0, crashed: 0, response_bytes_sum: 0, duration_ms_sum: 0,
-    retries: 0, first_call_attempts: 0, first_call_ok: 0, calls_without_session: 0, histogram: {},
+    retries: 0, first_call_attempts: 0, first_call_ok: 0, calls_without_session: 0, calls_without_args_hash: 0, histogram: {},
   };
 }
 
@@ -68,6 +68,8 @@ export function referenceRollup(
     if (c.outcome === "crashed") r.crashed += 1;
     r.response_bytes_sum += c.response_bytes;
     r.duration_ms_sum += c.duration_ms;
+    // SPEC §10: an OTLP call whose arguments were not recorded.
+    if (c.args_hash === "") r.calls_without_args_hash += 1;
     const b = String(durationBucket(c.duration_ms));
     r.histogram[b] = (r.histogram[b] ?? 0) + 1;
   }

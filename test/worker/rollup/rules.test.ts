@@ -234,7 +234,7 @@ describe("SPEC §2.2 retries", () => {
         project_id: "p1", start_ms: H10, tool_name: "search", client_name: "claude",
         calls: 5, ok: 2, empty: 1, bad_args: 1, tool_error: 1, crashed: 1,
         response_bytes_sum: 103, duration_ms_sum: 512, retries: 0, first_call_attempts: 5, first_call_ok: 1,
-        calls_without_session: 0,
+        calls_without_session: 0, calls_without_args_hash: 0,
       },
     ]);
     const snap = await snapshot(db);
