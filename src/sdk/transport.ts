@@ -64,11 +64,6 @@ function poolFor(builtins: ConnectionBuiltins, url: string): HttpConnectionPool 
   return pool;
 }
 
-/** The pool a URL's sends use on Node (tests: how many connections were opened). */
-export function connectionPoolOf(url: string): HttpConnectionPool | undefined {
-  return pools.get(url);
-}
-
 const postWithConnection = (builtins: ConnectionBuiltins): PostJson => (url, key, body, options) =>
   poolFor(builtins, url).post(body, {
     timeoutMs: options.timeoutMs,
