@@ -3,7 +3,9 @@
 // another server might (split packets, Content-Length, chunked with extensions and trailers, 1xx
 // interim answers, read-to-close, Connection: close, garbage, silence, a kept-alive connection
 // closed while idle).
+import { readFileSync } from "node:fs";
 import { createServer as createHttpServer, type IncomingMessage } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import net, { type AddressInfo, type Server, type Socket } from "node:net";
 import tls from "node:tls";
 import { afterEach, describe, expect, test } from "vitest";
@@ -312,5 +314,54 @@ describe("targets", () => {
     closers.push(() => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))));
     const pool = poolFor(`http://[::1]:${(server.address() as AddressInfo).port}/v1/ingest`);
     await expect(pool.post("{}", options())).resolves.toMatchObject({ status: 202 });
+  });
+});
+
+describe("over TLS (https:// destinations, as the deployed ingest is)", () => {
+  const fixture = (name: string) => readFileSync(new URL(`../fixtures/tls/${name}`, import.meta.url));
+  const cert = fixture("localhost.crt");
+  /** tls.connect trusting the fixture's self-signed certificate, and nothing else changed. */
+  const trusting = { net, tls: { ...tls, connect: (o: tls.ConnectionOptions) => tls.connect({ ...o, ca: cert }) } as typeof tls };
+
+  async function httpsServer() {
+    const seen: { body: string; servername: string | false | null; alpn: string | false | null }[] = [];
+    const server = createHttpsServer({ key: fixture("localhost.key"), cert, ALPNProtocols: ["http/1.1"] }, (req, res) => {
+      let body = "";
+      req.setEncoding("utf8");
+      req.on("data", (chunk: string) => (body += chunk));
+      req.on("end", () => {
+        const socket = req.socket as tls.TLSSocket;
+        seen.push({ body, servername: socket.servername, alpn: socket.alpnProtocol });
+        res.writeHead(202, { "content-type": "application/json" }).end('{"accepted":1}');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    closers.push(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
+    return { port: (server.address() as AddressInfo).port, seen };
+  }
+
+  test("posts over TLS with the host as server name, reads the answer, and keeps the connection for the next", async () => {
+    const { port, seen } = await httpsServer();
+    const pool = new HttpConnectionPool(httpTargetOf(`https://localhost:${port}/v1/ingest`), trusting);
+    const body = JSON.stringify({ batch: Array.from({ length: 30 }, (_, i) => ({ v: 1, type: "call", n: i, pad: "é".repeat(300) })) });
+    await expect(pool.post(body, options())).resolves.toEqual({ status: 202, retryAfterMs: null, errorBody: null });
+    await expect(pool.post("{}", options())).resolves.toMatchObject({ status: 202 });
+    expect(seen.map((s) => s.body)).toEqual([body, "{}"]);
+    expect(seen[0]).toMatchObject({ servername: "localhost", alpn: "http/1.1" });
+    expect(pool.opened).toBe(1);
+  });
+
+  test("sends no server name to an IP literal", async () => {
+    const { port, seen } = await httpsServer();
+    const pool = new HttpConnectionPool(httpTargetOf(`https://127.0.0.1:${port}/v1/ingest`), trusting);
+    await expect(pool.post("{}", options())).resolves.toMatchObject({ status: 202 });
+    expect(seen[0]!.servername).toBe(false);
+  });
+
+  test("refuses a certificate it cannot verify: the send fails, nothing is written", async () => {
+    const { port, seen } = await httpsServer();
+    const pool = new HttpConnectionPool(httpTargetOf(`https://localhost:${port}/v1/ingest`), builtins);
+    await expect(pool.post("{}", options())).rejects.toThrow(/self[- ]signed|certificate/i);
+    expect(seen).toEqual([]);
   });
 });
