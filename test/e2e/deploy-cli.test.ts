@@ -20,7 +20,7 @@ afterAll(() => rmSync(home, { recursive: true, force: true }));
 const records = () => [DEPLOY_CONFIG, DEPLOY_VARS, DEPLOY_URL_FILE].map((f) => (existsSync(join(ROOT, f!)) ? readFileSync(join(ROOT, f!), "utf8") : null));
 
 function deploy(args: string[]) {
-  const env: Record<string, string | undefined> = { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, ".config"), WRANGLER_SEND_METRICS: "false", CI: "true" };
+  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, ".config"), WRANGLER_SEND_METRICS: "false", CI: "true" };
   delete env.CLOUDFLARE_API_TOKEN;
   delete env.CLOUDFLARE_ACCOUNT_ID;
   return spawnSync(process.execPath, [join(ROOT, "scripts", "deploy.mjs"), ...args], { cwd: ROOT, env, encoding: "utf8", timeout: 120_000 });

@@ -40,7 +40,7 @@ function tempDir(): string {
 
 /** An example run with no MCPULSE_URL, finding the worker through the file `npm run dev` writes. */
 function runExample(devUrlFile: string) {
-  const env: Record<string, string | undefined> = { ...process.env, MCPULSE_DEV_URL_FILE: devUrlFile, ADMIN_TOKEN: worker.adminToken };
+  const env: NodeJS.ProcessEnv = { ...process.env, MCPULSE_DEV_URL_FILE: devUrlFile, ADMIN_TOKEN: worker.adminToken };
   delete env.MCPULSE_URL;
   return spawnSync(process.execPath, ["--experimental-strip-types", "--no-warnings", join(ROOT, "examples", "run.ts")], { env, encoding: "utf8", timeout: 60_000 });
 }
