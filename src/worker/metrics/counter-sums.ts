@@ -175,7 +175,8 @@ export async function sumToolWindows(
   client: string | undefined,
 ): Promise<Counters[]> {
   if (windows.length === 0) return [];
-  const json = JSON.stringify(windows.map((w) => [w.tool, w.startMs, w.endMs]));
+  // Each window as an object read by key in SQL, not a tuple read by position (STYLE: columns by name).
+  const json = JSON.stringify(windows.map((w) => ({ tool: w.tool, start_ms: w.startMs, end_ms: w.endMs })));
   const params: unknown[] = [scope.projectId, json];
   let clientSql = "";
   if (client !== undefined) {
@@ -185,8 +186,8 @@ export async function sumToolWindows(
   const { table, time } = COUNTER_TABLES.hour;
   const sql =
     `SELECT w.key AS window_index, ${sumsSql()} FROM json_each(?2) AS w JOIN ${table} AS m ` +
-    `ON m.project_id = ?1 AND m.tool_name = json_extract(w.value, '$[0]') ` +
-    `AND m.${time} >= json_extract(w.value, '$[1]') AND m.${time} < json_extract(w.value, '$[2]')${clientSql} ` +
+    `ON m.project_id = ?1 AND m.tool_name = json_extract(w.value, '$.tool') ` +
+    `AND m.${time} >= json_extract(w.value, '$.start_ms') AND m.${time} < json_extract(w.value, '$.end_ms')${clientSql} ` +
     "GROUP BY w.key";
   const result = await scope.db
     .prepare(sql)
