@@ -1,9 +1,11 @@
 // The Hono app: one error model for the whole API, and the route groups mounted on it.
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { requestId } from "hono/request-id";
 import { NONCE, secureHeaders } from "hono/secure-headers";
 import type { AppEnv } from "./env.ts";
-import { apiError, errorResponse } from "./errors.ts";
+import { REQUEST_ID_HEADER, apiError, errorResponse } from "./errors.ts";
+import { errorName, log, withLogScope } from "./log.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { alertRoutes } from "./routes/alerts.ts";
 import { ingestRoutes } from "./routes/ingest.ts";
@@ -16,6 +18,25 @@ import { dashboardAlertsApp } from "./routes/dashboard-alerts.tsx";
 import { oauthApp } from "./routes/oauth.tsx";
 
 export const app = new Hono<AppEnv>();
+
+/** What a `cf-ray` may look like to be taken as the request's id (`8f1a2b3c4d5e6f70-LHR`); anything else gets a fresh id. */
+const CF_RAY = /^[\w-]{1,64}$/;
+
+/**
+ * The request's id, set once for every answer (hono/request-id): Cloudflare's `cf-ray`, which also
+ * names the request in Cloudflare's own logs, else (local development) a random UUID. A client's
+ * own `X-Request-Id` is not taken (`headerName: ""`): the id must name this one request, and a
+ * header a client chose could name another's. Every log line of the request carries it (log.ts), the
+ * answer returns it in `X-Request-Id` and every error body in `request_id` (errors.ts).
+ */
+export function requestIdOf(cfRay: string | undefined): string {
+  return cfRay !== undefined && CF_RAY.test(cfRay) ? cfRay : crypto.randomUUID();
+}
+app.use(requestId({ headerName: "", generator: (c) => requestIdOf(c.req.header("cf-ray")) }));
+app.use(async (c, next) => {
+  await withLogScope({ request_id: c.var.requestId }, next);
+  c.header(REQUEST_ID_HEADER, c.var.requestId);
+});
 
 /**
  * One set of security headers on every answer — pages, API, errors and 404s (SPEC §3). Scripts run
@@ -57,10 +78,10 @@ app.route("/", dashboardApp);
 
 // One error model (errors.ts, docs/errors.md): every error of every route ends here, as
 // {"error": string, "code": ErrorCode}; anything unexpected is a bare 500 (SPEC §1.1): never a stack
-// trace, never input echoed back.
-app.onError((err) => {
-  if (!(err instanceof HTTPException)) console.error(JSON.stringify({ event: "unhandled_error", name: err?.name ?? "Error" }));
-  return errorResponse(err);
+// trace, never input echoed back — and the request's id, which its log lines carry.
+app.onError((err, c) => {
+  if (!(err instanceof HTTPException)) log.error("unhandled_error", { name: errorName(err) });
+  return errorResponse(err, c.var.requestId);
 });
 
-app.notFound(() => errorResponse(apiError("NOT_FOUND", "not found")));
+app.notFound((c) => errorResponse(apiError("NOT_FOUND", "not found"), c.var.requestId));

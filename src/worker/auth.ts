@@ -8,6 +8,7 @@ import { findKeyById, type KeyKind, type KeyWithProject } from "./db/keys.ts";
 import { databaseOf, directoryDb } from "./databases.ts";
 import { apiError } from "./errors.ts";
 import { attemptOf, keyPrefix, recordFailedCredential, tooManyAttempts } from "./throttle/credentials.ts";
+import { errorName, log } from "./log.ts";
 
 export type { KeyKind };
 
@@ -106,7 +107,7 @@ async function admitByState(state: KeyState | null, keyId: string, digest: strin
 }
 
 function logKeyCheck(event: string, keyId: string, err: unknown): void {
-  console.error(JSON.stringify({ event, key_id: keyId, error: err instanceof Error ? err.name : typeof err }));
+  log.error(event, { key_id: keyId, error: errorName(err) });
 }
 
 /**

@@ -2,6 +2,8 @@
 // WranglerEnv is generated from wrangler.toml by `npm run types` (worker-configuration.d.ts; `npm run
 // types:check` fails when it is stale). What is added here is what wrangler.toml cannot declare:
 // secrets, vars that are only set on some deployments or in tests, and the DB_<suffix> pattern.
+import type { RequestIdVariables } from "hono/request-id";
+
 export interface Env extends WranglerEnv {
   /** Further databases for projects: every binding named DB_<suffix> (databases.ts lists them). */
   [database: `DB_${string}`]: D1Database | undefined;
@@ -38,5 +40,5 @@ export interface Env extends WranglerEnv {
  */
 export type AuthVariables = { projectId: string; keyId: string; payloadBudgetPerMinute: number; database: string; db: D1Database };
 
-/** The Hono environment of the whole app: bindings plus what requireKey sets. */
-export type AppEnv = { Bindings: Env; Variables: AuthVariables };
+/** The Hono environment of the whole app: bindings, the request's id (hono/request-id, app.ts) and what requireKey sets. */
+export type AppEnv = { Bindings: Env; Variables: AuthVariables & RequestIdVariables };

@@ -1,6 +1,6 @@
 // The API's one error model (docs/errors.md): a code for every error, one error class, one
-// `apiError(code, message)` path, and one body, `{"error": message, "code": code}`, written by
-// app.onError alone. `error` stays a string (SPEC §1.1: every error body is {"error": string});
+// `apiError(code, message)` path, and one body, `{"error": message, "code": code, "request_id": id}`,
+// written by app.onError alone. `error` stays a string (SPEC §1.1: every error body is {"error": string});
 // `code` is what a program branches on. Messages are our own words: never the input, never a stack.
 import { zValidator } from "@hono/zod-validator";
 import { HTTPException } from "hono/http-exception";
@@ -46,8 +46,11 @@ export const ERROR_CODE_NAMES = Object.keys(ERROR_CODES) as ErrorCode[];
 export const RATE_LIMITS = ["payload_budget", "network", "key_prefix"] as const;
 export type RateLimit = (typeof RATE_LIMITS)[number];
 
-/** The body of every error answer; a 429 adds the limit it answers for. */
-export type ErrorBody = { error: string; code: ErrorCode; limit?: RateLimit };
+/** The body of every error answer; a 429 adds the limit it answers for. `request_id` is the answer's `X-Request-Id`, the id its log lines carry. */
+export type ErrorBody = { error: string; code: ErrorCode; limit?: RateLimit; request_id?: string };
+
+/** The answer header naming the request (app.ts sets it on every answer; its log lines and error body carry the same id). */
+export const REQUEST_ID_HEADER = "X-Request-Id";
 
 /** An error the API answers on purpose: its code decides the status, its message is our own words. */
 export class ApiError extends HTTPException {
@@ -99,18 +102,28 @@ const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
   ANALYTICS_UNAVAILABLE: "analytics unavailable",
 };
 
-/** The answer to an error: app.onError's only output, so no route writes an error body of its own. */
-export function errorResponse(err: unknown): Response {
+/**
+ * The answer to an error: app.onError's only output, so no route writes an error body of its own.
+ * `requestId` (hono/request-id's, app.ts) goes in the body and the `X-Request-Id` header, so an
+ * answer quoted in a report finds its log lines.
+ */
+export function errorResponse(err: unknown, requestId?: string): Response {
+  let status: ContentfulStatusCode = 500;
+  let headers = new Headers();
+  let body: ErrorBody = { error: DEFAULT_MESSAGES.INTERNAL_SERVER_ERROR, code: "INTERNAL_SERVER_ERROR" };
   if (err instanceof HTTPException) {
     const code = err instanceof ApiError ? err.code : codeOfStatus(err.status);
-    const headers = new Headers(err.res?.headers);
-    headers.set("content-type", "application/json");
-    const body: ErrorBody = { error: err.message || DEFAULT_MESSAGES[code], code };
+    status = err.status;
+    headers = new Headers(err.res?.headers);
+    body = { error: err.message || DEFAULT_MESSAGES[code], code };
     if (err instanceof ApiError && err.limit !== undefined) body.limit = err.limit;
-    return new Response(JSON.stringify(body), { status: err.status, headers });
   }
-  const body: ErrorBody = { error: DEFAULT_MESSAGES.INTERNAL_SERVER_ERROR, code: "INTERNAL_SERVER_ERROR" };
-  return new Response(JSON.stringify(body), { status: 500, headers: { "content-type": "application/json" } });
+  headers.set("content-type", "application/json");
+  if (requestId !== undefined) {
+    body.request_id = requestId;
+    headers.set(REQUEST_ID_HEADER, requestId);
+  }
+  return new Response(JSON.stringify(body), { status, headers });
 }
 
 /** `application/json`, any case, with or without parameters (`; charset=utf-8`). */

@@ -77,7 +77,7 @@ describe("admin routes", () => {
       if (authorization) headers.authorization = authorization;
       const res = await exports.default.fetch("http://worker/v1/admin/projects", { method: "POST", headers, body });
       expect(res.status, String(authorization)).toBe(401);
-      expect(await res.json()).toEqual({ error: "admin token required", code: "UNAUTHORIZED" });
+      expect(await res.json()).toEqual({ error: "admin token required", code: "UNAUTHORIZED", request_id: res.headers.get("x-request-id") });
       expect(res.headers.get("www-authenticate")).toBe('Bearer realm="mcpulse-admin"');
     }
   });

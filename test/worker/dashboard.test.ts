@@ -260,6 +260,6 @@ describe("dashboard pages", () => {
     expect(await (await exports.default.fetch("http://worker/healthz")).text()).toBe("ok");
     const res = await exports.default.fetch("http://worker/nothing-here");
     expect(res.status).toBe(404);
-    expect(await res.json()).toEqual({ error: "not found", code: "NOT_FOUND" });
+    expect(await res.json()).toEqual({ error: "not found", code: "NOT_FOUND", request_id: res.headers.get("x-request-id") });
   });
 });

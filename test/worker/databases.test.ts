@@ -145,7 +145,7 @@ describe("the databases of a deployment", () => {
       const res = await admin("/projects", { method: "POST", body: JSON.stringify({ name: "nowhere", database }) });
       expect(res.status).toBe(400);
       const body = await res.json<{ error: string; code: string }>();
-      expect(body).toEqual({ error: "database must be one of: DB, DB_2", code: "BAD_REQUEST" });
+      expect(body).toEqual({ error: "database must be one of: DB, DB_2", code: "BAD_REQUEST", request_id: res.headers.get("x-request-id") });
     }
     // Over the name's limit, and empty: the body validator's 400.
     for (const database of ["x".repeat(65), ""]) {

@@ -1,5 +1,5 @@
 // One error model (src/worker/errors.ts, docs/errors.md): every error answer of every API route is
-// {"error": string, "code": ErrorCode}, with the status its code names, written by app.onError.
+// {"error": string, "code": ErrorCode, "request_id": string}, with the status its code names, written by app.onError.
 // The route list comes from the app itself, so a new route cannot forget it.
 import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
@@ -16,11 +16,14 @@ async function expectErrorModel(res: Response, code: ErrorCode, what: string): P
   expect(res.status, what).toBe(ERROR_CODES[code]);
   expect(res.headers.get("content-type"), what).toContain("application/json");
   const body = await res.json<Record<string, unknown>>();
-  // A 429 adds the limit it answers for (SPEC §3), and nothing else does.
-  expect(Object.keys(body), what).toEqual(code === "TOO_MANY_REQUESTS" ? ["error", "code", "limit"] : ["error", "code"]);
+  // A 429 adds the limit it answers for (SPEC §3), and nothing else does; every one ends with the request's id.
+  expect(Object.keys(body), what).toEqual(code === "TOO_MANY_REQUESTS" ? ["error", "code", "limit", "request_id"] : ["error", "code", "request_id"]);
   expect(typeof body.error, what).toBe("string");
   expect((body.error as string).length, what).toBeGreaterThan(0);
   expect(body.code, what).toBe(code);
+  // The id of the answer's X-Request-Id, which the request's log lines carry.
+  expect(body.request_id, what).toMatch(/^[\w-]{8,}$/);
+  expect(body.request_id, what).toBe(res.headers.get("x-request-id"));
 }
 
 /** `/v1/admin/projects/:id/keys` → a concrete path (any parameter value will do for a refusal). */
@@ -89,7 +92,7 @@ describe("every API route answers its errors through the one model", () => {
     const res = await fetchWorker("/v1/traces", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
     expect(res.status).toBe(401);
     expect(res.headers.get("content-type")).toBe("application/json");
-    expect(await res.json()).toEqual({ code: 16, message: "missing bearer key" });
+    expect(await res.json()).toEqual({ code: 16, message: `missing bearer key (request id ${res.headers.get("x-request-id")})` });
   });
 
   it("401 UNAUTHORIZED without a key or token, on every route", async () => {

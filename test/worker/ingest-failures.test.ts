@@ -98,7 +98,7 @@ describe("the key check without D1", () => {
     const res = await postIngest({ batch }, { key: p.ingest_key, env: fast({ DB: d1.db }) });
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("10");
-    expect(await res.json()).toEqual({ error: "ingest temporarily unavailable; retry later", code: "SERVICE_UNAVAILABLE" });
+    expect(await res.json()).toEqual({ error: "ingest temporarily unavailable; retry later", code: "SERVICE_UNAVAILABLE", request_id: res.headers.get("x-request-id") });
     // Health counts this 503 too, by its cause.
     const after = (await adminHealth()).last_24h;
     expect(after.requests_refused - before.requests_refused).toBe(1);
@@ -183,8 +183,9 @@ describe("the write after the 202", () => {
     expect(rows.calls).toHaveLength(2);
     expect(rows.startups).toHaveLength(1);
     expect(rows.agreements).toHaveLength(1);
+    // Logged after the answer (waitUntil), still under the request's id.
     expect(logLines(errors)).toEqual([
-      { event: "ingest_write_retry", project_id: p.project_id, attempt: 1, error: "Error", calls: 2, startups: 1, agreements: 1 },
+      { event: "ingest_write_retry", level: "error", request_id: res.headers.get("x-request-id"), project_id: p.project_id, attempt: 1, error: "Error", calls: 2, startups: 1, agreements: 1 },
     ]);
     expect(JSON.stringify(errors.mock.calls)).not.toContain("SECRET");
     expect((await adminHealth()).last_24h.write_retries).toBeGreaterThanOrEqual(1);
@@ -322,7 +323,7 @@ describe("the write after the 202", () => {
     const res = await postIngest({ batch }, { key: p.ingest_key, env: fast({ CALLS_AE: brokenAe }) });
     expect(res.status).toBe(202);
     expect((await storedRows(p.project_id)).calls).toHaveLength(2);
-    expect(logLines(errors)).toEqual([{ event: "analytics_write_failed", project_id: p.project_id, calls: 2, error: "Error" }]);
+    expect(logLines(errors)).toEqual([{ event: "analytics_write_failed", level: "error", request_id: res.headers.get("x-request-id"), project_id: p.project_id, calls: 2, error: "Error" }]);
   });
 });
 

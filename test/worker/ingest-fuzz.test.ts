@@ -55,7 +55,7 @@ it("never answers 5xx and stores exactly the valid items", { timeout: 60_000 }, 
       expect([202, 400, 413]).toContain(res.status);
       if (res.status !== 202) {
         const error = await res.json<{ error: string; code: string }>();
-        expect(Object.keys(error)).toEqual(["error", "code"]);
+        expect(Object.keys(error)).toEqual(["error", "code", "request_id"]);
         return;
       }
       expect(await res.text()).toBe("");

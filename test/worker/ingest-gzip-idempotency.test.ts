@@ -29,8 +29,9 @@ function envelopeOfExactly(bytes: number): string {
 async function errorOf(res: Response, status: number): Promise<string> {
   expect(res.status).toBe(status);
   const body = await res.json<Record<string, unknown>>();
-  // The one error model (docs/errors.md): a message and a code.
-  expect(Object.keys(body)).toEqual(["error", "code"]);
+  // The one error model (docs/errors.md): a message, a code and the request's id.
+  expect(Object.keys(body)).toEqual(["error", "code", "request_id"]);
+  expect(body.request_id).toBe(res.headers.get("x-request-id"));
   return body.error as string;
 }
 

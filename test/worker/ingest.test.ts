@@ -24,9 +24,11 @@ async function expectError(res: Response, status: number) {
   expect(res.headers.get("content-type")).toContain("application/json");
   const body = await res.json<Record<string, unknown>>();
   expect(typeof body.error).toBe("string");
-  // One error model (src/worker/errors.ts): the code of the status, the 429 included.
-  // A 429 also names the limit it answers for (SPEC §3).
-  expect(body).toEqual({ error: body.error, code: codeOfStatus(status), ...(status === 429 ? { limit: body.limit } : {}) });
+  // One error model (src/worker/errors.ts): the code of the status, the 429 included, and the
+  // request's id (the answer's X-Request-Id). A 429 also names the limit it answers for (SPEC §3).
+  const requestId = res.headers.get("x-request-id");
+  expect(requestId).toMatch(/^[\w-]+$/);
+  expect(body).toEqual({ error: body.error, code: codeOfStatus(status), ...(status === 429 ? { limit: body.limit } : {}), request_id: requestId });
   if (status === 429) expect(RATE_LIMITS).toContain(body.limit);
   return body.error as string;
 }
@@ -245,7 +247,7 @@ describe("503, never 500, when nothing can be promised", () => {
     const res = await postIngest({ batch: [callPayload()] }, { key: p.ingest_key, env: { ...env, DB: brokenDb } });
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("10");
-    expect(await res.text()).toBe(JSON.stringify({ error: "ingest temporarily unavailable; retry later", code: "SERVICE_UNAVAILABLE" }));
+    expect(await res.text()).toBe(JSON.stringify({ error: "ingest temporarily unavailable; retry later", code: "SERVICE_UNAVAILABLE", request_id: res.headers.get("x-request-id") }));
   });
 });
 

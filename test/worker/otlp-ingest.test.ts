@@ -25,13 +25,24 @@ async function gzip(bytes: Uint8Array | string): Promise<Uint8Array> {
   return new Uint8Array(await new Response(new Blob([data]).stream().pipeThrough(new CompressionStream("gzip"))).arrayBuffer());
 }
 
-/** The google.rpc.Status of an error answer, decoded in the answer's encoding. */
+/**
+ * The google.rpc.Status of an error answer, decoded in the answer's encoding. Its message ends with
+ * the request's id, the answer's X-Request-Id (checked here, and left off what is returned).
+ */
 async function statusOf(res: Response, httpStatus: number): Promise<{ code: number; message: string }> {
   expect(res.status).toBe(httpStatus);
   const type = res.headers.get("content-type");
-  if (type === "application/x-protobuf") return fromBinary(StatusSchema, new Uint8Array(await res.arrayBuffer()));
-  expect(type).toBe(JSON_TYPE);
-  return fromJsonString(StatusSchema, await res.text());
+  let status: { code: number; message: string };
+  if (type === "application/x-protobuf") status = fromBinary(StatusSchema, new Uint8Array(await res.arrayBuffer()));
+  else {
+    expect(type).toBe(JSON_TYPE);
+    status = fromJsonString(StatusSchema, await res.text());
+  }
+  const requestId = res.headers.get("x-request-id");
+  expect(requestId).toMatch(/^[\w-]+$/);
+  const suffix = ` (request id ${requestId})`;
+  expect(status.message.endsWith(suffix), status.message).toBe(true);
+  return { code: status.code, message: status.message.slice(0, -suffix.length) };
 }
 
 const sample = () =>

@@ -5,6 +5,7 @@ import type { Env } from "../env.ts";
 import { DELIVERY_STATEMENTS, deliverDue, type DeliveryReport } from "./delivery.ts";
 import { evaluateAlerts, type EvaluationReport } from "./evaluate.ts";
 import { runsLocally } from "./targets.ts";
+import { log } from "../log.ts";
 
 export { evaluateAlerts, type EvaluationReport } from "./evaluate.ts";
 export { deliverDue, type DeliveryReport } from "./delivery.ts";
@@ -44,6 +45,6 @@ export async function runAlertStep(
     // The error's name only: a message could quote a URL.
     report.error = (err as { name?: string } | null)?.name ?? "Error";
   }
-  console.log(JSON.stringify({ event: "alerts", ...report }));
+  log.info("alerts", { ...report });
   return report;
 }

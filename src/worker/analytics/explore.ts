@@ -10,6 +10,7 @@ import { AnalyticsUnavailable, executorFor, UNAVAILABLE_RETRY_AFTER_SECONDS } fr
 import { MEASURES, reachesPastRetention, type ExploreQuery, type Measure } from "./explore-query.ts";
 import { shapeExploreRows, type ExploreRow } from "./explore-rows.ts";
 import { exploreSql, MEASURE_DEFINITIONS, type Sums } from "./explore-sql.ts";
+import { log } from "../log.ts";
 
 /** An answer is reused for this long per (project, query) (SPEC §8). */
 export const EXPLORE_CACHE_MS = 60_000;
@@ -66,7 +67,7 @@ async function fromAnalyticsEngine(env: Env, projectId: string, query: ExploreQu
     raw = await executor.query(exploreSql(query, { projectId, table: executor.table }));
   } catch (err) {
     if (err instanceof AnalyticsUnavailable) {
-      console.error(JSON.stringify({ event: "explore_unavailable", project_id: projectId, executor: executor.name, error: err.message }));
+      log.error("explore_unavailable", { project_id: projectId, executor: executor.name, error: err.message });
       throw apiError("ANALYTICS_UNAVAILABLE", err.message, { "Retry-After": String(err.retryAfterSeconds) });
     }
     throw err;

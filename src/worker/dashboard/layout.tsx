@@ -47,6 +47,8 @@ const Logo: FC = () => (
 export const ScriptNonce = createContext("");
 /** A sentence saying the project's data is incomplete or late (routes/dashboard.tsx), or null. */
 export const DataNotice = createContext<string | null>(null);
+/** The request's id (app.ts, hono/request-id): an error page shows it, so a person reporting the page can quote it. */
+export const RequestId = createContext("");
 
 export const Document: FC<{ title: string; children?: Child }> = ({ title, children }) => (
   <html lang="en">
@@ -213,9 +215,15 @@ export const ErrorPage: FC<{ message: string }> = ({ message }) => (
       <h1>Can't show that</h1>
       <div class="error" role="alert">{message}</div>
       <p><a href="/">Back to the overview</a></p>
+      <RequestIdLine />
     </div>
   </Document>
 );
+
+const RequestIdLine: FC = () => {
+  const id = useContext(RequestId);
+  return id ? <p class="request-id" data-request-id={id}>Request id <code>{id}</code></p> : null;
+};
 
 /**
  * The admin sign-in (SPEC §5): ADMIN_TOKEN in a form of this site. It adds the right to manage the

@@ -89,6 +89,7 @@ td a.explore-link,td.tool a.explore-link{display:block;font-weight:400;font-fami
 .explore-form input[type=text],.explore-form select,.explore-form input[type=number]{font:inherit;font-size:13px;border:1px solid var(--line);border-radius:6px;padding:4px 6px;max-width:16em}
 .explore-form button{align-self:flex-start;font:inherit;font-size:13px;border:0;border-radius:6px;padding:6px 12px;background:var(--accent);color:#fff;cursor:pointer}
 .error{background:var(--bad-soft);color:var(--bad);border-radius:8px;padding:8px 10px;margin-bottom:12px;font-size:13px}
+.signin p.request-id{margin:12px 0 0;font-size:12px}
 .crumbs{font-size:12px;color:var(--muted);margin-bottom:4px}
 dl.facts{display:grid;grid-template-columns:auto 1fr;gap:6px 14px;margin:0;font-size:13px}
 dl.facts dt{color:var(--muted)}dl.facts dd{margin:0;font-variant-numeric:tabular-nums}

@@ -11,6 +11,7 @@ import { z } from "zod";
 import { DAY_MS, HOUR_MS } from "../time.ts";
 import { NOT_HELD } from "./moves.ts";
 import { toolVersionsSourceSql } from "./tool-versions.ts";
+import { log } from "../log.ts";
 
 /** Metrics a rule compares with a threshold (SPEC §5); rates follow SPEC §2 exactly. */
 export const ALERT_METRICS = [
@@ -76,7 +77,7 @@ function parseRows<T>(schema: z.ZodType<T>, rows: readonly unknown[], table: str
   for (const row of rows) {
     const result = schema.safeParse(row);
     if (result.success) parsed.push(result.data);
-    else console.error(JSON.stringify({ event: "alert_record_invalid", table, id: String(idOf(row) ?? "") }));
+    else log.error("alert_record_invalid", { table, id: String(idOf(row) ?? "") });
   }
   return parsed;
 }

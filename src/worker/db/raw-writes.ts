@@ -12,6 +12,7 @@ import { IDEMPOTENCY_WINDOW_MS } from "../time.ts";
 import { compareByCodePoint, type Payload } from "../../shared/index.ts";
 import { durationBucket } from "../histogram.ts";
 import { wellFormed } from "../text.ts";
+import { errorName, log } from "../log.ts";
 
 type CallPayload = Extract<Payload, { type: "call" }>;
 type StartupPayload = Extract<Payload, { type: "startup" }>;
@@ -308,14 +309,6 @@ export function batchStatements(
   return { statements, counts: countsOf(tuples) };
 }
 
-/** Structured log line of a write failure: the project and the counts, never a payload. */
-export type WriteFailureLog = {
-  event: "ingest_write_retry" | "ingest_write_failed";
-  project_id: string;
-  attempt: number;
-  error: string;
-} & RowCounts;
-
 /** Waits between write attempts (SPEC §1.1: retried with backoff), multiplied by the base delay. */
 export const WRITE_RETRY_BACKOFF = [1, 4, 16] as const;
 /** The base delay of WRITE_RETRY_BACKOFF (env INGEST_RETRY_BASE_MS): 250 ms → 0.25, 1 and 4 s, under waitUntil's 30 s. */
@@ -356,9 +349,8 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 export async function persistBatch(
   db: D1Database,
   batch: StoredBatch,
-  options: { retryBaseMs?: number; log?: (line: string) => void; sleep?: (ms: number) => Promise<void> } = {},
+  options: { retryBaseMs?: number; sleep?: (ms: number) => Promise<void> } = {},
 ): Promise<PersistResult> {
-  const log = options.log ?? ((line: string) => console.error(line));
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const base = options.retryBaseMs ?? DEFAULT_WRITE_RETRY_BASE_MS;
   const counts = countsOf(batch.tuples);
@@ -372,14 +364,8 @@ export async function persistBatch(
       await withTimeout(written, Math.max(MIN_WRITE_ATTEMPT_TIMEOUT_MS, base * WRITE_ATTEMPT_TIMEOUT_BASES));
       return { stored: true, failedAttempts: attempt - 1 };
     } catch (err) {
-      const line: WriteFailureLog = {
-        event: attempt < attempts ? "ingest_write_retry" : "ingest_write_failed",
-        project_id: batch.projectId,
-        attempt,
-        error: errorName(err),
-        ...counts,
-      };
-      log(JSON.stringify(line));
+      // The project and the counts, never a payload.
+      log.error(attempt < attempts ? "ingest_write_retry" : "ingest_write_failed", { project_id: batch.projectId, attempt, error: errorName(err), ...counts });
       if (attempt < attempts) await sleep(WRITE_RETRY_BACKOFF[attempt - 1]! * base);
     }
   }
@@ -395,8 +381,4 @@ export async function storeBatchOnce(db: D1Database, batch: StoredBatch, nowMs: 
   const attemptId = crypto.randomUUID();
   const results = await db.batch(batchStatements(db, batch, { attemptId, nowMs }).statements);
   return results[0]!.meta.changes > 0 ? "stored" : "duplicate";
-}
-
-function errorName(err: unknown): string {
-  return err instanceof Error ? err.name : typeof err;
 }

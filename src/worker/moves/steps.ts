@@ -47,6 +47,7 @@ import {
   type MoveChange,
   type MoveRow,
 } from "../db/moves.ts";
+import { errorName, log } from "../log.ts";
 
 /** Rows one step reads and writes at most: a page of a few hundred rows is one batch well under a second. */
 export const MOVE_PAGE_ROWS = 200;
@@ -166,7 +167,7 @@ function failure(move: MoveRow, err: unknown, ctx: Context): MoveChange {
   const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
   const failures = move.failures + 1;
   const error = `${move.phase}${move.step_table ? ` ${move.step_table}` : ""}: ${message}`.slice(0, 500);
-  console.error(JSON.stringify({ event: "move_step_failed", move_id: move.move_id, phase: move.phase, table: move.step_table, failures, error: err instanceof Error ? err.name : typeof err }));
+  log.error("move_step_failed", { move_id: move.move_id, phase: move.phase, table: move.step_table, failures, error: errorName(err) });
   const beforeSwitch = move.state === "copying" || move.state === "switching";
   if (beforeSwitch && (err instanceof MoveRefused || failures >= ctx.o.maxFailures)) {
     return { state: "failed", phase: "rollback", step_table: DELETED_TABLES[0], failures: 0, error, wait_until_ms: 0 };
@@ -319,7 +320,7 @@ async function switchOver(ctx: Context, move: MoveRow): Promise<StepResult> {
         try {
           await ctx.env.KEY_BUDGET.get(ctx.env.KEY_BUDGET.idFromName(k.key_id)).moveTo(move.target);
         } catch (err) {
-          console.error(JSON.stringify({ event: "move_key_not_told", move_id: move.move_id, key_id: k.key_id, error: err instanceof Error ? err.name : typeof err }));
+          log.error("move_key_not_told", { move_id: move.move_id, key_id: k.key_id, error: errorName(err) });
         }
       }),
   );

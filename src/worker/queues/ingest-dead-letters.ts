@@ -5,11 +5,12 @@
 import type { Env } from "../env.ts";
 import { INGEST_HEALTH_NAME } from "../health/ingest-health.ts";
 import { IngestWriteMessage } from "./ingest-writes.ts";
+import { errorName, log, withLogScope } from "../log.ts";
 
 /** The dead-letter queue's name in wrangler.toml. */
 export const INGEST_DEAD_LETTER_QUEUE_NAME = "mcpulse-ingest-dead";
 
-/** Keeps each dead letter in the health object; if that fails the message is retried. */
+/** Keeps each dead letter in the health object; if that fails the message is retried. Each message's lines carry its id. */
 export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   const health = env.INGEST_HEALTH.get(env.INGEST_HEALTH.idFromName(INGEST_HEALTH_NAME));
   for (const message of batch.messages) {
@@ -17,14 +18,16 @@ export async function consumeDeadLetters(batch: MessageBatch<unknown>, env: Env)
     const meta = parsed.success
       ? { batch_id: parsed.data.batch_id, project_id: parsed.data.project_id, received_at_ms: parsed.data.received_at_ms }
       : { batch_id: `invalid:${message.id}`, project_id: "unknown", received_at_ms: message.timestamp.getTime() };
-    try {
-      await health.note({ kind: "dead_lettered", ...meta, message_json: JSON.stringify(message.body) ?? "null" });
-      console.error(JSON.stringify({ event: "ingest_dead_lettered", batch_id: meta.batch_id, project_id: meta.project_id }));
-      message.ack();
-    } catch (err) {
-      console.error(JSON.stringify({ event: "ingest_dead_letter_retry", batch_id: meta.batch_id, error: err instanceof Error ? err.name : typeof err }));
-      message.retry({ delaySeconds: 60 });
-    }
+    await withLogScope({ invocation_id: message.id }, async () => {
+      try {
+        await health.note({ kind: "dead_lettered", ...meta, message_json: JSON.stringify(message.body) ?? "null" });
+        log.error("ingest_dead_lettered", { batch_id: meta.batch_id, project_id: meta.project_id });
+        message.ack();
+      } catch (err) {
+        log.error("ingest_dead_letter_retry", { batch_id: meta.batch_id, error: errorName(err) });
+        message.retry({ delaySeconds: 60 });
+      }
+    });
   }
 }
 

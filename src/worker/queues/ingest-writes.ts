@@ -16,6 +16,7 @@ import {
   type BatchTuples,
   type StoredBatch,
 } from "../db/raw-writes.ts";
+import { errorName, log, withLogScope } from "../log.ts";
 
 /** The queue's name in wrangler.toml (the worker's `queue()` tells its two queues apart by name). */
 export const INGEST_QUEUE_NAME = "mcpulse-ingest";
@@ -81,7 +82,7 @@ export async function noteIngestEvent(env: Env, event: IngestEvent): Promise<voi
   try {
     await env.INGEST_HEALTH.get(env.INGEST_HEALTH.idFromName(INGEST_HEALTH_NAME)).note(event);
   } catch (err) {
-    console.error(JSON.stringify({ event: "ingest_health_unavailable", kind: event.kind, project_id: event.project_id, error: errorName(err) }));
+    log.error("ingest_health_unavailable", { kind: event.kind, project_id: event.project_id, error: errorName(err) });
   }
 }
 
@@ -106,7 +107,7 @@ async function enqueueOrCount(env: Env, batch: StoredBatch): Promise<void> {
     const parts = await enqueueBatch(env, batch);
     await noteIngestEvent(env, { kind: "queued", project_id: batch.projectId, batches: parts, received_at_ms: batch.receivedAtMs });
   } catch (err) {
-    console.error(JSON.stringify({ event: "ingest_batch_lost", project_id: batch.projectId, calls: batch.tuples.calls.length, startups: batch.tuples.startups.length, agreements: batch.tuples.agreements.length, error: errorName(err) }));
+    log.error("ingest_batch_lost", { project_id: batch.projectId, calls: batch.tuples.calls.length, startups: batch.tuples.startups.length, agreements: batch.tuples.agreements.length, error: errorName(err) });
     await noteIngestEvent(env, { kind: "lost", project_id: batch.projectId, batches: 1 });
   }
 }
@@ -121,7 +122,7 @@ export async function enqueueBeforeAnswer(env: Env, batch: StoredBatch): Promise
     await noteIngestEvent(env, { kind: "queued", project_id: batch.projectId, batches: parts, received_at_ms: batch.receivedAtMs });
     return true;
   } catch (err) {
-    console.error(JSON.stringify({ event: "ingest_queue_unavailable", project_id: batch.projectId, error: errorName(err) }));
+    log.error("ingest_queue_unavailable", { project_id: batch.projectId, error: errorName(err) });
     return false;
   }
 }
@@ -144,35 +145,37 @@ export function storedBatchOf(message: IngestWriteMessage): StoredBatch {
  * directory once per project and invocation, so a message written after a move lands where the
  * project is now); a redelivery, or a part already written by a retry that did commit, is
  * acknowledged as a duplicate; a D1 failure retries the message with backoff. A message that does
- * not parse can never be written: logged, counted lost, acknowledged.
+ * not parse can never be written: logged, counted lost, acknowledged. Each message's lines carry its id.
  */
 export async function consumeIngestWrites(batch: MessageBatch<unknown>, env: Env, nowMs: number = Date.now()): Promise<void> {
   const written = new Map<string, number>();
   const databaseOfProject = new Map<string, Database>();
   const writtenTo = new Map<string, D1Database>();
   for (const message of batch.messages) {
-    const parsed = IngestWriteMessage.safeParse(message.body);
-    if (!parsed.success) {
-      console.error(JSON.stringify({ event: "ingest_queue_message_invalid", id: message.id }));
-      await noteIngestEvent(env, { kind: "lost", project_id: "unknown", batches: 1 });
-      message.ack();
-      continue;
-    }
-    try {
-      let database = databaseOfProject.get(parsed.data.project_id);
-      if (!database) {
-        database = await resolveProjectDatabase(env, parsed.data.project_id);
-        databaseOfProject.set(parsed.data.project_id, database);
+    await withLogScope({ invocation_id: message.id }, async () => {
+      const parsed = IngestWriteMessage.safeParse(message.body);
+      if (!parsed.success) {
+        log.error("ingest_queue_message_invalid", { id: message.id });
+        await noteIngestEvent(env, { kind: "lost", project_id: "unknown", batches: 1 });
+        message.ack();
+        return;
       }
-      const outcome = await storeBatchOnce(database.db, storedBatchOf(parsed.data), nowMs);
-      writtenTo.set(database.name, database.db);
-      message.ack();
-      written.set(parsed.data.project_id, (written.get(parsed.data.project_id) ?? 0) + 1);
-      if (outcome === "duplicate") console.error(JSON.stringify({ event: "ingest_queue_duplicate", project_id: parsed.data.project_id, batch_id: parsed.data.batch_id }));
-    } catch (err) {
-      console.error(JSON.stringify({ event: "ingest_queue_write_retry", project_id: parsed.data.project_id, attempt: message.attempts, error: errorName(err) }));
-      message.retry({ delaySeconds: retryDelaySeconds(message.attempts) });
-    }
+      try {
+        let database = databaseOfProject.get(parsed.data.project_id);
+        if (!database) {
+          database = await resolveProjectDatabase(env, parsed.data.project_id);
+          databaseOfProject.set(parsed.data.project_id, database);
+        }
+        const outcome = await storeBatchOnce(database.db, storedBatchOf(parsed.data), nowMs);
+        writtenTo.set(database.name, database.db);
+        message.ack();
+        written.set(parsed.data.project_id, (written.get(parsed.data.project_id) ?? 0) + 1);
+        if (outcome === "duplicate") log.error("ingest_queue_duplicate", { project_id: parsed.data.project_id, batch_id: parsed.data.batch_id });
+      } catch (err) {
+        log.error("ingest_queue_write_retry", { project_id: parsed.data.project_id, attempt: message.attempts, error: errorName(err) });
+        message.retry({ delaySeconds: retryDelaySeconds(message.attempts) });
+      }
+    });
   }
   for (const [projectId, batches] of written) await noteIngestEvent(env, { kind: "written_from_queue", project_id: projectId, batches });
   for (const db of writtenTo.values()) {
@@ -182,8 +185,4 @@ export async function consumeIngestWrites(batch: MessageBatch<unknown>, env: Env
       // The next consumer run deletes them.
     }
   }
-}
-
-function errorName(err: unknown): string {
-  return err instanceof Error ? err.name : typeof err;
 }

@@ -14,6 +14,7 @@ import { databaseNamed, databases, directoryDb } from "../databases.ts";
 import { unfinishedMoveIds } from "../db/moves.ts";
 import { runMoveSteps, type MoveOptions } from "../moves/steps.ts";
 import { RETENTION_CRON, ROLLUP_CRON, parseMaxQueries, parsePauseMs, parseRetentionDays, runRetention, runRollup } from "../rollup/index.ts";
+import { errorName, log, withLogScope } from "../log.ts";
 
 /** The queue's name in wrangler.toml (the worker's `queue()` tells its queues apart by name). */
 export const ROLLUP_QUEUE_NAME = "mcpulse-rollup";
@@ -51,7 +52,7 @@ export function jobKindOf(cron: string): DatabaseJob["kind"] | null {
   // A manual trigger without a cron (`wrangler dev --test-scheduled`, `/__scheduled`) runs the
   // rollup: it is idempotent, so an extra run is always safe.
   if (cron === ROLLUP_CRON || cron === "") return "rollup";
-  console.error(JSON.stringify({ event: "unknown_cron", cron }));
+  log.error("unknown_cron", { cron });
   return null;
 }
 
@@ -63,22 +64,22 @@ export function jobKindOf(cron: string): DatabaseJob["kind"] | null {
 export async function runDatabaseJob(env: Env, job: DatabaseJob): Promise<void> {
   const db = databaseNamed(env, job.database);
   if (!db) {
-    console.error(JSON.stringify({ event: "rollup_job_unknown_database", database: job.database }));
+    log.error("rollup_job_unknown_database", { database: job.database });
     return;
   }
   const now = job.scheduledTimeMs;
   if (job.kind === "retention") {
     const r = await runRetention(db, now, { retentionDays: parseRetentionDays(env.RAW_RETENTION_DAYS) });
-    console.log(JSON.stringify({ event: "retention", database: job.database, ...r }));
+    log.info("retention", { database: job.database, ...r });
     return;
   }
   const r = await runRollup(db, now, { maxQueries: parseMaxQueries(env.ROLLUP_MAX_QUERIES), pauseMs: parsePauseMs(env.ROLLUP_PAUSE_MS) });
   if (r.leaseHeld) {
     // Another rollup job of this database is still running: it does the work (and the alert step after it).
-    console.log(JSON.stringify({ event: "rollup_lease_held", database: job.database }));
+    log.info("rollup_lease_held", { database: job.database });
     return;
   }
-  console.log(JSON.stringify({ event: "rollup", database: job.database, ...r }));
+  log.info("rollup", { database: job.database, ...r });
   // After the rollup has committed; the alert step never throws (SPEC §5).
   await runAlertStep(env, db, now, r);
 }
@@ -93,12 +94,12 @@ const MAX_QUEUE_DELAY_SECONDS = 43_200;
 export async function runMoveJob(env: Env, moveId: string, nowMs: number, options: MoveOptions = {}): Promise<void> {
   try {
     const r = await runMoveSteps(env, moveId, nowMs, options);
-    console.log(JSON.stringify({ event: "move_steps", move_id: moveId, ...r }));
+    log.info("move_steps", { move_id: moveId, ...r });
     if (r.finished || r.busy) return;
     const delaySeconds = r.waitUntilMs === null ? 0 : Math.min(MAX_QUEUE_DELAY_SECONDS, Math.max(1, Math.ceil((r.waitUntilMs - nowMs) / 1000)));
     await sendMoveJob(env, moveId, delaySeconds);
   } catch (err) {
-    console.error(JSON.stringify({ event: "move_job_failed", move_id: moveId, error: err instanceof Error ? err.name : typeof err }));
+    log.error("move_job_failed", { move_id: moveId, error: errorName(err) });
   }
 }
 
@@ -108,7 +109,7 @@ export async function sendMoveJob(env: Env, moveId: string, delaySeconds = 0): P
   try {
     await env.ROLLUP_QUEUE.send(body, delaySeconds > 0 ? { delaySeconds } : undefined);
   } catch (err) {
-    console.error(JSON.stringify({ event: "rollup_queue_unavailable", jobs: 1, move_id: moveId, error: err instanceof Error ? err.name : typeof err }));
+    log.error("rollup_queue_unavailable", { jobs: 1, move_id: moveId, error: errorName(err) });
   }
 }
 
@@ -118,7 +119,7 @@ async function runLogged(env: Env, job: DatabaseJob): Promise<boolean> {
     await runDatabaseJob(env, job);
     return true;
   } catch (err) {
-    console.error(JSON.stringify({ event: "rollup_job_failed", kind: job.kind, database: job.database, error: err instanceof Error ? err.name : typeof err }));
+    log.error("rollup_job_failed", { kind: job.kind, database: job.database, error: errorName(err) });
     return false;
   }
 }
@@ -138,14 +139,14 @@ export async function fanOutScheduled(controller: ScheduledController, env: Env)
     try {
       moves = await unfinishedMoveIds(directoryDb(env));
     } catch (err) {
-      console.error(JSON.stringify({ event: "moves_unreadable", error: err instanceof Error ? err.name : typeof err }));
+      log.error("moves_unreadable", { error: errorName(err) });
     }
   }
   const moveJobs = moves.map((moveId): MoveJobMessage => ({ v: 1, kind: "move", move_id: moveId, scheduled_time_ms: controller.scheduledTime }));
   try {
     await env.ROLLUP_QUEUE.sendBatch([...jobs.map((job) => ({ body: jobMessage(job) })), ...moveJobs.map((body) => ({ body }))]);
   } catch (err) {
-    console.error(JSON.stringify({ event: "rollup_queue_unavailable", jobs: jobs.length + moveJobs.length, error: err instanceof Error ? err.name : typeof err }));
+    log.error("rollup_queue_unavailable", { jobs: jobs.length + moveJobs.length, error: errorName(err) });
     for (const job of jobs) await runLogged(env, job);
     for (const moveId of moves) await runMoveSteps(env, moveId, controller.scheduledTime).catch(() => undefined);
   }
@@ -156,17 +157,20 @@ export async function fanOutScheduled(controller: ScheduledController, env: Env)
  * The consumer: each message is one database's job. It is acknowledged whether it succeeded or
  * not — the next cron run does the same work again from the watermarks, so retrying an old job
  * would only repeat it with an older clock. A message that does not parse is logged and dropped.
+ * Each message's lines carry its id.
  */
 export async function consumeRollupJobs(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   for (const message of batch.messages) {
-    const parsed = RollupJobMessage.safeParse(message.body);
-    if (!parsed.success) {
-      console.error(JSON.stringify({ event: "rollup_job_invalid", id: message.id }));
-    } else if (parsed.data.kind === "move") {
-      await runMoveJob(env, parsed.data.move_id, parsed.data.scheduled_time_ms ?? Date.now());
-    } else {
-      await runLogged(env, { kind: parsed.data.kind, database: parsed.data.database, scheduledTimeMs: parsed.data.scheduled_time_ms });
-    }
+    await withLogScope({ invocation_id: message.id }, async () => {
+      const parsed = RollupJobMessage.safeParse(message.body);
+      if (!parsed.success) {
+        log.error("rollup_job_invalid", { id: message.id });
+      } else if (parsed.data.kind === "move") {
+        await runMoveJob(env, parsed.data.move_id, parsed.data.scheduled_time_ms ?? Date.now());
+      } else {
+        await runLogged(env, { kind: parsed.data.kind, database: parsed.data.database, scheduledTimeMs: parsed.data.scheduled_time_ms });
+      }
+    });
     message.ack();
   }
 }

@@ -12,6 +12,7 @@ import { AGREEMENTS_WATERMARK, AS_OF, INGEST_EPOCH, ROLLUP_LEASE, stateValueSql,
 import { IDEMPOTENCY_WINDOW_MS, dayStartMs, hourStartMs } from "../time.ts";
 import { STARTUP_CHUNK_STATEMENTS, rollupStartupChunk } from "./startups.ts";
 import { TOOL_VERSIONS_PENDING_SQL, TOOL_VERSION_FOLD_STATEMENTS, runToolVersionFoldStep } from "./tool-versions.ts";
+import { log } from "../log.ts";
 
 export interface RollupOptions {
   /**
@@ -303,7 +304,7 @@ async function runHeld(
       report.queries += 1;
       if (!r) {
         lost = true;
-        console.error(JSON.stringify({ event: "rollup_lease_lost" }));
+        log.error("rollup_lease_lost");
         return false;
       }
       renewed(now);
@@ -348,7 +349,7 @@ async function runHeld(
       report.chunkRowsRead.push(r.rowsRead);
       report.maxChunkRowsRead = Math.max(report.maxChunkRowsRead, r.rowsRead);
       if (r.rowsRead > CHUNK_ROWS_READ_BOUND) {
-        console.error(JSON.stringify({ event: "rollup_chunk_over_bound", rows_read: r.rowsRead, calls: r.calls, requests: r.requests, touched: r.touched }));
+        log.error("rollup_chunk_over_bound", { rows_read: r.rowsRead, calls: r.calls, requests: r.requests, touched: r.touched });
       }
       pending.calls = !!r.more;
       ran = true;

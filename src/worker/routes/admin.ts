@@ -33,6 +33,7 @@ import {
   summarizeDatabases,
   type Database,
 } from "../databases.ts";
+import { errorName, log } from "../log.ts";
 
 export const MAX_PROJECT_NAME_CHARS = 200;
 /** Upper bound of a settable budget: far above what one key can send, low enough to stay an integer. */
@@ -106,7 +107,7 @@ async function forgetProjectHealth(env: AppEnv["Bindings"], projectId: string): 
   try {
     await env.INGEST_HEALTH.get(env.INGEST_HEALTH.idFromName(INGEST_HEALTH_NAME)).forgetProject(projectId);
   } catch (err) {
-    console.error(JSON.stringify({ event: "ingest_health_unavailable", kind: "forget_project", project_id: projectId, error: err instanceof Error ? err.name : typeof err }));
+    log.error("ingest_health_unavailable", { kind: "forget_project", project_id: projectId, error: errorName(err) });
   }
 }
 

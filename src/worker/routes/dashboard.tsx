@@ -12,7 +12,7 @@ import { HTTPException } from "hono/http-exception";
 import type { JSX } from "hono/jsx/jsx-runtime";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { authenticateKey } from "../auth.ts";
-import { ConfirmSignInPage, DataNotice, ErrorPage, ScriptNonce, SignInPage } from "../dashboard/layout.tsx";
+import { ConfirmSignInPage, DataNotice, ErrorPage, RequestId, ScriptNonce, SignInPage } from "../dashboard/layout.tsx";
 import { INGEST_HEALTH_NAME } from "../health/ingest-health.ts";
 import { OverviewPage, ToolPage } from "../dashboard/pages.tsx";
 import { ExplorePage, type ExploreForm, type ExploreOutcome } from "../dashboard/explore-page.tsx";
@@ -34,7 +34,7 @@ export const dashboardApp = new Hono<AppEnv>();
 
 /**
  * A page as HTML. Its script carries this request's CSP nonce (app.ts's secureHeaders makes it when
- * the policy is built); pages are per key and never cached.
+ * the policy is built), and an error page the request's id; pages are per key and never cached.
  */
 export async function render(c: Ctx, page: JSX.Element, status: ContentfulStatusCode = 200, notice: string | null = null): Promise<Response> {
   const nonce = c.get("secureHeadersNonce") ?? "";
@@ -42,7 +42,9 @@ export async function render(c: Ctx, page: JSX.Element, status: ContentfulStatus
     "<!DOCTYPE html>" +
     (await (
       <ScriptNonce.Provider value={nonce}>
-        <DataNotice.Provider value={notice}>{page}</DataNotice.Provider>
+        <RequestId.Provider value={c.var.requestId}>
+          <DataNotice.Provider value={notice}>{page}</DataNotice.Provider>
+        </RequestId.Provider>
       </ScriptNonce.Provider>
     ).toString());
   return c.html(html, status, { "Cache-Control": "private, no-store" });

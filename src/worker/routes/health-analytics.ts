@@ -10,6 +10,7 @@ import { callsPerHourAndTool } from "../db/metrics.ts";
 import { listProjects } from "../db/projects.ts";
 import type { Env } from "../env.ts";
 import { HOUR_MS, hourStartMs } from "../time.ts";
+import { errorName, log } from "../log.ts";
 
 /** Hours compared: the last three the rollup has completed (a few queries, a few hundred rows). */
 export const RECONCILED_HOURS = 3;
@@ -44,7 +45,7 @@ export async function analyticsDrift(env: Env, directory: D1Database, asOfMs: nu
     const result = reconcile(d1, ae);
     return { state: result.drifting > 0 ? "drift" : "ok", from: new Date(startMs).toISOString(), to: new Date(endMs).toISOString(), executor: executor.name, ...result };
   } catch (err) {
-    console.error(JSON.stringify({ event: "analytics_reconcile_failed", error: err instanceof Error ? err.name : typeof err }));
+    log.error("analytics_reconcile_failed", { error: errorName(err) });
     return { state: "unavailable" };
   }
 }

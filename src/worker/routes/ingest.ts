@@ -18,6 +18,7 @@ import type { BudgetDecision } from "../budget/key-budget.ts";
 import { batchTuples, type StoredBatch } from "../db/raw-writes.ts";
 import type { Env } from "../env.ts";
 import { d1WritesFailing, enqueueBeforeAnswer, noteIngestEvent, writeOrEnqueue } from "../queues/ingest-writes.ts";
+import { errorName, log } from "../log.ts";
 
 export const ingestRoutes = new Hono<AppEnv>();
 
@@ -232,7 +233,7 @@ function budgetStub(env: Env, keyId: string): BudgetStub {
   try {
     return env.KEY_BUDGET.get(env.KEY_BUDGET.idFromName(keyId));
   } catch (err) {
-    console.error(JSON.stringify({ event: "budget_unavailable", key_id: keyId, error: err instanceof Error ? err.name : typeof err }));
+    log.error("budget_unavailable", { key_id: keyId, error: errorName(err) });
     return null;
   }
 }
@@ -248,7 +249,7 @@ async function takeBudget(stub: BudgetStub, keyId: string, items: number, budget
     if (!stub) return { admitted: true };
     return await stub.take(items, budgetPerMinute, idempotencyKey);
   } catch (err) {
-    console.error(JSON.stringify({ event: "budget_unavailable", key_id: keyId, items, error: err instanceof Error ? err.name : typeof err }));
+    log.error("budget_unavailable", { key_id: keyId, items, error: errorName(err) });
     return { admitted: true };
   }
 }
@@ -280,7 +281,7 @@ async function recordAnalytics(env: Env, projectId: string, payloads: readonly P
     writeCallDataPoints(env.CALLS_AE, points);
     if (env.ANALYTICS_LOCAL_URL) await postToLocalEngine(env.ANALYTICS_LOCAL_URL, points);
   } catch (err) {
-    console.error(JSON.stringify({ event: "analytics_write_failed", project_id: projectId, calls: calls.length, error: err instanceof Error ? err.name : typeof err }));
+    log.error("analytics_write_failed", { project_id: projectId, calls: calls.length, error: errorName(err) });
   }
 }
 

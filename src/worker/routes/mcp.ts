@@ -14,6 +14,7 @@ import { insufficientScope, type OAuthResourceAuth } from "@cloudflare/workers-o
 import { METRICS_READ_SCOPE, mcpResource, resourceMetadataUrl, type GrantProps } from "../oauth/authorization-server.ts";
 import type { AppEnv } from "../env.ts";
 import { apiError } from "../errors.ts";
+import { errorName, log } from "../log.ts";
 import { runsLocally } from "../alerts/targets.ts";
 import { MCP_TOOLS, type ToolContext } from "../mcp/tools.ts";
 
@@ -53,7 +54,7 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
           const result = await tool.run(ctx, args as never);
           return { content: [{ type: "text" as const, text: JSON.stringify(result) }], structuredContent: result };
         } catch (err) {
-          if (!(err instanceof HTTPException)) console.error(JSON.stringify({ event: "mcp_tool_error", tool: tool.name, name: (err as Error)?.name ?? "Error" }));
+          if (!(err instanceof HTTPException)) log.error("mcp_tool_error", { tool: tool.name, name: errorName(err) });
           return { content: [{ type: "text" as const, text: toolErrorMessage(err) }], isError: true };
         }
       },
@@ -155,5 +156,32 @@ mcpApp.all("/", async (c) => {
   });
   const res = await handler.fetch(c.req.raw);
   c.executionCtx.waitUntil(handler.close());
-  return res;
+  return res.status >= 400 ? withRequestId(res, c.var.requestId) : res;
 });
+
+/**
+ * The MCP SDK's own refusals (a body that is not JSON-RPC, a method other than POST…) are JSON-RPC
+ * error objects, not the app's error model: the request's id goes in the error's `data`, the member
+ * JSON-RPC leaves to the server, as `{"request_id": …}` (or added to a `data` object the SDK set).
+ */
+async function withRequestId(res: Response, requestId: string): Promise<Response> {
+  if (!res.headers.get("content-type")?.toLowerCase().startsWith("application/json")) return res;
+  const text = await res.text();
+  const copy = (body: string) => {
+    const headers = new Headers(res.headers);
+    headers.delete("content-length");
+    return new Response(body, { status: res.status, statusText: res.statusText, headers });
+  };
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return copy(text);
+  }
+  const error = (body as { error?: unknown } | null)?.error;
+  if (typeof error !== "object" || error === null || Array.isArray(error)) return copy(text);
+  const rpcError = error as { data?: unknown };
+  if (rpcError.data === undefined) rpcError.data = { request_id: requestId };
+  else if (typeof rpcError.data === "object" && rpcError.data !== null && !Array.isArray(rpcError.data)) rpcError.data = { ...rpcError.data, request_id: requestId };
+  return copy(JSON.stringify(body));
+}

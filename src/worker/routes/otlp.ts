@@ -12,6 +12,7 @@ import { MAX_BATCH_ITEMS, MAX_BODY_BYTES, type CallPayload } from "../../shared/
 import { credentialOf } from "../auth.ts";
 import type { AppEnv } from "../env.ts";
 import { apiError, errorResponse } from "../errors.ts";
+import { errorName, log } from "../log.ts";
 import { decodeExportRequest, exportResponseBody, otlpEncodingOf, statusBody, type OtlpEncoding } from "../otlp/decode.ts";
 import { spanCount, spansToCalls } from "../otlp/spans.ts";
 import { acceptPayloads, contentEncoding, idempotencyKeyOf, ingestKeyMiddleware, readBodyWithinLimit, tooLarge } from "./ingest.ts";
@@ -29,15 +30,16 @@ function answerEncoding(c: Context<AppEnv>): OtlpEncoding {
 const CONTENT_TYPES: Record<OtlpEncoding, string> = { protobuf: "application/x-protobuf", json: "application/json" };
 
 // Every error of this route, the app's own error model (status, message, headers such as Retry-After
-// and WWW-Authenticate) written as OTLP's Status body: exporters read it, and retry on 429/503.
+// and WWW-Authenticate) written as OTLP's Status body: exporters read it, and retry on 429/503. The
+// Status has no field of ours, so its message ends with the request's id (what an exporter logs).
 otlpRoutes.onError((err, c) => {
-  const shaped = errorResponse(err);
+  const shaped = errorResponse(err, c.var.requestId);
   const message = err instanceof HTTPException && err.message !== "" ? err.message : shaped.status >= 500 ? "internal error" : "bad request";
-  if (!(err instanceof HTTPException)) console.error(JSON.stringify({ event: "unhandled_error", route: "otlp", name: err?.name ?? "Error" }));
+  if (!(err instanceof HTTPException)) log.error("unhandled_error", { route: "otlp", name: errorName(err) });
   const encoding = answerEncoding(c);
   const headers = new Headers(shaped.headers);
   headers.set("content-type", CONTENT_TYPES[encoding]);
-  return new Response(statusBody(shaped.status, message, encoding), { status: shaped.status, headers });
+  return new Response(statusBody(shaped.status, `${message} (request id ${c.var.requestId})`, encoding), { status: shaped.status, headers });
 });
 
 otlpRoutes.post(

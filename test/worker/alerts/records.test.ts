@@ -30,8 +30,9 @@ describe("alert records at the db/ boundary", () => {
       expect(await findRule(env.DB, p.project_id, "rul_badmetric000001")).toBeNull();
       expect((await findRule(env.DB, p.project_id, good.id))?.metric).toBe("error_rate");
       const logged = log.mock.calls.map((c) => JSON.parse(String(c[0])) as Record<string, unknown>);
-      expect(logged).toContainEqual({ event: "alert_record_invalid", table: "alert_rules", id: "rul_badmetric000001" });
-      expect(logged).toContainEqual({ event: "alert_record_invalid", table: "alert_rules", id: "rul_badjson00000001" });
+      // Read outside a request or a job: no id to tie the line to.
+      expect(logged).toContainEqual({ event: "alert_record_invalid", level: "error", table: "alert_rules", id: "rul_badmetric000001" });
+      expect(logged).toContainEqual({ event: "alert_record_invalid", level: "error", table: "alert_rules", id: "rul_badjson00000001" });
       // The evaluation of every project goes on past the bad rows.
       const report = await evaluateAlerts(env.DB, Date.now(), { maxStatements: 50 });
       expect(report.rules).toBeGreaterThanOrEqual(1);

@@ -1,4 +1,4 @@
-// Every bad parameter of the read API answers 400 {"error", "code": "BAD_REQUEST"}; limits are tested at, under and over.
+// Every bad parameter of the read API answers 400 {"error", "code": "BAD_REQUEST", "request_id"}; limits are tested at, under and over.
 import { env } from "cloudflare:test";
 import { describe, expect, it, onTestFinished, vi } from "vitest";
 import { callPayload, postIngest } from "../helpers/ingest.ts";
@@ -15,7 +15,8 @@ async function expect400(path: string, key: string, fragment: RegExp): Promise<v
   const { status, body, headers } = await getJson<{ error: string; code: string }>(path, key);
   expect(status, path).toBe(400);
   expect(headers.get("content-type")).toContain("application/json");
-  expect(Object.keys(body)).toEqual(["error", "code"]);
+  expect(Object.keys(body)).toEqual(["error", "code", "request_id"]);
+  expect((body as { request_id?: string }).request_id).toBe(headers.get("x-request-id"));
   expect(body.code).toBe("BAD_REQUEST");
   expect(body.error).toMatch(fragment);
 }

@@ -327,7 +327,7 @@ describe("POST /v1/admin/projects/:id/recompute", () => {
     expect(await started.json()).toMatchObject({ project_id: "p1", state: "clearing", from: null, finished_at: null, steps: 0 });
     const again = await admin("/projects/p1/recompute", "POST");
     expect(again.status).toBe(409);
-    expect(await again.json()).toEqual({ error: "a recompute of this project is under way", code: "CONFLICT" });
+    expect(await again.json()).toEqual({ error: "a recompute of this project is under way", code: "CONFLICT", request_id: again.headers.get("x-request-id") });
 
     await rollupUntilDone(T0 + HOUR_MS);
     const done = await admin("/projects/p1/recompute");
