@@ -164,7 +164,7 @@ describe("alert destinations", () => {
     const p = await createProject();
     for (const url of ["https://169.254.169.254/latest/meta-data/", "https://10.0.0.1/h", "https://192.168.1.1/h", "https://172.16.0.1/h", "https://[fd00::1]/h", "https://0x7f000001/h", "https://2130706433/h", "https://0177.0.0.1/h", "https://127.1/h", "https://[::ffff:127.0.0.1]/h", "https://metadata.google.internal/h", "https://localhost./h", "https://100.64.0.1/h"]) {
       const res = await admin("POST", `${p.project_id}/alert-destinations`, { kind: "webhook", url });
-      expect([url, res.status, await res.json()]).toEqual([url, 400, { error: "url must point at a public host", code: "BAD_REQUEST" }]);
+      expect([url, res.status, await res.json()]).toEqual([url, 400, { error: "url must point at a public host", code: "BAD_REQUEST", request_id: res.headers.get("x-request-id") }]);
     }
     expect((await admin("GET", `${p.project_id}/alert-destinations`)).status).toBe(200);
     expect(((await (await admin("GET", `${p.project_id}/alert-destinations`)).json()) as { destinations: unknown[] }).destinations).toEqual([]);

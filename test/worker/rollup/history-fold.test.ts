@@ -73,6 +73,7 @@ describe("GET /v1/metrics/timeseries?grain=hour before the horizon", () => {
     expect(outside.body).toEqual({
       error: "hours are kept for the last 90 days (from 2026-08-23); older hours are folded into their days: ask grain=day, or a 'from' on or after that date",
       code: "HOURS_NOT_KEPT",
+      request_id: outside.headers.get("x-request-id"),
     });
     // Day grain over the same days, and the same hours asked a day earlier (the horizon a day back).
     expect((await series(p, HORIZON - DAY, HORIZON + DAY, "day")).status).toBe(200);
