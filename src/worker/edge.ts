@@ -9,8 +9,9 @@
 // library's own `user:grant:secret` token) is let through to the route's existing key check, which
 // also counts it against the sign-in throttle when it is wrong (SPEC §3).
 import { OAuthResourceServer } from "@cloudflare/workers-oauth-provider";
-import { app } from "./app.ts";
+import { app, requestIdOf } from "./app.ts";
 import type { Env } from "./env.ts";
+import { REQUEST_ID_HEADER } from "./errors.ts";
 import { runsLocally } from "./alerts/targets.ts";
 import {
   AUTHORIZATION_SERVER_METADATA_PATH,
@@ -51,11 +52,16 @@ function resourceServerFor(origin: string): OAuthResourceServer<Env, unknown> | 
   return server;
 }
 
-/** `nosniff` on every answer, the library's too (SPEC §3: also on API answers). */
-function withNosniff(response: Response): Response {
-  if (response.headers.get("X-Content-Type-Options") === "nosniff") return response;
+/**
+ * `nosniff` on every answer, the library's too (SPEC §3: also on API answers), and the request's id
+ * (app.ts's `requestIdOf`: the cf-ray, else a fresh one) on the library's own answers — an answer the
+ * app wrote keeps the app's.
+ */
+function withEdgeHeaders(response: Response, requestId: string): Response {
+  if (response.headers.get("X-Content-Type-Options") === "nosniff" && response.headers.has(REQUEST_ID_HEADER)) return response;
   const copy = new Response(response.body, response);
   copy.headers.set("X-Content-Type-Options", "nosniff");
+  if (!copy.headers.has(REQUEST_ID_HEADER)) copy.headers.set(REQUEST_ID_HEADER, requestId);
   return copy;
 }
 
@@ -80,17 +86,19 @@ export async function edgeFetch(request: Request, env: Env, ctx: ExecutionContex
   if (isMcp && !mcpOriginAllowed(request, { allowedOrigins: env.MCP_ALLOWED_ORIGINS, local: runsLocally(env) })) return app.fetch(request, env, ctx);
   const resourceServer = resourceServerFor(url.origin);
   if (!resourceServer) return app.fetch(request, env, ctx);
-  if (isMcp) return withNosniff(await resourceServer.fetch(request, env, ctx));
+  const requestId = requestIdOf(request.headers.get("cf-ray") ?? undefined);
+  if (isMcp) return withEdgeHeaders(await resourceServer.fetch(request, env, ctx), requestId);
   if (path === PROTECTED_RESOURCE_METADATA_PATH || path === PROTECTED_RESOURCE_METADATA_PATH + MCP_PATH) {
     // The origin-level form names the same resource (SPEC §9): clients that probe it first find /mcp's document.
     const metadataUrl = new URL(PROTECTED_RESOURCE_METADATA_PATH + MCP_PATH, url.origin);
-    return withNosniff(await resourceServer.fetch(new Request(metadataUrl, request), env, ctx));
+    return withEdgeHeaders(await resourceServer.fetch(new Request(metadataUrl, request), env, ctx), requestId);
   }
   if (path === AUTHORIZATION_SERVER_METADATA_PATH || path === TOKEN_PATH || path === REGISTER_PATH) {
     if (path === TOKEN_PATH && (await privateCimdClient(request))) {
-      return withNosniff(Response.json({ error: "invalid_client", error_description: "client metadata documents are fetched from public hosts only" }, { status: 401 }));
+      const refusal = { error: "invalid_client", error_description: "client metadata documents are fetched from public hosts only", request_id: requestId };
+      return withEdgeHeaders(Response.json(refusal, { status: 401 }), requestId);
     }
-    return withNosniff(await authorizationServerFor(url.origin)!.fetch(request, env, ctx));
+    return withEdgeHeaders(await authorizationServerFor(url.origin)!.fetch(request, env, ctx), requestId);
   }
   return app.fetch(request, env, ctx);
 }

@@ -72,6 +72,7 @@ describe("the request id", () => {
   });
 
   it("is in the body and the header of every kind of error: 400, 401, 404, 429, 500, 503", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => {}); // the 500's and the 503's lines
     const p = await createProject();
     const auth = { authorization: `Bearer ${p.read_key}`, "cf-ray": RAY };
     const answers: [number, Response][] = [
@@ -127,6 +128,36 @@ describe("the request id", () => {
     expect(page.status).toBe(400);
     expect(page.headers.get("x-request-id")).toBe(RAY);
     expect(await page.text()).toContain(`data-request-id="${RAY}"`);
+  });
+});
+
+describe("the request id at the edge (OAuth, SPEC §9)", () => {
+  it("names the OAuth library's answers and the token endpoint's own refusal; an answer of the app keeps the app's id", async () => {
+    const metadata = await exports.default.fetch("https://mcpulse.example/.well-known/oauth-protected-resource/mcp", { headers: { "cf-ray": RAY } });
+    expect(metadata.status).toBe(200);
+    expect(metadata.headers.get("x-request-id")).toBe(RAY);
+    const challenge = await exports.default.fetch("https://mcpulse.example/mcp", { method: "POST", headers: { authorization: "Bearer prj_x:grant:secret" } });
+    expect(challenge.status).toBe(401);
+    expect(challenge.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    const token = await exports.default.fetch("https://mcpulse.example/oauth/token", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", "cf-ray": RAY },
+      body: new URLSearchParams({ grant_type: "authorization_code", code: "a:b:c", client_id: "https://10.0.0.8/client.json", code_verifier: "v".repeat(43) }),
+    });
+    expect(token.status).toBe(401);
+    expect(token.headers.get("x-request-id")).toBe(RAY);
+    expect(await token.json()).toMatchObject({ error: "invalid_client", request_id: RAY });
+    // /mcp through the library's resource server to the app, without a cf-ray: the app's fresh id is the one answered.
+    const p = await createProject();
+    const mcp = await exports.default.fetch("https://mcpulse.example/mcp", {
+      method: "POST",
+      headers: { authorization: `Bearer ${p.read_key}`, "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: "{not json",
+    });
+    expect(mcp.status).toBe(400);
+    const rpc = await mcp.json<{ error: { data: { request_id: string } } }>();
+    expect(rpc.error.data.request_id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(mcp.headers.get("x-request-id")).toBe(rpc.error.data.request_id);
   });
 });
 
