@@ -77,8 +77,8 @@ app.route("/", dashboardAlertsApp);
 app.route("/", dashboardApp);
 
 // One error model (errors.ts, docs/errors.md): every error of every route ends here, as
-// {"error": string, "code": ErrorCode}; anything unexpected is a bare 500 (SPEC §1.1): never a stack
-// trace, never input echoed back — and the request's id, which its log lines carry.
+// {"error": string, "code": ErrorCode, "request_id": string} — the id its log lines carry; anything
+// unexpected is a bare 500 (SPEC §1.1): never a stack trace, never input echoed back.
 app.onError((err, c) => {
   if (!(err instanceof HTTPException)) log.error("unhandled_error", { name: errorName(err) });
   return errorResponse(err, c.var.requestId);
