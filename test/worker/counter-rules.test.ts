@@ -31,7 +31,8 @@ const callArb = fc
   // SPEC §1.2: is_empty only on an ok call (the ingest refuses anything else).
   .map((c) => ({ ...c, is_empty: c.is_empty && c.outcome === "ok" }) as CallFacts & { client_name: string; tool_name: string; hour: number; offset_ms: number });
 
-it("every per-call counter's JS rule and the rollup's SQL agree on generated calls", async () => {
+// 12 runs of ingest and rollup: more than the default 5 s on a loaded machine.
+it("every per-call counter's JS rule and the rollup's SQL agree on generated calls", { timeout: 60_000 }, async () => {
   // Whole hours before now, so every call's hour is closed and folded by the run at `now`.
   const now = Date.now();
   const baseHour = now - (now % HOUR_MS) - 4 * HOUR_MS;
