@@ -24,8 +24,12 @@ const reports: { queries: number; newStartups: number; caughtUp: boolean }[] = [
 beforeAll(async () => {
   worker = await startWorker({
     onLog(message) {
-      if (!message.startsWith("{")) return;
-      const line = JSON.parse(message) as { event?: string; database?: string; queries: number; newStartups: number; caughtUp: boolean };
+      let line: { event?: string; database?: string; queries: number; newStartups: number; caughtUp: boolean };
+      try {
+        line = JSON.parse(message);
+      } catch {
+        return; // not a structured line
+      }
       if (line.event === "rollup" && line.database === "DB") reports.push(line);
     },
   });
