@@ -1,33 +1,21 @@
 // Streamable HTTP, where a fresh server object per request is normal (SPEC §4): every fresh
 // server shares the process's buffer, concurrent clients keep their own names, and a session is a
 // conversation, never the process (where each session comes from: sessions.test.ts).
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
+import { afterEach, describe, expect, test } from "vitest";
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as HttpClientV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StreamableHTTPServerTransport as HttpServerV1 } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpClientV2 } from "@modelcontextprotocol/client";
 import { createMcpHandler } from "@modelcontextprotocol/server";
 import { watch } from "../../src/sdk/index.ts";
-import { setTransportOverridesForTests } from "../../src/sdk/destination.ts";
-import { invalidPayloads, startCaptureServer, type CaptureServer } from "./helpers/capture-server.ts";
+import { captureForFile } from "./helpers/capture-server.ts";
 import { buildServer } from "./helpers/fixtures.ts";
 import { HttpServers } from "./helpers/http-listen.ts";
 
-let ingest: CaptureServer;
+const ingest = captureForFile();
+const ofKey = ingest.ofKey;
 const http = new HttpServers();
-beforeAll(async () => {
-  ingest = await startCaptureServer();
-  setTransportOverridesForTests({ tuning: { flushIntervalMs: 20 } });
-});
-afterAll(async () => {
-  setTransportOverridesForTests({});
-  expect(invalidPayloads(ingest.payloads())).toEqual([]);
-  await ingest.close();
-});
 afterEach(() => http.closeAll());
-
-const ofKey = (key: string, type: string) =>
-  ingest.requests.filter((r) => r.headers.authorization === `Bearer ${key}`).flatMap((r) => r.batch).filter((p) => p.type === type);
 
 async function waitFor<T>(read: () => T[], count: number): Promise<T[]> {
   const deadline = Date.now() + 5_000;

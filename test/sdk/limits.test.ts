@@ -1,27 +1,16 @@
 // Caps the SDK applies before sending (SPEC §1.2, §4), each at, just under and just over.
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect, test } from "vitest";
 import { Server as ServerV1 } from "@modelcontextprotocol/sdk/server/index.js";
 import { McpServer as McpServerV1 } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import { watch } from "../../src/sdk/index.ts";
-import { setTransportOverridesForTests } from "../../src/sdk/destination.ts";
-import { invalidPayloads, startCaptureServer, type CaptureServer } from "./helpers/capture-server.ts";
+import { captureForFile } from "./helpers/capture-server.ts";
 import { connectInMemory } from "./helpers/fixtures.ts";
 
-let capture: CaptureServer;
-beforeAll(async () => {
-  capture = await startCaptureServer();
-  setTransportOverridesForTests({ tuning: { flushIntervalMs: 20 } });
-});
-afterAll(async () => {
-  setTransportOverridesForTests({});
-  expect(invalidPayloads(capture.payloads())).toEqual([]);
-  await capture.close();
-});
+const capture = captureForFile();
 
 let counter = 0;
-const ofKey = (key: string, type: string) =>
-  capture.requests.filter((r) => r.headers.authorization === `Bearer ${key}`).flatMap((r) => r.batch).filter((p) => p.type === type);
+const ofKey = capture.ofKey;
 async function waitFor(key: string, type: string, count: number) {
   const deadline = Date.now() + 5_000;
   while (ofKey(key, type).length < count && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));

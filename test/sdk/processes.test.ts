@@ -131,17 +131,37 @@ interface ExitRun {
   child: ChildProcess;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>;
   ready: Promise<number>;
+  /** What the child wrote on stderr so far (the SDK's drop report). */
+  stderr: () => string;
 }
 
-async function runExitChild(ingestMode: "accept" | "hang", calls: number, mode: "idle" | "wait" | "host-handler"): Promise<ExitRun> {
+/**
+ * A send timeout of an hour in the child, far beyond any test's timeout: a process whose sends hang
+ * can then end only through the 1 s exit-flush cap, so a broken cap fails the test by its own
+ * timeout, on any machine — no upper bound in milliseconds needed.
+ */
+const HOUR_MS = 3_600_000;
+
+async function runExitChild(ingestMode: "accept" | "hang", calls: number | string, mode: "idle" | "wait" | "host-handler"): Promise<ExitRun> {
   const ingest = await capture(ingestMode);
-  const child = spawn(process.execPath, [EXIT_CHILD, ingest.url, `mp_live_exit_${mode}`, String(calls), mode], { stdio: ["ignore", "pipe", "inherit"] });
+  const args = [EXIT_CHILD, ingest.url, `mp_live_exit_${mode}`, String(calls), mode, ...(ingestMode === "hang" ? [String(HOUR_MS)] : [])];
+  const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
   cleanUpChild(child);
+  let stderr = "";
+  child.stderr!.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+    process.stderr.write(chunk);
+  });
   const ready = new Promise<number>((resolve) => child.stdout!.on("data", (chunk: Buffer) => chunk.toString().includes("ready") && resolve(Date.now())));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; atMs: number }>((resolve) =>
     child.on("exit", (code, signal) => resolve({ code, signal, atMs: Date.now() })),
   );
-  return { ingest, child, exited, ready };
+  return { ingest, child, exited, ready, stderr: () => stderr };
+}
+
+/** The SDK's drop report lines in a child's stderr. */
+function dropLines(stderr: string): string[] {
+  return stderr.split("\n").filter((line) => line.startsWith("[mcpulse] gave up on"));
 }
 
 describe("exit flush", { timeout: 20_000 }, () => {
@@ -151,17 +171,23 @@ describe("exit flush", { timeout: 20_000 }, () => {
     expect(code).toBe(0);
     expect(run.ingest.calls()).toHaveLength(5);
     expect(run.ingest.startups()).toHaveLength(1);
+    expect(dropLines(run.stderr())).toEqual([]);
   });
 
-  test("beforeExit with a hanging endpoint and a send in flight: the process still ends within 1 s", async () => {
-    const run = await runExitChild("hang", 35, "idle"); // 30 go at once and hang; 5 + startup wait
+  test("beforeExit with a hanging endpoint and a send in flight: the exit flush gives up at its 1 s cap and the process ends", async () => {
+    // 30 calls and the startup go at once and hang; then 5 more wait for the exit flush.
+    const run = await runExitChild("hang", "30+5", "idle");
     const readyAt = await run.ready;
     const { code, atMs } = await run.exited;
     expect(code).toBe(0);
-    // The 1 s flush cap plus process teardown on a loaded machine — far below the 10 s send timeout
-    // that would hold it if the in-flight socket kept the process alive.
-    expect(atMs - readyAt).toBeLessThan(4_000);
-    expect(run.ingest.requests.length).toBeGreaterThanOrEqual(1);
+    expect(atMs - readyAt).toBeGreaterThanOrEqual(900); // the exit flush ran and waited, up to 1 s
+    expect(run.ingest.calls().length).toBeGreaterThanOrEqual(30);
+    // The process ended though its sends never would (an hour's timeout): the in-flight socket did
+    // not keep it alive, and the exit flush stopped at its cap, giving up on everything and saying so.
+    const lines = dropLines(run.stderr());
+    expect(lines.length, run.stderr()).toBeGreaterThanOrEqual(1);
+    for (const line of lines) expect(line).toMatch(/: \d+ exit flush out of time \(1 s: not sent or not confirmed\)$/);
+    expect(lines.reduce((sum, line) => sum + Number(/gave up on (\d+) payload/.exec(line)![1]), 0)).toBe(36);
   });
 
   test.each(["SIGTERM", "SIGINT"] as const)("%s: one final flush, then the signal's normal effect", async (signal) => {
@@ -173,16 +199,20 @@ describe("exit flush", { timeout: 20_000 }, () => {
     expect(run.ingest.calls()).toHaveLength(4);
   });
 
-  test("SIGTERM with a hanging endpoint: terminated within 1 s of flushing", async () => {
+  test("SIGTERM with a hanging endpoint: the final flush gives up at its 1 s cap, then the signal terminates", async () => {
     const run = await runExitChild("hang", 4, "wait");
     await run.ready;
     const sentAt = Date.now();
     run.child.kill("SIGTERM");
     const exit = await run.exited;
     expect(exit.signal).toBe("SIGTERM");
-    expect(exit.atMs - sentAt).toBeLessThan(4_000);
     expect(exit.atMs - sentAt).toBeGreaterThanOrEqual(900); // it did wait for the flush, up to 1 s
     expect(run.ingest.calls()).toHaveLength(4); // the request arrived even if never answered
+    // The host keeps the process alive and the send would hang for an hour: only the cap ended the
+    // flush, and the 4 calls and the startup it sent are reported as out of its time.
+    const lines = dropLines(run.stderr());
+    expect(lines, run.stderr()).toHaveLength(1);
+    expect(lines[0]).toMatch(/: 5 exit flush out of time \(1 s: not sent or not confirmed\)$/);
   });
 
   test("a host with its own SIGTERM handler keeps control of its exit", async () => {

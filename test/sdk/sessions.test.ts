@@ -3,7 +3,7 @@
 // transports, plus the pure function and the session table it rests on. The stdio row is in
 // processes.test.ts (a real child process per connection).
 import { createHmac } from "node:crypto";
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";
+import { afterEach, describe, expect, test } from "vitest";
 import { Client as ClientV1 } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport as SseClientV1 } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport as HttpClientV1 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -12,7 +12,6 @@ import { StreamableHTTPServerTransport as HttpServerV1 } from "@modelcontextprot
 import { Client as ClientV2, StreamableHTTPClientTransport as HttpClientV2 } from "@modelcontextprotocol/client";
 import { createMcpHandler, WebStandardStreamableHTTPServerTransport as HttpServerV2 } from "@modelcontextprotocol/server";
 import { watch, type WatchOptions } from "../../src/sdk/index.ts";
-import { setTransportOverridesForTests } from "../../src/sdk/destination.ts";
 import {
   CONVERSATION_META_KEYS,
   derivedSessionId,
@@ -21,31 +20,20 @@ import {
   sessionSource,
   type SessionFacts,
 } from "../../src/sdk/session.ts";
-import { invalidPayloads, startCaptureServer, type CaptureServer } from "./helpers/capture-server.ts";
+import { captureForFile } from "./helpers/capture-server.ts";
 import { InMemoryTransport as InMemoryTransportV1 } from "@modelcontextprotocol/sdk/inMemory.js";
 import { InMemoryTransport as InMemoryTransportV2 } from "@modelcontextprotocol/server";
 import { buildServer, type Flavour } from "./helpers/fixtures.ts";
 import { HttpServers } from "./helpers/http-listen.ts";
 
 const SESSION_ID = /^s_[0-9a-f]{12}$/;
-let ingest: CaptureServer;
+const ingest = captureForFile();
+const ofKey = ingest.ofKey;
 const http = new HttpServers();
 let keys = 0;
 const freshKey = (label: string) => `mp_live_sessions_${label}_${++keys}`;
 
-beforeAll(async () => {
-  ingest = await startCaptureServer();
-  setTransportOverridesForTests({ tuning: { flushIntervalMs: 20 } });
-});
-afterAll(async () => {
-  setTransportOverridesForTests({});
-  expect(invalidPayloads(ingest.payloads())).toEqual([]);
-  await ingest.close();
-});
 afterEach(() => http.closeAll());
-
-const ofKey = (key: string, type: string) =>
-  ingest.requests.filter((r) => r.headers.authorization === `Bearer ${key}`).flatMap((r) => r.batch).filter((p) => p.type === type);
 
 async function waitFor(key: string, type: string, count: number): Promise<Record<string, unknown>[]> {
   const deadline = Date.now() + 10_000;

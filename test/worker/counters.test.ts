@@ -1,8 +1,9 @@
 // One counter list (src/worker/metrics/counters.ts). What derives from it is checked by the type
 // checker; what cannot import it — the day triggers of migration 0013, the counter tables — is
-// checked here against it. Then "Adding a counter" (docs/architecture.md) is followed step by step
-// in this test's own database: the migration the guide generates, an hour row written with the new
-// counter, its day row (written by the triggers, not by the rollup) and the read API's answer.
+// checked here against it. Then the migration of "Adding a counter" (docs/architecture.md) is
+// applied for a counter added at run time, in this test's own database: an hour row written with the
+// new counter, its day row (written by the triggers, not by the rollup) and the read API's answer.
+// The guide followed for a real counter, through ingest and the rollup, is counter-guide.test.ts.
 import { env } from "cloudflare:test";
 import { afterAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { CALLS_DATASET } from "../../src/worker/analytics/calls-dataset.ts";

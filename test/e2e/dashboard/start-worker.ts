@@ -39,6 +39,8 @@ export type StartOptions = {
   persistTo?: string;
   /** Brings the first database to the schema the worker expects; default: every migration (migrateToHead). The others always get every migration. */
   prepareDb?: (db: D1Database) => Promise<unknown>;
+  /** Sees every line the worker logs (console.log/error), then printed as Miniflare would. */
+  onLog?: (message: string) => void;
 };
 
 export async function startWorker(options: StartOptions = {}): Promise<RunningWorker> {
@@ -77,6 +79,7 @@ export async function startWorker(options: StartOptions = {}): Promise<RunningWo
     port: 0,
     // Never fetch the Request.cf placeholder from the internet (tests run offline).
     cf: false,
+    ...(options.onLog ? { handleStructuredLogs: structuredLogsTo(options.onLog) } : {}),
     // Without persistTo, storage lives in a temporary directory, empty on every start.
     ...(options.persistTo ? { resourcePersistencePath: options.persistTo } : {}),
   } as unknown as V4MiniflareOptions;
@@ -114,6 +117,15 @@ export async function startWorker(options: StartOptions = {}): Promise<RunningWo
       await mf.dispose();
       rmSync(outdir, { recursive: true, force: true });
     },
+  };
+}
+
+/** Hands each worker log line to `onLog`, then prints it as Miniflare's default handler does. */
+function structuredLogsTo(onLog: (message: string) => void) {
+  return ({ level, message }: { level: string; message: string }) => {
+    onLog(message);
+    if (level === "error" || level === "warn") console.error(message);
+    else console.log(message);
   };
 }
 

@@ -1,7 +1,9 @@
 // A real ingest stand-in on 127.0.0.1 (node:http, not a mocked fetch) that records every request.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, expect } from "vitest";
 import { payloadSchema } from "../../../src/shared/index.ts";
+import { setTransportOverridesForTests } from "../../../src/sdk/destination.ts";
 
 /** accept: 202; fail500 / fail503 / fail429: that status (503 and 429 with `retryAfter`); reject400: 400; hang: no answer. */
 export type CaptureMode = "accept" | "fail500" | "fail503" | "fail429" | "reject400" | "hang";
@@ -133,4 +135,46 @@ export function invalidPayloads(payloads: Record<string, unknown>[]): { payload:
     if (!parsed.success) bad.push({ payload, issues: JSON.stringify(parsed.error.issues) });
   }
   return bad;
+}
+
+/** One capture server for a whole test file (captureForFile), read through its getters. */
+export interface FileCapture {
+  readonly url: string;
+  readonly requests: CapturedRequest[];
+  payloads(): Record<string, unknown>[];
+  /** The payloads of `type` sent with `key`, in order. */
+  ofKey(key: string, type: string): Record<string, unknown>[];
+}
+
+/**
+ * A capture server shared by a test file's tests, with the SDK's 5 s flush interval cut to 20 ms
+ * (for destinations made while it is set): started before the file's tests; after them every
+ * payload it received must pass the worker's schema, and it is closed.
+ */
+export function captureForFile(): FileCapture {
+  let server: CaptureServer | undefined;
+  const started = () => {
+    if (!server) throw new Error("the capture server starts in beforeAll");
+    return server;
+  };
+  beforeAll(async () => {
+    server = await startCaptureServer();
+    setTransportOverridesForTests({ tuning: { flushIntervalMs: 20 } });
+  });
+  afterAll(async () => {
+    setTransportOverridesForTests({});
+    expect(invalidPayloads(started().payloads())).toEqual([]);
+    await started().close();
+  });
+  return {
+    get url() {
+      return started().url;
+    },
+    get requests() {
+      return started().requests;
+    },
+    payloads: () => started().payloads(),
+    ofKey: (key, type) =>
+      started().requests.filter((r) => r.headers.authorization === `Bearer ${key}`).flatMap((r) => r.batch).filter((p) => p.type === type),
+  };
 }

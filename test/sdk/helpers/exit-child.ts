@@ -1,11 +1,15 @@
 // A process that records calls and then ends in a chosen way, to test the exit flush (SPEC §4).
-// node exit-child.ts <endpoint> <key> <calls, or groups of calls: 51+5> <idle|wait|host-handler|exit>
+// node exit-child.ts <endpoint> <key> <calls, or groups of calls: 51+5> <idle|wait|host-handler|exit> [send timeout ms]
+// A send timeout far beyond the test's own timeout means only the 1 s exit-flush cap can end a
+// process whose sends hang: were the cap broken, the test would time out, whatever the machine.
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { watch } from "../../../src/sdk/index.ts";
+import { setTransportOverridesForTests } from "../../../src/sdk/destination.ts";
 
-const [endpoint, key, callsText, mode] = process.argv.slice(2) as [string, string, string, string];
+const [endpoint, key, callsText, mode, sendTimeoutText] = process.argv.slice(2) as [string, string, string, string, string | undefined];
+if (sendTimeoutText !== undefined) setTransportOverridesForTests({ sendTimeoutMs: Number(sendTimeoutText) });
 const server = watch(new McpServer({ name: "exit-child", version: "1.0.0" }), { key, endpoint });
 server.registerTool("ping", { description: "Answers pong" }, () => ({ content: [{ type: "text", text: "pong" }] }));
 const [clientTransport, serverTransport] = InMemoryTransport.createLinkedPair();
