@@ -5,7 +5,7 @@
 import { zValidator } from "@hono/zod-validator";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { z } from "zod";
+import { z } from "zod";
 
 /** Every error code, with the one HTTP status it is answered with. Append-only: producers branch on these. */
 export const ERROR_CODES = {
@@ -46,8 +46,13 @@ export const ERROR_CODE_NAMES = Object.keys(ERROR_CODES) as ErrorCode[];
 export const RATE_LIMITS = ["payload_budget", "network", "key_prefix"] as const;
 export type RateLimit = (typeof RATE_LIMITS)[number];
 
-/** The body of every error answer; a 429 adds the limit it answers for. */
-export type ErrorBody = { error: string; code: ErrorCode; limit?: RateLimit };
+/** The body of every error answer; a 429 adds the limit it answers for. Declared as the API's error response (OpenAPI). */
+export const ErrorBody = z.object({
+  error: z.string().describe("what went wrong, in our words (never the input)"),
+  code: z.enum(ERROR_CODE_NAMES).describe("what a program branches on (docs/errors.md)"),
+  limit: z.enum(RATE_LIMITS).optional().describe("on a 429: the limit it answers for"),
+});
+export type ErrorBody = z.infer<typeof ErrorBody>;
 
 /** An error the API answers on purpose: its code decides the status, its message is our own words. */
 export class ApiError extends HTTPException {
