@@ -224,7 +224,7 @@ describe("GET /v1/openapi.json", () => {
     const destination = await createDestination(id, { kind: "webhook", url: "https://hooks.example.com/x" });
     const rule = await createRule(id, { metric: "error_rate", op: ">", threshold: 0.1, destinations: [destination.id] });
     await env.DB.prepare(
-      "INSERT INTO alert_states (rule_id, scope_key, project_id, scope_tool, scope_client, state, breaches, since_ms, value, last_evaluated_ms) VALUES (?1, '[null,null]', ?2, NULL, NULL, 'firing', 2, ?3, 0.33, ?3)",
+      "INSERT INTO alert_states (rule_id, scope_key, project_id, scope_tool, scope_client, state, breaches, since_ms, value, last_evaluated_ms, revision, eval_id) VALUES (?1, '[null,null]', ?2, NULL, NULL, 'firing', 2, ?3, 0.33, ?3, 1, 'e1')",
     ).bind(rule.id, id, Date.now()).run();
     expect((await admin("POST", `${id}/alert-destinations/${destination.id}/test`)).status).toBe(202);
     const { results } = await env.DB.prepare("SELECT notification_id FROM alert_outbox WHERE project_id = ?1").bind(id).all<{ notification_id: number }>();
