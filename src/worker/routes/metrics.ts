@@ -62,7 +62,7 @@ export const errorResponse = (description: string) => ({ description, content: {
 
 /** The refusals every read route can answer, before or instead of its answer. */
 export const READ_ERRORS = {
-  400: errorResponse("a bad parameter (`BAD_REQUEST`), named in the message; `grain=hour` before the hours kept (`HOURS_NOT_KEPT`)"),
+  400: errorResponse("a bad parameter (`BAD_REQUEST`), named in the message"),
   401: errorResponse("no read key, or an unknown, revoked or wrong-kind key (checked before any parameter)"),
   429: errorResponse("too many failed sign-ins from the network or against the key prefix; `Retry-After` says when to try again"),
 };
@@ -167,6 +167,7 @@ metricsApp.openapi(
     description: "Every day (or hour) of the range, empty ones included, with the counters, rates and latency of its calls.",
     query: timeseriesQuery,
     answer: TimeseriesReport,
+    errors: { 400: errorResponse("a bad parameter (`BAD_REQUEST`), named in the message; `grain=hour` from before the hours kept (`HOURS_NOT_KEPT`)") },
   }),
   async (c) => {
     const { range, grain, filters } = c.req.valid("query");
