@@ -124,7 +124,7 @@ export function isJsonContentType(header: string | undefined): boolean {
 }
 
 /**
- * The API's body validator, the body's twin of metrics/query.ts's `validQuery`: Hono's
+ * The API's body validator (the read API's queries are declared with their routes, routes/metrics.ts): Hono's
  * `@hono/zod-validator` on the JSON body, `c.req.valid("json")` in the handler. A body that is not
  * `application/json` is a 415 (never read as `{}`), a malformed one a 400 (the validator's own), one
  * that fails the schema a 400 "invalid body" — the input is never echoed.
