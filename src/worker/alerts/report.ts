@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { listDeliveries, listProjectStates, listRules, type StateRow } from "../db/alerts.ts";
 import { readAsOfMs } from "../db/metrics.ts";
+import { AsOf } from "../metrics/answers.ts";
 import type { AlertRule } from "./rules.ts";
 
 /** GET /v1/metrics/alerts lists this many of the latest notifications (SPEC §5). */
@@ -61,7 +62,7 @@ export type AlertDelivery = z.infer<typeof AlertDelivery>;
 
 /** GET /v1/metrics/alerts's answer; the MCP tool `get_alerts` answers its rules and deliveries too. */
 export const AlertsReport = z.object({
-  as_of: z.string().nullable().describe("when the counters were last brought up to date (null before the first rollup)"),
+  as_of: AsOf,
   rules: z.array(AlertRuleAnswer),
   deliveries: z.array(AlertDelivery).describe("the latest notifications, newest first"),
 });

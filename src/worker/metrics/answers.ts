@@ -4,6 +4,7 @@
 // an answer, its documentation and what an agent is promised cannot drift apart.
 import { z } from "zod";
 import { CounterFigures } from "./counters.ts";
+import { GRAINS } from "./query.ts";
 
 /** A rate: null when its denominator is 0, else 4 decimals (SPEC §3). */
 const rate = z.number().nullable();
@@ -166,7 +167,7 @@ export type SessionsReport = z.infer<typeof SessionsReport>;
 export const TimeseriesReport = z.object({
   from: RangeFields.from,
   to: RangeFields.to,
-  grain: z.enum(["hour", "day"]),
+  grain: z.enum(GRAINS),
   as_of: AsOf,
   buckets: z.array(TimeseriesBucket).describe("every hour or day of the range, empty ones included"),
 });

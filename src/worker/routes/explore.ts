@@ -10,7 +10,7 @@ import type { AppEnv } from "../env.ts";
 import { apiError } from "../errors.ts";
 import { answerExplore, exploreAnswerSchema, exploreClock } from "../analytics/explore.ts";
 import { exploreMessageOf, exploreQuerySchema } from "../analytics/explore-query.ts";
-import { errorResponse, readRoute } from "./metrics.ts";
+import { refusal, readRoute } from "./metrics.ts";
 
 export const exploreApp = new OpenAPIHono<AppEnv>({
   defaultHook: (result) => {
@@ -36,7 +36,7 @@ exploreApp.openapi(
       "A list parameter may be repeated or comma-separated.",
     query: exploreQuery,
     answer: exploreAnswerSchema,
-    errors: { 503: errorResponse("Analytics Engine cannot be reached or is not configured (`ANALYTICS_UNAVAILABLE`); `Retry-After` when it may pass") },
+    errors: { 503: refusal("Analytics Engine cannot be reached or is not configured (`ANALYTICS_UNAVAILABLE`); `Retry-After` when it may pass") },
   }),
   async (c) => c.json(await answerExplore(c.env, c.var.db, c.var.projectId, c.req.valid("query"), Date.now()), 200),
 );

@@ -58,13 +58,14 @@ export const badQueryHook: Hook<unknown, AppEnv, string, void> = (result) => {
   if (!result.success) throw badParameter(messageOf(result.error));
 };
 
-export const errorResponse = (description: string) => ({ description, content: { "application/json": { schema: ErrorBody } } });
+/** A refusal as the document declares it: its meaning, and the one error body (errors.ts). */
+export const refusal = (description: string) => ({ description, content: { "application/json": { schema: ErrorBody } } });
 
 /** The refusals every read route can answer, before or instead of its answer. */
 export const READ_ERRORS = {
-  400: errorResponse("a bad parameter (`BAD_REQUEST`), named in the message"),
-  401: errorResponse("no read key, or an unknown, revoked or wrong-kind key (checked before any parameter)"),
-  429: errorResponse("too many failed sign-ins from the network or against the key prefix; `Retry-After` says when to try again"),
+  400: refusal("a bad parameter (`BAD_REQUEST`), named in the message"),
+  401: refusal("no read key, or an unknown, revoked or wrong-kind key (checked before any parameter)"),
+  429: refusal("too many failed sign-ins from the network or against the key prefix; `Retry-After` says when to try again"),
 };
 
 /** One GET route of the read API: its query, its answer, and the read key it needs. */
@@ -167,7 +168,7 @@ metricsApp.openapi(
     description: "Every day (or hour) of the range, empty ones included, with the counters, rates and latency of its calls.",
     query: timeseriesQuery,
     answer: TimeseriesReport,
-    errors: { 400: errorResponse("a bad parameter (`BAD_REQUEST`), named in the message; `grain=hour` from before the hours kept (`HOURS_NOT_KEPT`)") },
+    errors: { 400: refusal("a bad parameter (`BAD_REQUEST`), named in the message; `grain=hour` from before the hours kept (`HOURS_NOT_KEPT`)") },
   }),
   async (c) => {
     const { range, grain, filters } = c.req.valid("query");
