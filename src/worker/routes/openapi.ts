@@ -37,13 +37,14 @@ export function readApiDocument(): OpenApiDocument {
   });
 }
 
-let document: OpenApiDocument | undefined;
+/** Built once per isolate, on the first request: the routes cannot change while it runs. */
+let built: OpenApiDocument | undefined;
 
 export const openApiApp = new Hono<AppEnv>();
 
 openApiApp.get("/", (c) => {
-  document ??= readApiDocument();
+  built ??= readApiDocument();
   // The same for every caller and every request until the next deploy.
   c.header("Cache-Control", "public, max-age=300");
-  return c.json(document);
+  return c.json(built);
 });
