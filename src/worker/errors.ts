@@ -5,7 +5,7 @@
 import { zValidator } from "@hono/zod-validator";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { z } from "zod";
+import { z } from "zod";
 
 /** Every error code, with the one HTTP status it is answered with. Append-only: producers branch on these. */
 export const ERROR_CODES = {
@@ -46,8 +46,14 @@ export const ERROR_CODE_NAMES = Object.keys(ERROR_CODES) as ErrorCode[];
 export const RATE_LIMITS = ["payload_budget", "network", "key_prefix"] as const;
 export type RateLimit = (typeof RATE_LIMITS)[number];
 
-/** The body of every error answer; a 429 adds the limit it answers for. `request_id` is the answer's `X-Request-Id`, the id its log lines carry. */
-export type ErrorBody = { error: string; code: ErrorCode; limit?: RateLimit; request_id?: string };
+/** The body of every error answer; a 429 adds the limit it answers for. Declared as the API's error response (OpenAPI). */
+export const ErrorBody = z.object({
+  error: z.string().describe("what went wrong, in our words (never the input)"),
+  code: z.enum(ERROR_CODE_NAMES).describe("what a program branches on (docs/errors.md)"),
+  limit: z.enum(RATE_LIMITS).optional().describe("on a 429: the limit it answers for"),
+  request_id: z.string().optional().describe("the answer's X-Request-Id, the id its log lines carry"),
+});
+export type ErrorBody = z.infer<typeof ErrorBody>;
 
 /** The answer header naming the request (app.ts sets it on every answer; its log lines and error body carry the same id). */
 export const REQUEST_ID_HEADER = "X-Request-Id";
@@ -132,7 +138,7 @@ export function isJsonContentType(header: string | undefined): boolean {
 }
 
 /**
- * The API's body validator, the body's twin of metrics/query.ts's `validQuery`: Hono's
+ * The API's body validator (the read API's queries are declared with their routes, routes/metrics.ts): Hono's
  * `@hono/zod-validator` on the JSON body, `c.req.valid("json")` in the handler. A body that is not
  * `application/json` is a 415 (never read as `{}`), a malformed one a 400 (the validator's own), one
  * that fails the schema a 400 "invalid body" — the input is never echoed.

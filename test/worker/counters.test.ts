@@ -9,8 +9,7 @@ import { afterAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { CALLS_DATASET } from "../../src/worker/analytics/calls-dataset.ts";
 import { DAY_TRIGGER_NAMES, addCounterMigration, addCounterStatements, dayTriggerStatements } from "../../src/worker/db/day-triggers.ts";
 import { clearFinalSumsCache } from "../../src/worker/metrics/counter-sums.ts";
-import { COUNTERS, COUNTER_NAMES, PER_CALL_COUNTER_NAMES, RATES } from "../../src/worker/metrics/counters.ts";
-import { CounterFigures } from "../../src/worker/mcp/schemas.ts";
+import { COUNTERS, COUNTER_NAMES, CounterFigures, PER_CALL_COUNTER_NAMES, RATES } from "../../src/worker/metrics/counters.ts";
 import { createProject } from "./helpers/projects.ts";
 import { HOUR, dayMs, getJson, seedHour, setAsOf } from "./metrics/seed.ts";
 
@@ -56,7 +55,7 @@ describe("the counter list and what cannot import it", () => {
     expect([...countersOfTrigger(missing)].sort()).not.toEqual([...COUNTER_NAMES].sort());
   });
 
-  it("the Analytics Engine doubles are the per-call counters; the MCP schema shows every counter the answers show", () => {
+  it("the Analytics Engine doubles are the per-call counters; the answers' schema shows every counter the answers show", () => {
     // double1–9 are the first layout's per-call counters, double10–12 one call's values (started_at,
     // duration, size); a counter added later takes the next free slot (append-only).
     const oneCall = ["started_at_ms", "duration_ms", "response_bytes"];

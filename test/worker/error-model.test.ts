@@ -35,13 +35,16 @@ const concrete = (path: string) => path.replace(/:[a-z_]+/g, "x").replace(/\/\*$
  */
 const OTHER_PROTOCOL_ROUTES = ["/v1/traces"];
 
+/** Routes that need no credential: the read API's OpenAPI document describes routes, never a project's data. */
+const PUBLIC_ROUTES = ["/v1/openapi.json"];
+
 /** The API's routes as the app registered them (handlers and middleware alike), pages excluded. */
 function apiRoutes(): { method: string; path: string }[] {
   const seen = new Set<string>();
   const routes: { method: string; path: string }[] = [];
   for (const r of app.routes) {
     if (!r.path.startsWith("/v1/") && !r.path.startsWith("/mcp")) continue;
-    if (OTHER_PROTOCOL_ROUTES.includes(r.path)) continue;
+    if (OTHER_PROTOCOL_ROUTES.includes(r.path) || PUBLIC_ROUTES.includes(r.path)) continue;
     if (r.method === "ALL" && r.path.endsWith("*")) continue; // middleware
     const method = r.method === "ALL" ? "POST" : r.method;
     const key = `${method} ${r.path}`;
@@ -93,6 +96,13 @@ describe("every API route answers its errors through the one model", () => {
     expect(res.status).toBe(401);
     expect(res.headers.get("content-type")).toBe("application/json");
     expect(await res.json()).toEqual({ code: 16, message: `missing bearer key (request id ${res.headers.get("x-request-id")})` });
+  });
+
+  it("GET /v1/openapi.json is registered and is the only API route answered without a credential", async () => {
+    expect(app.routes.some((r) => r.path === "/v1/openapi.json" && r.method === "GET")).toBe(true);
+    const res = await fetchWorker("/v1/openapi.json");
+    expect(res.status).toBe(200);
+    expect((await res.json()) as object).toHaveProperty("openapi", "3.1.0");
   });
 
   it("401 UNAUTHORIZED without a key or token, on every route", async () => {

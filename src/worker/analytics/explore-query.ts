@@ -149,8 +149,25 @@ function timeParam(value: string, endOfDay: boolean): number | null {
   return ms;
 }
 
+/** What each parameter means, as the OpenAPI document and docs/read-api.md describe it. */
+function parameterDescription(name: string): string {
+  const dimension = /^filter\[(.+)\]$/.exec(name)?.[1];
+  if (dimension !== undefined) {
+    return `only calls whose ${dimension} is one of these values (repeat the parameter for more, at most ${EXPLORE_MAX_FILTER_VALUES}; ${EXPLORE_MAX_FILTER_VALUES_TOTAL} in all)`;
+  }
+  const descriptions: Record<string, string> = {
+    measure: `what to compute per group (default calls), repeated or comma-separated; among: ${MEASURES.join(", ")}`,
+    by: `up to ${EXPLORE_MAX_BY} dimensions to break down by (default none), repeated or comma-separated; among: ${DIMENSION_NAMES.join(", ")}`,
+    from: `start: a UTC date YYYY-MM-DD (inclusive) or an ISO 8601 instant with Z or an offset; default ${EXPLORE_DEFAULT_RANGE_DAYS} days before \`to\``,
+    to: "end: a UTC date YYYY-MM-DD (inclusive) or an ISO 8601 instant (exclusive); default now",
+    grain: `${GRAINS.join(", ")}: none (default), or a row per hour (at most ${EXPLORE_MAX_HOUR_GRAIN_DAYS} days) or day as well`,
+    limit: `groups kept, largest first (default ${EXPLORE_DEFAULT_LIMIT}, at most ${EXPLORE_MAX_LIMIT}); the rest summed as (other)`,
+  };
+  return descriptions[name] ?? "";
+}
+
 const shape: Record<string, z.ZodOptional<typeof values>> = {};
-for (const name of EXPLORE_PARAMETERS) shape[name] = values.optional();
+for (const name of EXPLORE_PARAMETERS) shape[name] = values.optional().describe(parameterDescription(name));
 
 /** The schema of `GET /v1/explore`'s query, given the request's clock (defaults and the 90-day edge). */
 export function exploreQuerySchema(clock: number | (() => number)) {

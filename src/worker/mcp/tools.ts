@@ -2,7 +2,7 @@
 // the same functions /v1/metrics/* calls, with the same parameter rules — so a figure an agent reads
 // here is the figure the API and the dashboard show. Outputs are bounded (top-N with `limit`).
 import { z } from "zod";
-import { alertsReport } from "../alerts/report.ts";
+import { AlertDelivery, AlertRuleAnswer, alertsReport } from "../alerts/report.ts";
 import type { Env } from "../env.ts";
 import { SMALL_SAMPLE_RULE, insightsReport } from "../metrics/insights.ts";
 import { clientsQuery, insightsQuery, parseQuery, schemaRegressionsQuery, sessionsQuery, toolsQuery } from "../metrics/query.ts";
@@ -14,7 +14,8 @@ import { MAX_CLIENT_NAME_CHARS, MAX_TOOL_NAME_CHARS } from "../../shared/limits.
 import { answerExplore, exploreAnswerSchema, exploreClock } from "../analytics/explore.ts";
 import { exploreMessageOf, exploreQuerySchema } from "../analytics/explore-query.ts";
 import { apiError } from "../errors.ts";
-import { AlertDelivery, ExploreArguments, AlertRuleAnswer, ClientRow, Insight, PairRow, RangeFields, SchemaRegression, Sessions, ToolRow } from "./schemas.ts";
+import { ClientRow, Insight, PairRow, RangeFields, SchemaRegression, SessionsReport, ToolRow } from "../metrics/answers.ts";
+import { ExploreArguments } from "./schemas.ts";
 
 /** Who is asking: the project named by the read key, and the worker's bindings. */
 /** One tool call: the env (for its variables), the project and its database (resolved by the request), the clock. */
@@ -249,7 +250,7 @@ export const MCP_TOOLS: McpToolDefinition[] = [
       "results and on the tool list itself (schema_tokens_per_session: what the server's tools/list costs each " +
       "session), and the cost per session in USD at the configured price per million tokens.",
     inputSchema: z.object({ from, to, client }),
-    outputSchema: z.object({ ...RangeFields, ...Sessions.shape }),
+    outputSchema: z.object({ from: RangeFields.from, to: RangeFields.to, ...SessionsReport.shape }),
     async run(ctx, args) {
       const { range, filters } = asQuery(sessionsQuery, { from: args.from, to: args.to, client: args.client });
       const price = pricePerMillionTokens(ctx.env.PRICE_PER_MILLION_TOKENS_USD);

@@ -2,9 +2,10 @@
 // adds to them, how an answer shows them (counts, rates divided at read time, averages,
 // percentiles) and what they mean. The SQL that sums them (counter-sums.ts), every report, the
 // dashboard, the Analytics Engine layout (analytics/calls-dataset.ts) and the MCP output schema
-// (mcp/schemas.ts) derive from this module; what cannot import it (migration 0013's day triggers,
+// (the answers' Zod schemas, `CounterFigures` below and metrics/answers.ts) derive from this module; what cannot import it (migration 0013's day triggers,
 // test seeds) is checked against it by test/worker/counters.test.ts. Adding a counter starts here
 // (docs/architecture.md, "Adding a counter").
+import { z } from "zod";
 import { addHistogram, histogramPercentile, type DurationHistogram } from "../histogram.ts";
 import { DEFINITIONS } from "./definitions.ts";
 
@@ -136,7 +137,6 @@ type SumAndAverageName = {
 }[CounterName];
 type SumAndAverageField<K extends SumAndAverageName> = (typeof COUNTERS)[K]["shown"] extends { sumAndAverageAs: infer A extends string } ? A : never;
 
-export type Percentiles = { p50: number | null; p95: number | null; p99: number | null };
 
 /**
  * The figures a group's calls cannot give when some were sent without an args_hash (OTLP spans
@@ -152,13 +152,46 @@ export function notMeasurable(counters: Pick<Counters, "calls_without_args_hash"
   return counters.calls_without_args_hash > 0 ? [...NOT_MEASURABLE_WITHOUT_ARGS] : undefined;
 }
 
-/** The counters as an answer shows them, in SPEC §3's key order: counts, rates, latency, sizes. */
-export type CounterFigures = { [K in CountName]: number } & { [K in keyof typeof RATES]: number | null } & {
-  duration_ms: Percentiles;
-} & { [K in SumAndAverageName as SumAndAverageField<K>]: { sum: number; avg: number | null } } & {
-  /** Present only when some figures cannot be measured (notMeasurable). */
-  not_measurable?: NotMeasurableFigure[];
-};
+/** Latency percentiles of a group (SPEC §2.3), in ms; null with no calls. */
+export const Percentiles = z.object({
+  p50: z.number().nullable().describe("median duration in ms (null without calls)"),
+  p95: z.number().nullable().describe("95th percentile duration in ms (null without calls)"),
+  p99: z.number().nullable().describe("99th percentile duration in ms (null without calls)"),
+});
+export type Percentiles = z.infer<typeof Percentiles>;
+
+const SumAndAverage = z.object({ sum: z.number().int(), avg: z.number().nullable() });
+const NotMeasurable = z
+  .array(z.enum(NOT_MEASURABLE_WITHOUT_ARGS))
+  .optional()
+  .describe(`present when these figures cannot be measured: ${DEFINITIONS.without_args_hash}`);
+
+/** The shape of CounterFigures, typed per field as COUNTERS and RATES declare them. */
+type CounterFiguresShape = { [K in CountName]: z.ZodNumber } & { [K in keyof typeof RATES]: z.ZodNullable<z.ZodNumber> } & {
+  duration_ms: typeof Percentiles;
+} & { [K in SumAndAverageName as SumAndAverageField<K>]: typeof SumAndAverage } & { not_measurable: typeof NotMeasurable };
+
+/**
+ * The counters as an answer shows them, in SPEC §3's key order (the order counterFigures() writes
+ * them): counts, rates, latency, sizes, each field described from COUNTERS and RATES — so a counter
+ * added there is in every answer's schema, the OpenAPI document and the MCP tools' output schemas.
+ */
+function counterFiguresShape(): CounterFiguresShape {
+  const shape: Record<string, z.ZodType> = {};
+  for (const name of COUNTER_NAMES) {
+    if (COUNTERS[name].shown === "count") shape[name] = z.number().int().describe(COUNTERS[name].description);
+  }
+  for (const [name, r] of Object.entries(RATES)) shape[name] = z.number().nullable().describe(r.description);
+  shape.duration_ms = Percentiles.describe(DEFINITIONS.percentiles);
+  for (const name of COUNTER_NAMES) {
+    const shown: CounterDefinition["shown"] = COUNTERS[name].shown;
+    if (typeof shown === "object") shape[shown.sumAndAverageAs] = SumAndAverage.describe(COUNTERS[name].description);
+  }
+  shape.not_measurable = NotMeasurable;
+  return shape as CounterFiguresShape;
+}
+export const CounterFigures = z.object(counterFiguresShape());
+export type CounterFigures = z.infer<typeof CounterFigures>;
 
 /** Counters and the summed latency histogram of one group (a tool, a client, a time bucket…). */
 export type CounterGroup = { counters: Counters; histogram: DurationHistogram };

@@ -1,6 +1,7 @@
 // GET /v1/metrics/insights: what to fix first (issue 5), ranked, from the tool rows of reports.ts.
 import { bucketLowerMs, type DurationHistogram } from "../histogram.ts";
 import type { RegisteredToolRow } from "../db/metrics.ts";
+import { INSIGHT_KINDS, SEVERITIES, type Insight, type InsightKind, type InsightsReport } from "./answers.ts";
 import { roundTo } from "./counters.ts";
 import type { DateRange, ReadFilters } from "./query.ts";
 import { EMPTY_DESCRIPTION_NORM, UTF16_UNITS_PER_TOKEN, findConvergence, loadTools, type ToolRow } from "./reports.ts";
@@ -33,35 +34,7 @@ export const INSIGHT_THRESHOLDS = {
   slowMs: 2_000,
 } as const;
 
-/** Severity levels, most urgent first; see docs/read-api.md "Insights" for when each applies. */
-export const SEVERITIES = ["high", "medium", "low"] as const;
-export type Severity = (typeof SEVERITIES)[number];
-
-export const INSIGHT_KINDS = [
-  "crashes",
-  "high_error_rate",
-  "low_first_call_success",
-  "slow_calls",
-  "empty_results",
-  "large_responses",
-  "dead_tool",
-  "converged_descriptions",
-] as const;
-export type InsightKind = (typeof INSIGHT_KINDS)[number];
-
-export type Insight = {
-  kind: InsightKind;
-  severity: Severity;
-  tool_name: string | null;
-  tools: string[];
-  /** The measured figure the threshold applies to (a rate, bytes, or tokens per session). */
-  value: number;
-  threshold: number;
-  /** Calls the problem touched in the range (failed first calls, empties, slow or large calls); 0 for dead and converged. */
-  affected_calls: number;
-  calls: number;
-  message: string;
-};
+export { INSIGHT_KINDS, SEVERITIES, type Insight, type InsightKind, type Severity } from "./answers.ts";
 
 /**
  * Share of calls slower than `slowMs`, from the histogram: counts the buckets whose every value is
@@ -223,7 +196,7 @@ export async function insightsReport(
   scope: ReadScope,
   range: DateRange,
   filters: ReadFilters,
-): Promise<{ from: string; to: string; as_of: string | null; insights: Insight[] }> {
+): Promise<InsightsReport> {
   const [data, asOf] = await Promise.all([loadTools(scope, range, filters), asOfIso(scope)]);
   return {
     from: range.from,

@@ -1,9 +1,9 @@
 // Query parameters of the read API and the dashboard (SPEC §3), as Zod schemas: inclusive UTC date
-// ranges, the client/tool filters and the timeseries grain. The API validates them with
-// `validQuery(schema)` and the dashboard with `parseQuery(schema, url)`; both answer a bad parameter
-// with a 400 whose message names the parameter by our own name for it but never repeats anything
-// the request held — not a value, not an unknown parameter's name (SPEC §3).
-import { zValidator } from "@hono/zod-validator";
+// ranges, the client/tool filters and the timeseries grain. The API declares them as its routes'
+// parameters (routes/metrics.ts: validated by @hono/zod-openapi, described in the OpenAPI document)
+// and the dashboard parses them with `parseQuery(schema, url)`; both answer a bad parameter with a
+// 400 whose message names the parameter by our own name for it but never repeats anything the
+// request held — not a value, not an unknown parameter's name (SPEC §3).
 import { z } from "zod";
 import { MAX_CLIENT_NAME_CHARS, MAX_TOOL_NAME_CHARS } from "../../shared/limits.ts";
 import { DAY_MS, HOUR_ROWS_KEPT_DAYS, hourRowsHorizonMs } from "../time.ts";
@@ -50,14 +50,33 @@ export function previousRange(range: DateRange): DateRange {
 
 const DATE_PATTERN = /^\d{4}-\d{2}-\d{2}$/;
 
+/** Hono's validator hands a repeated name over as an array: which of two `client`s would be meant? Refuse it. */
+function givenOnce(name: string, otherwise: string) {
+  return (issue: { input?: unknown }) => (Array.isArray(issue.input) ? `parameter '${name}' is given more than once` : otherwise);
+}
+
 /**
- * One value of parameter `name`. Hono's validator hands a repeated name over as an array: which of
- * two `client`s would be meant? Refuse it.
+ * One text value of parameter `name`; its checks are chained on it, so the OpenAPI document shows
+ * them (pattern, lengths) as the parameter's schema.
  */
-function single<T extends z.ZodType<unknown, string>>(name: string, schema: T) {
-  return z
-    .string({ error: (issue) => (Array.isArray(issue.input) ? `parameter '${name}' is given more than once` : `'${name}' must be text`) })
-    .pipe(schema);
+function single(name: string) {
+  return z.string({ error: givenOnce(name, `'${name}' must be text`) });
+}
+
+/**
+ * A query's parameters: any other name is refused with the names this query allows, never with
+ * the name the request used (SPEC §3). The message is the schema's own, so every validator of it
+ * (the API's, the dashboard's) answers the same words.
+ */
+function unknownParameter(issue: z.core.$ZodRawIssue): string | undefined {
+  if (issue.code !== "unrecognized_keys") return undefined;
+  const shape = issue.inst instanceof z.ZodObject ? (issue.inst.shape as Record<string, unknown>) : {};
+  const allowed = Object.keys(shape).filter((k) => k !== "key");
+  return `unknown parameter (allowed: ${allowed.join(", ") || "none"})`;
+}
+
+export function strictQuery<T extends z.core.$ZodLooseShape>(shape: T) {
+  return z.strictObject(shape, { error: unknownParameter });
 }
 
 /** Epoch ms of a `YYYY-MM-DD` UTC date, or null when no such day exists (2026-02-30, 2026-13-01). */
@@ -69,34 +88,33 @@ function calendarDayMs(value: string): number | null {
 }
 
 /** A `YYYY-MM-DD` UTC date, as the epoch ms of its start. */
-function dateParam(name: "from" | "to") {
-  return single(
-    name,
-    z
-      .string()
-      .regex(DATE_PATTERN, { error: `'${name}' must be a date YYYY-MM-DD`, abort: true })
-      .refine((value) => calendarDayMs(value) !== null, { error: `'${name}' is not a calendar date` })
-      .transform((value) => calendarDayMs(value) as number),
-  ).optional();
+function dateParam(name: "from" | "to", description: string) {
+  return single(name)
+    .regex(DATE_PATTERN, { error: `'${name}' must be a date YYYY-MM-DD`, abort: true })
+    .refine((value) => calendarDayMs(value) !== null, { error: `'${name}' is not a calendar date` })
+    .transform((value) => calendarDayMs(value) as number)
+    .optional()
+    .describe(description);
 }
 
 /** A client or tool filter: an exact name, never longer than the wire allows (SPEC §1.2), so it can match. */
-function nameParam(name: "client" | "tool" | "name", maxChars: number) {
-  return single(
-    name,
-    z
-      .string()
-      .min(1, { error: `'${name}' must not be empty` })
-      .max(maxChars, { error: `'${name}' is longer than ${maxChars} characters` }),
-  ).optional();
+function nameParam(name: "client" | "tool" | "name", maxChars: number, description: string) {
+  return single(name)
+    .min(1, { error: `'${name}' must not be empty` })
+    .max(maxChars, { error: `'${name}' is longer than ${maxChars} characters` })
+    .optional()
+    .describe(description);
 }
 
 const PARAMS = {
-  from: dateParam("from"),
-  to: dateParam("to"),
-  client: nameParam("client", MAX_CLIENT_NAME_CHARS),
-  tool: nameParam("tool", MAX_TOOL_NAME_CHARS),
-  grain: single("grain", z.enum(GRAINS, { error: "'grain' must be 'hour' or 'day'" })).optional(),
+  from: dateParam("from", `first UTC day, inclusive (YYYY-MM-DD); default: ${DEFAULT_RANGE_DAYS - 1} days before \`to\``),
+  to: dateParam("to", "last UTC day, inclusive (YYYY-MM-DD); default: today (UTC)"),
+  client: nameParam("client", MAX_CLIENT_NAME_CHARS, "only calls from this MCP client (its exact name)"),
+  tool: nameParam("tool", MAX_TOOL_NAME_CHARS, "only this tool (its exact name)"),
+  grain: z
+    .enum(GRAINS, { error: givenOnce("grain", "'grain' must be 'hour' or 'day'") })
+    .optional()
+    .describe(`bucket size: day (default) or hour (hours: ranges of at most ${MAX_HOUR_GRAIN_DAYS} days, within the last ${HOUR_ROWS_KEPT_DAYS})`),
 };
 
 type RangeInput = { from?: number | undefined; to?: number | undefined };
@@ -127,7 +145,7 @@ function filtersOf(q: ReadFilters): ReadFilters {
 
 /** A ranged endpoint: `from`, `to` and the given filters; anything else is an unknown parameter. */
 function rangedQuery<S extends Partial<Pick<typeof PARAMS, "client" | "tool">>>(filters: S) {
-  return z.strictObject({ from: PARAMS.from, to: PARAMS.to, ...filters }).transform((q, ctx) => {
+  return strictQuery({ from: PARAMS.from, to: PARAMS.to, ...filters }).transform((q, ctx) => {
     const range = toRange(q as RangeInput, MAX_RANGE_DAYS, ctx);
     return { range: range as DateRange, filters: filtersOf(q as ReadFilters) };
   });
@@ -140,8 +158,7 @@ export const insightsQuery = toolsQuery;
 export const sessionsQuery = rangedQuery({ client: PARAMS.client });
 export const agreementQuery = rangedQuery({ tool: PARAMS.tool });
 
-export const timeseriesQuery = z
-  .strictObject({ from: PARAMS.from, to: PARAMS.to, grain: PARAMS.grain, client: PARAMS.client, tool: PARAMS.tool })
+export const timeseriesQuery = strictQuery({ from: PARAMS.from, to: PARAMS.to, grain: PARAMS.grain, client: PARAMS.client, tool: PARAMS.tool })
   .transform((q, ctx) => {
     const grain: Grain = q.grain ?? "day";
     const range = toRange(q, grain === "hour" ? MAX_HOUR_GRAIN_DAYS : MAX_RANGE_DAYS, ctx);
@@ -167,10 +184,8 @@ export function requireHoursKept(range: DateRange, grain: Grain, nowMs: number):
   );
 }
 
-export const descriptionsQuery = z.strictObject({ tool: PARAMS.tool }).transform((q) => ({ filters: { tool: q.tool } }));
-export const schemaRegressionsQuery = z
-  .strictObject({ client: PARAMS.client, tool: PARAMS.tool })
-  .transform((q) => ({ filters: filtersOf(q) }));
+export const descriptionsQuery = strictQuery({ tool: PARAMS.tool }).transform((q) => ({ filters: { tool: q.tool } }));
+export const schemaRegressionsQuery = strictQuery({ client: PARAMS.client, tool: PARAMS.tool }).transform((q) => ({ filters: filtersOf(q) }));
 
 /** The dashboard's search box: part of a name, at most as long as the longest name (SPEC §1.2). */
 export const MAX_SEARCH_CHARS = MAX_TOOL_NAME_CHARS;
@@ -186,15 +201,12 @@ const PAGE_PARAMS = {
   from: PARAMS.from,
   to: PARAMS.to,
   client: z.preprocess((value) => (value === "" ? undefined : value), PARAMS.client),
-  q: single("q", z.string().max(MAX_SEARCH_CHARS, { error: `'q' is longer than ${MAX_SEARCH_CHARS} characters` })).optional(),
-  page: single(
-    "page",
-    z
-      .string()
-      .regex(/^[1-9]\d{0,4}$/, { error: "'page' must be a page number", abort: true })
-      .transform(Number)
-      .pipe(z.number().max(MAX_LIST_PAGE, { error: `'page' is over ${MAX_LIST_PAGE}` })),
-  ).optional(),
+  q: single("q").max(MAX_SEARCH_CHARS, { error: `'q' is longer than ${MAX_SEARCH_CHARS} characters` }).optional(),
+  page: single("page")
+    .regex(/^[1-9]\d{0,4}$/, { error: "'page' must be a page number", abort: true })
+    .transform(Number)
+    .pipe(z.number().max(MAX_LIST_PAGE, { error: `'page' is over ${MAX_LIST_PAGE}` }))
+    .optional(),
   key: z.unknown().optional(),
 };
 
@@ -204,11 +216,10 @@ function pageOf(q: PageInput, ctx: z.RefinementCtx) {
   return { range: toRange(q, MAX_RANGE_DAYS, ctx) as DateRange, client: q.client, search: q.q || undefined, page: q.page ?? 1 };
 }
 
-export const pageQuery = z.strictObject(PAGE_PARAMS).transform(pageOf);
+export const pageQuery = strictQuery(PAGE_PARAMS).transform(pageOf);
 
 /** A tool's page, `/tool?name=…`: the name in the query, so `.` and `..` are names like any other. */
-export const toolPageQuery = z
-  .strictObject({ ...PAGE_PARAMS, name: nameParam("name", MAX_TOOL_NAME_CHARS).unwrap() })
+export const toolPageQuery = strictQuery({ ...PAGE_PARAMS, name: nameParam("name", MAX_TOOL_NAME_CHARS, "the tool's exact name").unwrap() })
   .transform((q, ctx) => ({ ...pageOf(q, ctx), tool: q.name }));
 
 export type PageParams = z.output<typeof pageQuery>;
@@ -224,36 +235,25 @@ export function badParameter(message: string): ApiError {
 
 /**
  * The first problem, as a message built only from our own words: an unknown parameter is answered
- * with the names this endpoint allows, never with the name the request used (SPEC §3).
+ * with the names the query allows (`unknownParameter`), never with the name the request used (SPEC §3).
  */
-export function messageOf(error: z.core.$ZodError, allowed: readonly string[]): string {
-  if (error.issues.some((issue) => issue.code === "unrecognized_keys")) {
-    return `unknown parameter (allowed: ${allowed.join(", ") || "none"})`;
-  }
-  return error.issues[0]?.message ?? "bad parameter";
+export function messageOf(error: z.core.$ZodError): string {
+  const unknown = error.issues.find((issue) => issue.code === "unrecognized_keys");
+  return (unknown ?? error.issues[0])?.message ?? "bad parameter";
 }
 
-function allowedOf(schema: z.ZodType): string[] {
-  const inner = schema instanceof z.ZodPipe ? schema.in : schema;
-  return inner instanceof z.ZodObject ? Object.keys(inner.shape).filter((k) => k !== "key") : [];
-}
-
-/** The API's validator: `c.req.valid("query")` in the handler, or a 400 `{"error"}` before it. */
-export function validQuery<T extends z.ZodType>(schema: T) {
-  const allowed = allowedOf(schema);
-  return zValidator("query", schema, (result) => {
-    if (!result.success) throw badParameter(messageOf(result.error, allowed));
-  });
-}
-
-/** The same schemas for a dashboard page: its URL's query, as Hono's validator would pass it. */
+/**
+ * The same schemas for a dashboard page: its URL's query, as Hono's validator would pass it. A
+ * query schema not built by strictQuery (another module's page) still names no unknown parameter:
+ * the parse's error map words it the same way.
+ */
 export function parseQuery<T extends z.ZodType>(schema: T, url: URL): z.output<T> {
   const query: Record<string, string | string[]> = {};
   for (const name of new Set(url.searchParams.keys())) {
     const values = url.searchParams.getAll(name);
     query[name] = values.length === 1 ? (values[0] as string) : values;
   }
-  const result = schema.safeParse(query);
-  if (!result.success) throw badParameter(messageOf(result.error, allowedOf(schema)));
+  const result = schema.safeParse(query, { error: unknownParameter });
+  if (!result.success) throw badParameter(messageOf(result.error));
   return result.data;
 }

@@ -2,7 +2,7 @@
 // read queries (db/metrics.ts): rates divided at read time, rounding and null rules, dead tools,
 // descriptions and agreement. Each answer is a pure function of its rows (`…From`) plus a report
 // that loads them; the dashboard's pages (pages.ts) call the same functions, so a figure on the page
-// is the figure the API answers.
+// is the figure the API answers. The answers' shapes are the Zod schemas of answers.ts.
 import type { DurationHistogram } from "../histogram.ts";
 import {
   listAgreementDeclarations,
@@ -20,7 +20,23 @@ import {
 } from "../db/metrics.ts";
 import { DAY_MS, HOUR_MS } from "../time.ts";
 import { sumCounters, type CounterRequest } from "./counter-sums.ts";
-import { average, counterFigures, emptyGroup, rate, roundTo, type CounterFigures, type CounterGroup } from "./counters.ts";
+import {
+  SCHEMA_COST_FIGURES,
+  type AgreementReport,
+  type ChurnEntry,
+  type ClientRow,
+  type ClientsReport,
+  type ConvergenceEntry,
+  type DescriptionsReport,
+  type PairsReport,
+  type SessionsReport,
+  type TimeseriesBucket,
+  type TimeseriesReport,
+  type ToolPolicy,
+  type ToolRow,
+  type ToolsReport,
+} from "./answers.ts";
+import { average, counterFigures, emptyGroup, rate, roundTo, type CounterGroup } from "./counters.ts";
 import type { DateRange, Grain, ReadFilters } from "./query.ts";
 import { asOfIso, type ReadScope } from "./scope.ts";
 
@@ -28,14 +44,7 @@ import { asOfIso, type ReadScope } from "./scope.ts";
 // GET /v1/metrics/tools
 // ---------------------------------------------------------------------------------------------
 
-export type ToolPolicy = { requires_authorization: boolean; requires_verified_identity: boolean } | null;
-
-export type ToolRow = { tool_name: string } & CounterFigures & {
-    schema_bytes: number | null;
-    registered: boolean;
-    dead: boolean;
-    policy: ToolPolicy;
-  };
+export type { AgreementReport, ChurnEntry, ClientRow, ConvergenceEntry, DescriptionsReport, SessionsReport, TimeseriesBucket, ToolPolicy, ToolRow, ToolsReport } from "./answers.ts";
 
 /** A policy with both flags false is no policy (SPEC §2.4). */
 export function policyOf(tool: RegisteredToolRow): ToolPolicy {
@@ -58,13 +67,6 @@ export function toolRow(name: string, group: CounterGroup, registered: Registere
     policy,
   };
 }
-
-export type ToolsReport = {
-  from: string;
-  to: string;
-  as_of: string | null;
-  tools: ToolRow[];
-};
 
 /** Order of tool rows: most calls first, then by name (stable and predictable for clients). */
 function byCallsThenName(a: ToolRow, b: ToolRow): number {
@@ -122,8 +124,6 @@ export async function toolsReport(scope: ReadScope, range: DateRange, filters: R
 // GET /v1/metrics/clients
 // ---------------------------------------------------------------------------------------------
 
-export type ClientRow = { client_name: string } & CounterFigures;
-
 /** `latency: false` skips the histograms (percentiles null): for views that show no latency. */
 export function clientsRequest(range: DateRange, filters: ReadFilters, options: { latency?: boolean } = {}): CounterRequest {
   return {
@@ -145,7 +145,7 @@ export async function clientsReport(
   scope: ReadScope,
   range: DateRange,
   filters: ReadFilters,
-): Promise<{ from: string; to: string; as_of: string | null; clients: ClientRow[] }> {
+): Promise<ClientsReport> {
   const [[sums], asOf] = await Promise.all([sumCounters(scope, [clientsRequest(range, filters)]), asOfIso(scope)]);
   return { from: range.from, to: range.to, as_of: asOf, clients: clientRowsFrom(sums ?? new Map()) };
 }
@@ -162,7 +162,7 @@ export async function pairsReport(
   scope: ReadScope,
   range: DateRange,
   filters: ReadFilters,
-): Promise<{ as_of: string | null; pairs: PairRow[] }> {
+): Promise<PairsReport> {
   const [pairs, asOf] = await Promise.all([loadPairs(scope, range, filters), asOfIso(scope)]);
   return { as_of: asOf, pairs };
 }
@@ -184,23 +184,6 @@ export function pricePerMillionTokens(raw: string | undefined): number {
 export const UTF16_UNITS_PER_TOKEN = 4;
 /** Cost per session is rounded to 6 decimals (a millionth of a dollar), not 1: it is usually under a cent. */
 export const COST_DECIMALS = 6;
-
-export type SessionsReport = {
-  as_of: string | null;
-  sessions: number;
-  calls_per_session: number | null;
-  response_tokens_per_session: number | null;
-  schema_tokens_per_session: number | null;
-  cost_per_session_usd: number | null;
-  /** Calls in the range sent without a session: in no session, each a chain of its own (SPEC §2.2, §2.4). */
-  calls_without_session: number;
-  /** Present when sessions exist but none has a tool list (OTLP: spans carry no schema sizes, SPEC §10). */
-  not_measurable?: SchemaCostFigure[];
-};
-
-/** The figures a session without a startup cannot give: its schema's size and so its cost (SPEC §10). */
-export const SCHEMA_COST_FIGURES = ["schema_tokens_per_session", "cost_per_session_usd"] as const;
-export type SchemaCostFigure = (typeof SCHEMA_COST_FIGURES)[number];
 
 /** The per-session figures of one period's sums (SPEC §2.4). */
 export function sessionsFrom(sums: SessionSums, asOf: string | null, pricePerMillion: number): SessionsReport {
@@ -246,8 +229,6 @@ export async function sessionsReport(
 // GET /v1/metrics/timeseries
 // ---------------------------------------------------------------------------------------------
 
-export type TimeseriesBucket = { start: string } & CounterFigures;
-
 /** `latency: false` skips the histograms (percentiles null): for charts that show no latency. */
 export function timeseriesRequest(range: DateRange, grain: Grain, filters: ReadFilters, options: { latency?: boolean } = {}): CounterRequest {
   return {
@@ -273,7 +254,7 @@ export async function timeseriesReport(
   range: DateRange,
   grain: Grain,
   filters: ReadFilters,
-): Promise<{ from: string; to: string; grain: Grain; as_of: string | null; buckets: TimeseriesBucket[] }> {
+): Promise<TimeseriesReport> {
   const [[sums], asOf] = await Promise.all([sumCounters(scope, [timeseriesRequest(range, grain, filters)]), asOfIso(scope)]);
   return { from: range.from, to: range.to, grain, as_of: asOf, buckets: bucketsFrom(sums ?? new Map(), range, grain) };
 }
@@ -288,18 +269,6 @@ export async function timeseriesReport(
  * either. Only the message says why.
  */
 export const EMPTY_DESCRIPTION_NORM = "e3b0c44298fc";
-
-export type ChurnEntry = {
-  tool_name: string;
-  schema_hash: string;
-  registered: boolean;
-  description_versions: number;
-  descriptions: { description_hash: string; first_seen: string; last_seen: string; startups: number }[];
-};
-
-export type ConvergenceEntry = { description_norm: string; tools: string[] };
-
-export type DescriptionsReport = { as_of: string | null; churn: ChurnEntry[]; convergence: ConvergenceEntry[] };
 
 /** Churn: per (tool, schema_hash), more than one description_hash. */
 export function findChurn(versions: ToolVersionRow[], registered: Set<string>): ChurnEntry[] {
@@ -377,21 +346,6 @@ export async function descriptionsReport(scope: ReadScope, filters: Pick<ReadFil
 // ---------------------------------------------------------------------------------------------
 // GET /v1/metrics/agreement (SPEC §2.5)
 // ---------------------------------------------------------------------------------------------
-
-export type AgreementReport = {
-  from: string;
-  to: string;
-  as_of: string | null;
-  agreement: {
-    field: string;
-    tool_a: string;
-    tool_b: string;
-    checks: number;
-    disagreements: number;
-    disagreement_rate: number | null;
-  }[];
-  silent: { field: string; tools: string[] }[];
-};
 
 export function agreementFrom(
   rows: AgreementRow[],

@@ -4,6 +4,7 @@
 import { listRegisteredTools, listToolVersions, type RegisteredToolRow, type ToolVersionRow } from "../db/metrics.ts";
 import { sumToolWindows } from "./counter-sums.ts";
 import { REGRESSION_WINDOW_DAYS, latestSchemaChange, schemaChangeWindows } from "./schema-change.ts";
+import type { RegressionSide, SchemaRegression, SchemaRegressionsReport } from "./answers.ts";
 import { rate, roundTo, type Counters } from "./counters.ts";
 import { INSIGHT_MIN_CALLS } from "./insights.ts";
 import type { ReadFilters } from "./query.ts";
@@ -16,28 +17,7 @@ export const REGRESSION_MIN_CALLS = INSIGHT_MIN_CALLS;
 /** A rise in bad_args rate or a fall in first-call success of at least this much is a regression. */
 export const REGRESSION_RATE_DELTA = 0.05;
 
-export type RegressionSide = {
-  from: string;
-  to: string;
-  calls: number;
-  bad_args: number;
-  bad_args_rate: number | null;
-  first_call_attempts: number;
-  first_call_ok: number;
-  first_call_rate: number | null;
-};
-
-export type SchemaRegression = {
-  tool_name: string;
-  schema_hash: string;
-  previous_schema_hash: string;
-  changed_at: string;
-  before: RegressionSide;
-  after: RegressionSide;
-  bad_args_rate_change: number | null;
-  first_call_rate_change: number | null;
-  regressed: boolean;
-};
+export type { RegressionSide, SchemaRegression } from "./answers.ts";
 
 function regressionSide(counters: Counters, startMs: number, endMs: number): RegressionSide {
   return {
@@ -119,7 +99,7 @@ export async function loadSchemaRegressions(
 export async function schemaRegressionsReport(
   scope: ReadScope,
   filters: ReadFilters,
-): Promise<{ as_of: string | null; window_days: number; regressions: SchemaRegression[] }> {
+): Promise<SchemaRegressionsReport> {
   const [regressions, asOf] = await Promise.all([loadSchemaRegressions(scope, filters), asOfIso(scope)]);
   return { as_of: asOf, window_days: REGRESSION_WINDOW_DAYS, regressions };
 }

@@ -1,11 +1,10 @@
 // Alert routes (SPEC §5): rules and destinations of a project under /v1/admin/projects/:id/alert-*
-// (ADMIN_TOKEN), and GET /v1/metrics/alerts (read key: rules, states, delivery log, read only).
+// (ADMIN_TOKEN). What a read key sees of them, GET /v1/metrics/alerts, is a read route (metrics.ts).
 // A destination's URL and secret are answered once, at creation, and never again. Every write is
 // alerts/manage.ts's, the same the dashboard's admin forms use; this file only decides statuses.
 import { Hono, type Context } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../env.ts";
-import { requireKey } from "../auth.ts";
 import { apiError, codeOfStatus, validBody } from "../errors.ts";
 import { findRule, listProjectStates, listRules } from "../db/alerts.ts";
 import { findProject } from "../db/projects.ts";
@@ -23,7 +22,7 @@ import {
   type Outcome,
 } from "../alerts/manage.ts";
 import { runsLocally } from "../alerts/targets.ts";
-import { alertsReport, DELIVERY_LOG_LIMIT, ruleAnswer } from "../alerts/report.ts";
+import { ruleAnswer } from "../alerts/report.ts";
 import { requireAdmin } from "./admin.ts";
 import { projectDatabaseOfParam } from "../databases.ts";
 
@@ -115,13 +114,4 @@ alertRoutes.patch("/admin/projects/:id/alert-rules/:rule", validBody(JsonObjectB
 alertRoutes.delete("/admin/projects/:id/alert-rules/:rule", async (c) => {
   valueOf(await removeRule(manageContext(c), c.req.param("id"), c.req.param("rule")));
   return c.body(null, 204);
-});
-
-// ---------------------------------------------------------------------------------------------
-// GET /v1/metrics/alerts (read key)
-// ---------------------------------------------------------------------------------------------
-
-alertRoutes.get("/metrics/alerts", requireKey("read"), async (c) => {
-  c.header("Cache-Control", "private, no-store");
-  return c.json(await alertsReport(c.var.db, c.var.projectId, DELIVERY_LOG_LIMIT));
 });
