@@ -230,7 +230,7 @@ CREATE TABLE "agreement_days" (
 CREATE TABLE "rollup_state" (
   name TEXT PRIMARY KEY,
   value INTEGER NOT NULL
-) WITHOUT ROWID;
+, lease_holder TEXT, lease_until_ms INTEGER) WITHOUT ROWID;
 
 CREATE TABLE ingest_receipts (
   project_id TEXT NOT NULL,

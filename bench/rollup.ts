@@ -65,7 +65,7 @@ async function withWorker<T>(name: string, workerScript: string, fn: (mf: Minifl
     d1Databases: { DB: name },
     d1Persist: join(tmp, name),
     durableObjects: { KEY_BUDGET: { className: "KeyBudget", useSQLite: true }, INGEST_HEALTH: { className: "IngestHealth", useSQLite: true }, SIGN_IN_THROTTLE: { className: "SignInThrottle", useSQLite: true } },
-    // BENCH_MAX_QUERIES=12 (the run's 4 fixed statements and one 8-statement calls chunk) makes every
+    // BENCH_MAX_QUERIES=12 (the run's 5 fixed statements and one 7-statement calls chunk) makes every
     // invocation one chunk, so the longest invocation is the longest transaction.
     bindings: { RAW_RETENTION_DAYS: "30", PRICE_PER_MILLION_TOKENS_USD: "3", ...(process.env.BENCH_MAX_QUERIES ? { ROLLUP_MAX_QUERIES: process.env.BENCH_MAX_QUERIES } : {}) },
   }));
@@ -164,8 +164,8 @@ ratios, measured in the same run, more than the absolute seconds.
 The real worker (bundled) runs in Miniflare/workerd with a local D1; the benchmark seeds raw calls
 as ingest stores them (one \`call_batches\` row of 500 calls per request: 50 concurrent sessions of 200 calls per 10,000 calls, 8 tools, 5 argument hashes, 3 clients, 20
 calls/s so 72,000 per hour, 1 % of calls 10 minutes late), then runs the \`${ROLLUP_CRON}\` cron's rollup job of its one database
-(as the \`${ROLLUP_QUEUE}\` queue delivers it, to the worker's \`queue()\` handler) with default options (≤ 48 D1 statements, chunks of 17,000 calls: 5 per
-invocation) until no request waits, so the time includes numbering the calls and appending them to
+(as the \`${ROLLUP_QUEUE}\` queue delivers it, to the worker's \`queue()\` handler) with default options (≤ 48 D1 statements, chunks of up to 12,000 calls of work: 6 per
+invocation, a 50 ms pause whenever the next one would hold the database past 1 s) until no request waits, so the time includes numbering the calls and appending them to
 \`call_state\` (one JSON row per session, client and hour, migration 0011; the flags are recomputed per chunk
 from the rows around the new calls, the sessions derived by the rollup). Time = all invocations plus a one-row
 progress check after each. Baseline = one \`GROUP BY\` pass over the same raw calls (no retries,

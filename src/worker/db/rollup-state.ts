@@ -1,4 +1,4 @@
-// The rows of `rollup_state` (the rollup's bookkeeping: watermarks, as_of, the calls chunk), by name, and the SQL reading one.
+// The rows of `rollup_state` (the rollup's bookkeeping: watermarks, as_of, the calls chunk, the lease), by name, and the SQL reading them.
 
 /**
  * The last call_seq handed out before the calls chunks kept it in their own row (see nextCallSeqSql):
@@ -36,10 +36,16 @@ export const AS_OF = "as_of_ms";
  */
 export const INGEST_EPOCH = "ingest_epoch";
 /**
- * The rollup run holding the database (a JSON object {"holder", "until_ms"}): at most one rollup job
- * of a database runs at a time (rollup/run.ts takes, renews and releases it).
+ * The rollup lease (at most one rollup job of a database runs at a time; rollup/run.ts takes, renews
+ * and releases it) rides on two rows a run with work writes anyway (migration 0031; before it, a
+ * `rollup_lease` row of its own): the `ingest_epoch` row's `lease_holder` and `lease_until_ms` hold
+ * the job that took it and until when, and the `as_of_ms` row's `lease_holder` names the last job
+ * that released its lease. This SQL is true while a job holds it at `now`: taken on the epoch row,
+ * not expired, and not released on the as_of row since.
  */
-export const ROLLUP_LEASE = "rollup_lease";
+export const rollupLeaseHeldSql = (now: string) => `COALESCE((SELECT e.lease_until_ms > ${now}
+      AND e.lease_holder IS NOT (SELECT a.lease_holder FROM rollup_state a WHERE a.name = '${AS_OF}')
+    FROM rollup_state e WHERE e.name = '${INGEST_EPOCH}'), 0)`;
 /** Retention may have deleted raw calls that start before this (epoch ms, hour-aligned). */
 export const RAW_KEPT_FROM = "raw_kept_from_ms";
 

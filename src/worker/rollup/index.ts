@@ -11,7 +11,7 @@ export { AS_OF, CALLS_WATERMARK } from "../db/rollup-state.ts";
 
 /**
  * D1 statements a rollup run may spend: `ROLLUP_MAX_QUERIES` when it is a whole number from
- * ROLLUP_FIXED_STATEMENTS (7) to
+ * ROLLUP_FIXED_STATEMENTS (5) to
  * 1,000 (D1's per-invocation limit on the Paid plan), else the free plan's default (48, under 50).
  */
 export function parseMaxQueries(value: string | undefined): number {

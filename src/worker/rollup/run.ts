@@ -8,7 +8,7 @@ import { CALL_CHUNK_STATEMENTS, FOLDABLE, rollupCallChunk } from "./calls.ts";
 import { NOT_HELD } from "../db/moves.ts";
 import { DAY_FOLD_ROWS, DAY_FOLD_SQL, DAY_FOLD_STATEMENTS, runDayFoldStep } from "./day-fold.ts";
 import { RECOMPUTE_STEP_STATEMENTS, runRecomputeStep } from "./recompute.ts";
-import { AGREEMENTS_WATERMARK, AS_OF, INGEST_EPOCH, ROLLUP_LEASE, stateValueSql, startupsWatermarkSql } from "../db/rollup-state.ts";
+import { AGREEMENTS_WATERMARK, AS_OF, INGEST_EPOCH, rollupLeaseHeldSql, stateValueSql, startupsWatermarkSql } from "../db/rollup-state.ts";
 import { IDEMPOTENCY_WINDOW_MS, dayStartMs, hourStartMs } from "../time.ts";
 import { STARTUP_CHUNK_STATEMENTS, rollupStartupChunk } from "./startups.ts";
 import { TOOL_VERSIONS_PENDING_SQL, TOOL_VERSION_FOLD_STATEMENTS, runToolVersionFoldStep } from "./tool-versions.ts";
@@ -24,7 +24,7 @@ export interface RollupOptions {
    * New calls per chunk (one transaction). Default 12,000, as many as chunkTouchedCalls lets in
    * when no history is loaded: a chunk is 7 statements, so a free-plan run fits four even with a
    * startups and a verdicts chunk pending (48,000 calls, about five minutes of one key at its
-   * default budget, SPEC §1.1) and five, 60,000, when none is.
+   * default budget, SPEC §1.1) and six, 72,000, when none is.
    */
   chunkCalls?: number;
   /**
@@ -135,15 +135,6 @@ export interface RollupRunReport {
   caughtUp: boolean;
 }
 
-/**
- * Closes the call_batches rows open so far (migration 0025): advances the ingest epoch when a row
- * with calls was opened in the current one. Run first, so the chunks after it take every request
- * received before the run started, and none can be appended to while they do.
- */
-const CLOSE_OPEN_BATCHES_SQL = `INSERT INTO rollup_state (name, value)
-  SELECT '${INGEST_EPOCH}', ${stateValueSql(INGEST_EPOCH)} + 1
-  WHERE EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND epoch = ${stateValueSql(INGEST_EPOCH)})
-  ON CONFLICT (name) DO UPDATE SET value = excluded.value`;
 
 /** Emptied rows removed per run (two rows written each, with the project index). */
 export const EMPTIED_BATCHES_PER_RUN = 5_000;
@@ -157,36 +148,54 @@ const DELETE_EMPTIED_BATCHES_SQL = `DELETE FROM call_batches WHERE batch_seq IN 
   ORDER BY batch_seq LIMIT ${EMPTIED_BATCHES_PER_RUN})`;
 
 /**
- * Statements a run reserves whatever is pending: closing the open rows, the new day marks, the
- * probe, the lease, the cleanup, as_of, the release (an idle run takes no lease: 5).
+ * Statements a run reserves whatever is pending: the new day marks, closing the open rows (which
+ * takes the lease), the probe, the cleanup, as_of (which releases it).
  */
-export const ROLLUP_FIXED_STATEMENTS = 7;
+export const ROLLUP_FIXED_STATEMENTS = 5;
 
-/**
- * Takes the database's rollup lease for holder ?1 until ?3 unless another holder's lease lasts
- * past ?2 (now): one row back when taken. A job that crashed leaves its lease to expire.
- */
-const TAKE_LEASE_SQL = `INSERT INTO rollup_state (name, value) VALUES ('${ROLLUP_LEASE}', json_object('holder', ?1, 'until_ms', ?3))
-  ON CONFLICT (name) DO UPDATE SET value = excluded.value
-    WHERE rollup_state.value ->> '$.holder' = ?1 OR rollup_state.value ->> '$.until_ms' <= ?2
-  RETURNING value ->> '$.holder' AS holder`;
-/** Renews holder ?1's lease until ?2: no row back when another job took it over (this one's had expired). */
-const RENEW_LEASE_SQL = `UPDATE rollup_state SET value = json_object('holder', ?1, 'until_ms', ?2)
-  WHERE name = '${ROLLUP_LEASE}' AND value ->> '$.holder' = ?1 RETURNING 1 AS renewed`;
-/**
- * Releases holder ?1's lease: it expires at once. The row stays, so that taking and releasing the
- * lease write it in place (one row written each) instead of adding and deleting it with its index entry.
- */
-const RELEASE_LEASE_SQL = `UPDATE rollup_state SET value = json_object('holder', ?1, 'until_ms', 0)
-  WHERE name = '${ROLLUP_LEASE}' AND value ->> '$.holder' = ?1`;
+/** What a run may find to do (?1 today's start, ?2 the hour's): each an SQL truth value. */
+const PENDING = {
+  calls: `EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND ${FOLDABLE})`,
+  recompute: `EXISTS (SELECT 1 FROM recomputes WHERE state <> 'done')`,
+  startups: `EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${startupsWatermarkSql()} AND ${NOT_HELD})`,
+  agreements: `EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)} AND ${NOT_HELD})`,
+  days: `EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < ?1 AND ${NOT_HELD})`,
+  versions: TOOL_VERSIONS_PENDING_SQL.replaceAll("?1", "?2"),
+} as const;
 
 const PENDING_SQL = `SELECT
-  EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND ${FOLDABLE}) AS calls,
-  EXISTS (SELECT 1 FROM recomputes WHERE state <> 'done') AS recompute,
-  EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${startupsWatermarkSql()} AND ${NOT_HELD}) AS startups,
-  EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)} AND ${NOT_HELD}) AS agreements,
-  EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < ?1 AND ${NOT_HELD}) AS days,
-  ${TOOL_VERSIONS_PENDING_SQL.replaceAll("?1", "?2")} AS versions`;
+  ${Object.entries(PENDING).map(([name, sql]) => `${sql} AS ${name}`).join(",\n  ")}`;
+
+/**
+ * Closes the call_batches rows open so far (migration 0025): advances the ingest epoch when a row
+ * with calls was opened in the current one. Run before the chunks, so they take every request
+ * received before the run started, and none can be appended to while they do.
+ *
+ * The same write takes the database's rollup lease (migration 0031) for holder ?3 until ?5 when the
+ * run has work (?1 today, ?2 the hour: PENDING) and no other job holds it at ?4 (now): at most one
+ * rollup job per database at a time, and a run with work writes this row anyway whenever calls came
+ * in since the last run, so the lease costs no row of its own then. A row back, with the holder,
+ * whenever the row was written: the lease is this run's when the holder is ?3. A job that crashed
+ * leaves its lease to expire.
+ */
+const CLOSE_AND_TAKE_LEASE_SQL = `INSERT INTO rollup_state (name, value, lease_holder, lease_until_ms)
+  SELECT '${INGEST_EPOCH}', epoch + open, CASE WHEN take THEN ?3 ELSE holder END, CASE WHEN take THEN ?5 ELSE until_ms END
+  FROM (
+    SELECT e.epoch, e.holder, e.until_ms, EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND epoch = e.epoch) AS open,
+      (${Object.values(PENDING).join("\n        OR ")}) AND NOT ${rollupLeaseHeldSql("?4")} AS take
+    FROM (SELECT COALESCE(x.value, 0) AS epoch, x.lease_holder AS holder, x.lease_until_ms AS until_ms
+      FROM (SELECT 1) LEFT JOIN rollup_state x ON x.name = '${INGEST_EPOCH}') AS e)
+  WHERE open OR take
+  ON CONFLICT (name) DO UPDATE SET value = excluded.value, lease_holder = excluded.lease_holder, lease_until_ms = excluded.lease_until_ms
+  RETURNING lease_holder AS holder`;
+/** Renews holder ?1's lease until ?2: no row back when another job took it over (this one's had expired). */
+const RENEW_LEASE_SQL = `UPDATE rollup_state SET lease_until_ms = ?2
+  WHERE name = '${INGEST_EPOCH}' AND lease_holder = ?1 RETURNING 1 AS renewed`;
+/**
+ * Ends holder ?1's lease at once, for a run that failed (as_of releases it otherwise): the next run
+ * need not wait for it to expire.
+ */
+const RELEASE_LEASE_SQL = `UPDATE rollup_state SET lease_until_ms = 0 WHERE name = '${INGEST_EPOCH}' AND lease_holder = ?1`;
 
 /** The first payload not folded in yet of one stream: everything received before it is in. */
 const firstPendingReceivedSql = (table: string, seq: string, watermarkSql: string) =>
@@ -194,18 +203,21 @@ const firstPendingReceivedSql = (table: string, seq: string, watermarkSql: strin
 
 // SPEC §2.6 as_of = the time the data is complete up to: the run's scheduled time when caught up,
 // else just before the earliest-received payload still pending (receive order follows *_seq).
-// It never moves backwards.
-const AS_OF_SQL = `INSERT INTO rollup_state (name, value)
+// It never moves backwards. The same write releases holder ?2's lease (NULL: a run without one):
+// the row then names it, unless another job has taken the lease over meanwhile (its lease stays).
+const AS_OF_SQL = `INSERT INTO rollup_state (name, value, lease_holder)
   SELECT '${AS_OF}', MAX(${stateValueSql(AS_OF)}, MIN(?1,
     COALESCE((SELECT received_at_ms - 1 FROM call_batches WHERE call_count > 0 ORDER BY batch_seq LIMIT 1), ?1),
     ${firstPendingReceivedSql("raw_startups", "startup_seq", startupsWatermarkSql())},
-    ${firstPendingReceivedSql("raw_agreements", "agreement_seq", stateValueSql(AGREEMENTS_WATERMARK))}))
+    ${firstPendingReceivedSql("raw_agreements", "agreement_seq", stateValueSql(AGREEMENTS_WATERMARK))})), ?2
   WHERE true
-  ON CONFLICT (name) DO UPDATE SET value = excluded.value`;
+  ON CONFLICT (name) DO UPDATE SET value = excluded.value, lease_holder = CASE
+    WHEN excluded.lease_holder IS NOT NULL AND excluded.lease_holder IS (SELECT lease_holder FROM rollup_state WHERE name = '${INGEST_EPOCH}')
+    THEN excluded.lease_holder ELSE rollup_state.lease_holder END`;
 
 /** The run's own statements, by name (the SQL snapshots in sql/rollup/ read them). */
 export const RUN_SQL = {
-  closeOpenBatches: CLOSE_OPEN_BATCHES_SQL, pending: PENDING_SQL, takeLease: TAKE_LEASE_SQL, renewLease: RENEW_LEASE_SQL,
+  closeOpenBatchesAndTakeLease: CLOSE_AND_TAKE_LEASE_SQL, pending: PENDING_SQL, renewLease: RENEW_LEASE_SQL,
   releaseLease: RELEASE_LEASE_SQL, deleteEmptiedBatches: DELETE_EMPTIED_BATCHES_SQL, asOf: AS_OF_SQL,
 } as const;
 
@@ -217,13 +229,32 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
   };
   if (o.maxQueries < ROLLUP_FIXED_STATEMENTS) throw new Error(`rollup: maxQueries must be at least ${ROLLUP_FIXED_STATEMENTS}`);
 
+  // At most one rollup job per database (a cron run can start while the previous one still runs):
+  // a job that finds the lease held leaves the work to it.
+  const holder = crypto.randomUUID();
+  let leaseFrom = o.clock();
+  try {
+    return await runFrom(db, scheduledTimeMs, o, report, holder, () => leaseFrom, (t) => (leaseFrom = t));
+  } catch (err) {
+    // Released so that the next run need not wait for the lease to expire (best effort: it expires
+    // anyway; nothing when the run never took it, or failed before its first batch committed).
+    await db.prepare(RELEASE_LEASE_SQL).bind(holder).run().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function runFrom(
+  db: D1Database, scheduledTimeMs: number, o: Required<RollupOptions>, report: RollupRunReport, holder: string,
+  leaseFrom: () => number, renewed: (t: number) => void,
+): Promise<RollupRunReport> {
   const todayMs = dayStartMs(scheduledTimeMs);
   const hourMs = hourStartMs(scheduledTimeMs);
   // Safe while another run works: closing the open rows again only closes more of them (a run takes
-  // closed rows only), and the day marks are added once.
-  const [, , probe] = await db.batch([
-    db.prepare(CLOSE_OPEN_BATCHES_SQL),
+  // closed rows only), and the day marks are added once (before the lease and the probe, which look
+  // for days to fold).
+  const [, lease, probe] = await db.batch([
     db.prepare(DAY_FOLD_SQL.markNewProjects).bind(todayMs),
+    db.prepare(CLOSE_AND_TAKE_LEASE_SQL).bind(todayMs, hourMs, holder, leaseFrom(), leaseFrom() + o.leaseMs),
     db.prepare(PENDING_SQL).bind(todayMs, hourMs),
   ]);
   report.queries += 3;
@@ -236,38 +267,22 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
   };
   const idle = !Object.values(pending).some(Boolean);
   if (idle) {
-    // Nothing to fold: no lease (an idle run writes only as_of), just the closing statements.
+    // Nothing to fold: no lease was taken (an idle run writes only as_of), just the closing statements.
     await finish(db, scheduledTimeMs, null);
     report.queries += 2;
     report.caughtUp = true;
     return report;
   }
-
-  // At most one rollup job per database (a cron run can start while the previous one still runs):
-  // a job that finds the lease held leaves the work to it.
-  const holder = crypto.randomUUID();
-  let leaseFrom = o.clock();
-  try {
-    const taken = await db.prepare(TAKE_LEASE_SQL).bind(holder, leaseFrom, leaseFrom + o.leaseMs).first<{ holder: string }>();
-    report.queries += 1;
-    if (taken?.holder !== holder) {
-      report.leaseHeld = true;
-      return report;
-    }
-    return await runHeld(db, scheduledTimeMs, o, report, pending, holder, () => leaseFrom, (t) => (leaseFrom = t));
-  } catch (err) {
-    // Released so that the next run need not wait for the lease to expire (best effort: it expires anyway).
-    await db.prepare(RELEASE_LEASE_SQL).bind(holder).run().catch(() => undefined);
-    throw err;
+  if ((lease?.results?.[0] as { holder?: string } | undefined)?.holder !== holder) {
+    report.leaseHeld = true;
+    return report;
   }
+  return runHeld(db, scheduledTimeMs, o, report, pending, holder, leaseFrom, renewed);
 }
 
-/** The run's last batch: the emptied rows' cleanup, as_of and, when the run took it, the lease's release. */
+/** The run's last batch: the emptied rows' cleanup, and as_of, which releases the lease when the run took it. */
 async function finish(db: D1Database, scheduledTimeMs: number, holder: string | null): Promise<void> {
-  await db.batch([
-    db.prepare(DELETE_EMPTIED_BATCHES_SQL).bind(scheduledTimeMs), db.prepare(AS_OF_SQL).bind(scheduledTimeMs),
-    ...(holder === null ? [] : [db.prepare(RELEASE_LEASE_SQL).bind(holder)]),
-  ]);
+  await db.batch([db.prepare(DELETE_EMPTIED_BATCHES_SQL).bind(scheduledTimeMs), db.prepare(AS_OF_SQL).bind(scheduledTimeMs, holder)]);
 }
 
 type Pending = Record<"startups" | "agreements" | "calls" | "recompute" | "days" | "versions", boolean>;
@@ -386,7 +401,7 @@ async function runHeld(
   }
 
   await finish(db, scheduledTimeMs, holder);
-  report.queries += 3;
+  report.queries += 2;
   report.caughtUp = !pending.calls && !pending.startups && !pending.agreements && !pending.recompute && !pending.days && !pending.versions;
   return report;
 }

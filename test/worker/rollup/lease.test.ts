@@ -1,12 +1,15 @@
 // At most one rollup job per database at a time (a cron run can start while the previous one of
 // the same database still runs): a run takes the lease in rollup_state, renews it while it works
 // and releases it when done; a run that finds it held does nothing, and a crashed run's lease
-// expires.
+// expires. Since migration 0031 the lease rides on rows a run with work writes anyway: taken on the
+// `ingest_epoch` row (closing the open requests), released on the `as_of_ms` row.
 import { env } from "cloudflare:test";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { runRollup } from "../../../src/worker/rollup/index.ts";
+import { RUN_SQL } from "../../../src/worker/rollup/run.ts";
+import { CHUNK_SELECTION_SQL } from "../../../src/worker/rollup/calls.ts";
 import { runDatabaseJob } from "../../../src/worker/queues/rollup-jobs.ts";
-import { ROLLUP_LEASE } from "../../../src/worker/db/rollup-state.ts";
+import { AS_OF, INGEST_EPOCH } from "../../../src/worker/db/rollup-state.ts";
 import { call, calls, countingDb, deliver, faultyDb, resetDb, snapshot, type TestCall } from "./fixtures.ts";
 import { referenceRollup, type Received } from "./reference.ts";
 
@@ -26,11 +29,15 @@ async function deliverRequests(n: number): Promise<Received<TestCall>[]> {
   return received;
 }
 
-const lease = () => db.prepare("SELECT value FROM rollup_state WHERE name = ?1").bind(ROLLUP_LEASE).first<{ value: string }>();
-/** The lease's expiry: 0 once released. */
-const leaseUntil = async () => JSON.parse((await lease())!.value).until_ms as number;
+/** The lease as the epoch row holds it; `released` 1 once the as_of row names its holder. */
+const lease = async () =>
+  (await db.prepare(`SELECT e.lease_holder AS holder, e.lease_until_ms AS until_ms,
+      e.lease_holder IS (SELECT a.lease_holder FROM rollup_state a WHERE a.name = ?2) AS released
+    FROM rollup_state e WHERE e.name = ?1`).bind(INGEST_EPOCH, AS_OF).first<{ holder: string; until_ms: number; released: number }>())!;
+/** Another job's lease until `untilMs`, as its run would have taken it (the epoch row's value unchanged). */
 const holdLease = (holder: string, untilMs: number) =>
-  db.prepare("INSERT OR REPLACE INTO rollup_state (name, value) VALUES (?1, json_object('holder', ?2, 'until_ms', ?3))").bind(ROLLUP_LEASE, holder, untilMs).run();
+  db.prepare(`INSERT INTO rollup_state (name, value, lease_holder, lease_until_ms) VALUES (?1, 0, ?2, ?3)
+    ON CONFLICT (name) DO UPDATE SET lease_holder = excluded.lease_holder, lease_until_ms = excluded.lease_until_ms`).bind(INGEST_EPOCH, holder, untilMs).run();
 const waiting = async () => (await db.prepare("SELECT COUNT(*) AS n FROM call_batches WHERE call_count > 0").first<{ n: number }>())!.n;
 
 beforeEach(() => resetDb(db));
@@ -56,12 +63,12 @@ describe("one rollup job per database", () => {
       },
     });
     const a = await runRollup(firstDb, NOW, { chunkCalls: 1, pauseMs: 0 });
-    // Its first batch (closing the open rows, the day marks, the probe: safe beside another run), the lease, nothing more.
-    expect(second).toMatchObject({ leaseHeld: true, newCalls: 0, callChunks: 0, queries: 4 });
-    expect(secondStatements).toBe(4);
+    // Its first batch (the day marks, closing the open rows and the lease, the probe: safe beside another run), nothing more.
+    expect(second).toMatchObject({ leaseHeld: true, newCalls: 0, callChunks: 0, queries: 3 });
+    expect(secondStatements).toBe(3);
     expect(a).toMatchObject({ leaseHeld: false, newCalls: 12, callChunks: 4, caughtUp: true });
     expect(await snapshot(db)).toEqual(referenceRollup(received, [], []));
-    expect(await leaseUntil()).toBe(0);
+    expect(await lease()).toMatchObject({ released: 1 });
     // Released: the next run takes it.
     expect((await runRollup(db, NOW + 300_000)).leaseHeld).toBe(false);
   });
@@ -79,12 +86,60 @@ describe("one rollup job per database", () => {
   });
 
   it("a run that fails releases its lease, so the next run need not wait for it to expire", async () => {
+    // Statements 1–3 are the first batch (the lease taken in it), 4–10 the first calls chunk: the
+    // run fails once its first batch has committed, and in its first chunk.
+    for (const [failAt, when] of [[3, "after"], [6, "before"]] as const) {
+      await resetDb(db);
+      await deliverRequests(2);
+      const faulty = faultyDb(db, { failAt, when });
+      await expect(runRollup(faulty.db, NOW, { pauseMs: 0 })).rejects.toThrow(/Network connection lost/);
+      expect({ failAt, lease: await lease() }).toMatchObject({ failAt, lease: { until_ms: 0, released: 0 } });
+      expect((await runRollup(db, NOW, { pauseMs: 0 })).newCalls).toBe(6);
+    }
+  });
+
+  it("taking and releasing the lease write no row of their own: rollup_state rows written are the epoch's, the chunk's and as_of's", async () => {
     await deliverRequests(2);
-    // Statements 1–3 are the first batch, 4 the lease, 5–11 the first calls chunk.
-    const faulty = faultyDb(db, { failAt: 6, when: "before" });
-    await expect(runRollup(faulty.db, NOW, { pauseMs: 0 })).rejects.toThrow(/Network connection lost/);
-    expect(await leaseUntil()).toBe(0);
-    expect((await runRollup(db, NOW, { pauseMs: 0 })).newCalls).toBe(6);
+    const named = new Map([
+      [RUN_SQL.closeOpenBatchesAndTakeLease, "close and take the lease"], [CHUNK_SELECTION_SQL, "calls chunk"], [RUN_SQL.asOf, "as_of and release"],
+    ]);
+    const metered = faultyDb(db);
+    expect(await runRollup(metered.db, NOW, { pauseMs: 0 })).toMatchObject({ leaseHeld: false, callChunks: 1, caughtUp: true });
+    const stateWrites = metered.calls.flatMap((c) => c.statements)
+      .filter((s) => /^\s*(INSERT INTO|UPDATE) rollup_state\b/.test(s.sql) && s.rows_written > 0)
+      .map((s) => [named.get(s.sql) ?? s.sql.slice(0, 60), s.rows_written]);
+    expect(stateWrites).toEqual([["close and take the lease", 1], ["calls chunk", 1], ["as_of and release", 1]]);
+    expect(await lease()).toMatchObject({ released: 1 });
+  });
+
+  it("a run whose requests were all closed by an earlier run takes the lease on the epoch row without advancing the epoch", async () => {
+    await deliverRequests(2);
+    const epoch = async () => (await db.prepare("SELECT value FROM rollup_state WHERE name = ?1").bind(INGEST_EPOCH).first<{ value: number }>())!.value;
+    // One chunk of one request: the first run closes both and leaves one waiting.
+    const first = await runRollup(db, NOW, { chunkCalls: 1, pauseMs: 0, maxQueries: 5 + 7 });
+    expect(first).toMatchObject({ newCalls: 3, caughtUp: false });
+    const closedAt = await epoch();
+    const metered = faultyDb(db);
+    expect(await runRollup(metered.db, NOW + 1, { pauseMs: 0 })).toMatchObject({ leaseHeld: false, newCalls: 3, caughtUp: true });
+    expect(await epoch()).toBe(closedAt);
+    const take = metered.calls[0]!.statements[1]!;
+    expect([take.sql.includes("'ingest_epoch'"), take.rows_written]).toEqual([true, 1]);
+    expect(await lease()).toMatchObject({ released: 1 });
+  });
+
+  it("a run that finds the lease held still closes the open requests, and leaves the lease as it was", async () => {
+    await holdLease("other", NOW + LEASE_MS);
+    await deliverRequests(1);
+    // Opened in the current epoch, as ingest opens a request's row (the fixture's rows are closed).
+    await db.prepare("UPDATE call_batches SET epoch = 0").run();
+    const before = (await db.prepare("SELECT value FROM rollup_state WHERE name = ?1").bind(INGEST_EPOCH).first<{ value: number }>())!.value;
+    expect(await runRollup(db, NOW, { clock: () => NOW, pauseMs: 0 })).toMatchObject({ leaseHeld: true, newCalls: 0 });
+    const after = (await db.prepare("SELECT value, lease_holder, lease_until_ms FROM rollup_state WHERE name = ?1").bind(INGEST_EPOCH).first())!;
+    expect(after).toEqual({ value: before + 1, lease_holder: "other", lease_until_ms: NOW + LEASE_MS });
+    // Released by its holder (its as_of write), the lease is free at once, long before it would expire.
+    await db.prepare("UPDATE rollup_state SET lease_holder = 'other' WHERE name = ?1").bind(AS_OF).run();
+    await db.prepare("INSERT OR IGNORE INTO rollup_state (name, value, lease_holder) VALUES (?1, 0, 'other')").bind(AS_OF).run();
+    expect(await runRollup(db, NOW, { clock: () => NOW, pauseMs: 0 })).toMatchObject({ leaseHeld: false, newCalls: 3, caughtUp: true });
   });
 
   it("an idle run takes no lease (it writes only as_of)", async () => {
@@ -95,7 +150,7 @@ describe("one rollup job per database", () => {
     // Even with another job's lease in place, an idle run is not held up.
     await holdLease("other", NOW + LEASE_MS);
     expect(await runRollup(db, NOW, { clock: () => NOW, pauseMs: 0 })).toMatchObject({ caughtUp: true, leaseHeld: false });
-    expect(JSON.parse((await lease())!.value)).toMatchObject({ holder: "other" });
+    expect(await lease()).toMatchObject({ holder: "other", until_ms: NOW + LEASE_MS, released: 0 });
   });
 
   it("renews the lease once half of it has passed, and stops when another job has taken it over", async () => {
@@ -106,8 +161,8 @@ describe("one rollup job per database", () => {
     const counted = countingDb(db);
     const r = await runRollup(counted.db, NOW, { chunkCalls: 1, pauseMs: 0, clock, leaseMs: LEASE_MS, maxQueries: 100 });
     expect(r).toMatchObject({ callChunks: 6, caughtUp: true });
-    // 7 fixed statements, 6 chunks of 7, and a renewal before each chunk.
-    expect(r.queries).toBe(7 + 6 * 7 + 6);
+    // 5 fixed statements, 6 chunks of 7, and a renewal before each chunk.
+    expect(r.queries).toBe(5 + 6 * 7 + 6);
     expect(counted.count()).toBe(r.queries);
 
     // Another job takes the lease over (this one's looked expired to it) after the first chunk: this one stops.
@@ -120,7 +175,7 @@ describe("one rollup job per database", () => {
         return async (stmts: D1PreparedStatement[]) => {
           const res = await target.batch(stmts);
           if (stmts.length === 7 && ++chunks === 1) {
-            await db.prepare("UPDATE rollup_state SET value = json_object('holder', 'other', 'until_ms', ?2) WHERE name = ?1").bind(ROLLUP_LEASE, t + LEASE_MS).run();
+            await holdLease("other", t + LEASE_MS);
           }
           return res;
         };
@@ -128,8 +183,8 @@ describe("one rollup job per database", () => {
     });
     const lost = await runRollup(stolen, NOW, { chunkCalls: 1, pauseMs: 0, clock, leaseMs: LEASE_MS, maxQueries: 100 });
     expect(lost).toMatchObject({ callChunks: 1, newCalls: 3, caughtUp: false });
-    // The other job's lease is left alone.
-    expect(JSON.parse((await lease())!.value)).toMatchObject({ holder: "other" });
+    // The other job's lease is left alone: its as_of write does not release it.
+    expect(await lease()).toMatchObject({ holder: "other", released: 0 });
   });
 });
 
@@ -185,6 +240,6 @@ describe("the cron's rollup job", () => {
     }
     expect(logged.map((l) => JSON.parse(l).event)).toEqual(["rollup_lease_held"]);
     expect(await waiting()).toBe(2);
-    expect(JSON.parse((await lease())!.value).holder).toBe("another-job");
+    expect(await lease()).toMatchObject({ holder: "another-job", released: 0 });
   });
 });
