@@ -158,7 +158,7 @@ CREATE TABLE call_state (
   call_count INTEGER NOT NULL,
   -- JSON array of [call_seq, tool_name, started_at_ms, duration_ms, outcome, response_bytes,
   -- is_empty, args_hash], in no particular order.
-  calls_json TEXT NOT NULL,
+  calls_json TEXT NOT NULL, latest_per_tool_json TEXT,
   PRIMARY KEY (project_id, session_id, client_name, hour_start_ms)
 ) WITHOUT ROWID;
 

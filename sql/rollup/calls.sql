@@ -90,7 +90,8 @@ INSERT INTO rollup_state (name, value)
         LEFT JOIN near_counts c ON c.project_id = t.project_id AND c.session_id = t.session_id AND c.client_name = t.client_name AND c.h = t.h AND c.before = 0 AND c.tool_name = t.tool_name
         WHERE t.project_id = rc.project_id AND t.session_id = rc.session_id AND t.client_name = rc.client_name AND t.h = rc.h AND COALESCE(c.n, 0) < 2) THEN after_near
           ELSE wide_to END) AS to_ms,
-        lo - 2 * (reach + 30000) AS reach_from_ms, hi + 2 * (reach + 30000) AS reach_to_ms
+        lo - 2 * (reach + 30000) AS reach_from_ms, hi + 2 * (reach + 30000) AS reach_to_ms,
+        MIN(lo) OVER (PARTITION BY project_id, session_id, client_name) AS group_lo_ms
       FROM reaches rc),
     covered AS MATERIALIZED (
       SELECT MIN(s.k) AS k, x.call_count FROM spans s JOIN call_state x
@@ -109,7 +110,7 @@ INSERT INTO rollup_state (name, value)
       WHERE c.k = 1 OR (rn.touched <= ?2 AND rn.spans <= ?3))
     SELECT 'calls_chunk', json_object(
       'batches', json(COALESCE((SELECT json_group_array(batch_seq) FROM chosen), '[]')),
-      'spans', json(COALESCE((SELECT json_group_array(json_array(project_id, session_id, client_name, from_ms, to_ms, reach_from_ms, reach_to_ms))
+      'spans', json(COALESCE((SELECT json_group_array(json_array(project_id, session_id, client_name, from_ms, to_ms, reach_from_ms, reach_to_ms, group_lo_ms))
         FROM spans WHERE k <= (SELECT MAX(k) FROM chosen)), '[]')),
       'seq', COALESCE((SELECT (value ->> '$.seq') + (value ->> '$.calls') FROM rollup_state WHERE name = 'calls_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'calls_seq'), 0)),
       'calls', (SELECT COALESCE(SUM(call_count), 0) FROM chosen),
@@ -132,17 +133,19 @@ INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name
         t.seq_before + j.key + 1 AS call_seq
       FROM taken t, jsonb_each(t.calls_json) AS j),
     spans AS MATERIALIZED (
-      SELECT s.value ->> 0 AS project_id, s.value ->> 1 AS session_id, s.value ->> 2 AS client_name, s.value ->> 3 AS from_ms, s.value ->> 4 AS to_ms, s.value ->> 5 AS reach_from_ms, s.value ->> 6 AS reach_to_ms
+      SELECT s.value ->> 0 AS project_id, s.value ->> 1 AS session_id, s.value ->> 2 AS client_name, s.value ->> 3 AS from_ms, s.value ->> 4 AS to_ms, s.value ->> 5 AS reach_from_ms, s.value ->> 6 AS reach_to_ms, s.value ->> 7 AS group_lo_ms
       FROM json_each((SELECT value FROM rollup_state WHERE name = 'calls_chunk'), '$.spans') AS s),
     loaded_keys AS MATERIALIZED (
       SELECT cs.project_id, cs.session_id, cs.client_name, cs.hour_start_ms,
-        MIN(p.reach_from_ms) AS reach_from_ms, MAX(p.reach_to_ms) AS reach_to_ms
+        MIN(p.reach_from_ms) AS reach_from_ms, MAX(p.reach_to_ms) AS reach_to_ms, MIN(p.group_lo_ms) AS group_lo_ms
       FROM spans p JOIN call_state cs
         ON cs.project_id = p.project_id AND cs.session_id = p.session_id AND cs.client_name = p.client_name AND cs.hour_start_ms >= p.from_ms AND cs.hour_start_ms <= p.to_ms
       GROUP BY cs.project_id, cs.session_id, cs.client_name, cs.hour_start_ms),
     loaded AS MATERIALIZED (
-      SELECT cs.project_id, cs.session_id, cs.client_name, cs.calls_json, k.reach_from_ms, k.reach_to_ms FROM loaded_keys k JOIN call_state cs
-        ON cs.project_id = k.project_id AND cs.session_id = k.session_id AND cs.client_name = k.client_name AND cs.hour_start_ms = k.hour_start_ms),
+      SELECT cs.project_id, cs.session_id, cs.client_name, CASE WHEN cs.latest_per_tool_json IS NOT NULL AND cs.max_started_at_ms <= k.group_lo_ms
+        THEN (SELECT json_group_array(json(cs.calls_json -> p.value)) FROM json_each(cs.latest_per_tool_json) AS p)
+        ELSE cs.calls_json END AS calls_json, k.reach_from_ms, k.reach_to_ms
+      FROM loaded_keys k JOIN call_state cs ON cs.project_id = k.project_id AND cs.session_id = k.session_id AND cs.client_name = k.client_name AND cs.hour_start_ms = k.hour_start_ms),
 
     new_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, tool_name FROM new_calls WHERE session_id <> ''),
     old_calls AS MATERIALIZED (
@@ -225,17 +228,19 @@ INSERT INTO pair_days (project_id, day_start_ms, client_name, pairs_json)
         t.seq_before + j.key + 1 AS call_seq
       FROM taken t, jsonb_each(t.calls_json) AS j),
     spans AS MATERIALIZED (
-      SELECT s.value ->> 0 AS project_id, s.value ->> 1 AS session_id, s.value ->> 2 AS client_name, s.value ->> 3 AS from_ms, s.value ->> 4 AS to_ms, s.value ->> 5 AS reach_from_ms, s.value ->> 6 AS reach_to_ms
+      SELECT s.value ->> 0 AS project_id, s.value ->> 1 AS session_id, s.value ->> 2 AS client_name, s.value ->> 3 AS from_ms, s.value ->> 4 AS to_ms, s.value ->> 5 AS reach_from_ms, s.value ->> 6 AS reach_to_ms, s.value ->> 7 AS group_lo_ms
       FROM json_each((SELECT value FROM rollup_state WHERE name = 'calls_chunk'), '$.spans') AS s),
     loaded_keys AS MATERIALIZED (
       SELECT cs.project_id, cs.session_id, cs.client_name, cs.hour_start_ms,
-        MIN(p.reach_from_ms) AS reach_from_ms, MAX(p.reach_to_ms) AS reach_to_ms
+        MIN(p.reach_from_ms) AS reach_from_ms, MAX(p.reach_to_ms) AS reach_to_ms, MIN(p.group_lo_ms) AS group_lo_ms
       FROM spans p JOIN call_state cs
         ON cs.project_id = p.project_id AND cs.session_id = p.session_id AND cs.client_name = p.client_name AND cs.hour_start_ms >= p.from_ms AND cs.hour_start_ms <= p.to_ms
       GROUP BY cs.project_id, cs.session_id, cs.client_name, cs.hour_start_ms),
     loaded AS MATERIALIZED (
-      SELECT cs.project_id, cs.session_id, cs.client_name, cs.calls_json, k.reach_from_ms, k.reach_to_ms FROM loaded_keys k JOIN call_state cs
-        ON cs.project_id = k.project_id AND cs.session_id = k.session_id AND cs.client_name = k.client_name AND cs.hour_start_ms = k.hour_start_ms),
+      SELECT cs.project_id, cs.session_id, cs.client_name, CASE WHEN cs.latest_per_tool_json IS NOT NULL AND cs.max_started_at_ms <= k.group_lo_ms
+        THEN (SELECT json_group_array(json(cs.calls_json -> p.value)) FROM json_each(cs.latest_per_tool_json) AS p)
+        ELSE cs.calls_json END AS calls_json, k.reach_from_ms, k.reach_to_ms
+      FROM loaded_keys k JOIN call_state cs ON cs.project_id = k.project_id AND cs.session_id = k.session_id AND cs.client_name = k.client_name AND cs.hour_start_ms = k.hour_start_ms),
 
     old_calls AS MATERIALIZED (
       SELECT l.project_id, l.session_id, l.client_name, j.value ->> 1 AS tool_name,
@@ -287,7 +292,7 @@ INSERT INTO sessions (project_id, session_id, first_seen_ms, last_seen_ms, clien
 
 -- CALL_CHUNK_SQL.appendCalls
 INSERT INTO call_state (project_id, session_id, client_name, hour_start_ms, max_duration_ms, min_started_at_ms,
-      max_started_at_ms, call_count, calls_json)
+      max_started_at_ms, call_count, calls_json, latest_per_tool_json)
     WITH taken AS MATERIALIZED (SELECT b.batch_seq, b.project_id, b.received_at_ms, b.call_count, b.calls_json,
         ((SELECT value FROM rollup_state WHERE name = 'calls_chunk') ->> '$.seq') + SUM(b.call_count) OVER (ORDER BY b.batch_seq ROWS UNBOUNDED PRECEDING) - b.call_count AS seq_before
       FROM json_each((SELECT value FROM rollup_state WHERE name = 'calls_chunk'), '$.batches') AS t JOIN call_batches b ON b.batch_seq = t.value),
@@ -295,15 +300,30 @@ INSERT INTO call_state (project_id, session_id, client_name, hour_start_ms, max_
       SELECT t.project_id, j.value ->> 0 AS session_id, j.value ->> 1 AS client_name, j.value ->> 2 AS tool_name, j.value ->> 3 AS started_at_ms, j.value ->> 4 AS duration_ms, j.value ->> 5 AS outcome, j.value ->> 6 AS response_bytes, j.value ->> 7 AS is_empty, j.value ->> 8 AS args_hash,
         t.seq_before + j.key + 1 AS call_seq
       FROM taken t, jsonb_each(t.calls_json) AS j)
-    SELECT project_id, session_id, client_name, (CAST((started_at_ms) / 3600000 AS INTEGER) * 3600000) AS hour_start_ms, MAX(duration_ms),
+    SELECT project_id, session_id, client_name, hour_start_ms, MAX(duration_ms),
       MIN(started_at_ms), MAX(started_at_ms), COUNT(*),
-      json_group_array(json_array(call_seq, tool_name, started_at_ms, duration_ms, outcome, response_bytes, is_empty, args_hash) ORDER BY call_seq)
-    FROM new_calls WHERE session_id <> '' GROUP BY project_id, session_id, client_name, hour_start_ms
+      json_group_array(json_array(call_seq, tool_name, started_at_ms, duration_ms, outcome, response_bytes, is_empty, args_hash) ORDER BY call_seq),
+      json_group_array(position ORDER BY position) FILTER (WHERE tool_rank <= 2)
+    FROM (
+      SELECT *, ROW_NUMBER() OVER (PARTITION BY project_id, session_id, client_name, hour_start_ms ORDER BY call_seq) - 1 AS position,
+        ROW_NUMBER() OVER (PARTITION BY project_id, session_id, client_name, hour_start_ms, tool_name
+          ORDER BY started_at_ms DESC, call_seq DESC) AS tool_rank
+      FROM (SELECT *, (CAST((started_at_ms) / 3600000 AS INTEGER) * 3600000) AS hour_start_ms FROM new_calls WHERE session_id <> ''))
+    GROUP BY project_id, session_id, client_name, hour_start_ms
     ON CONFLICT (project_id, session_id, client_name, hour_start_ms) DO UPDATE SET
       max_duration_ms = MAX(max_duration_ms, excluded.max_duration_ms), call_count = call_count + excluded.call_count,
       min_started_at_ms = MIN(min_started_at_ms, excluded.min_started_at_ms),
       max_started_at_ms = MAX(max_started_at_ms, excluded.max_started_at_ms),
-      calls_json = substr(calls_json, 1, length(calls_json) - 1) || ',' || substr(excluded.calls_json, 2);
+      calls_json = substr(calls_json, 1, length(calls_json) - 1) || ',' || substr(excluded.calls_json, 2),
+      latest_per_tool_json = CASE WHEN call_state.latest_per_tool_json IS NULL THEN NULL ELSE (
+        SELECT json_group_array(position ORDER BY position) FROM (
+          SELECT position, ROW_NUMBER() OVER (PARTITION BY c ->> 1
+              ORDER BY c ->> 2 DESC, c ->> 0 DESC) AS tool_rank
+          FROM (
+            SELECT p.value AS position, call_state.calls_json -> p.value AS c FROM json_each(call_state.latest_per_tool_json) AS p
+            UNION ALL
+            SELECT call_state.call_count + p.value, excluded.calls_json -> p.value FROM json_each(excluded.latest_per_tool_json) AS p))
+        WHERE tool_rank <= 2) END;
 
 -- CALL_CHUNK_SQL.emptyTakenBatches
 UPDATE call_batches SET call_count = 0, chars = 2, calls_json = '[]'

@@ -18,7 +18,7 @@ DELETE FROM call_state WHERE (project_id, session_id, client_name, hour_start_ms
     WHERE calls_before < ?3);
 
 -- RETENTION_SQL.trimKeptCalls
-UPDATE call_state SET call_count = 1, min_started_at_ms = max_started_at_ms,
+UPDATE call_state SET call_count = 1, min_started_at_ms = max_started_at_ms, latest_per_tool_json = '[0]',
       calls_json = (SELECT json_array(json(j.value)) FROM json_each(call_state.calls_json) AS j
         ORDER BY j.value ->> 2 DESC, j.value ->> 0 DESC LIMIT 1),
       max_duration_ms = (SELECT j.value ->> 3 FROM json_each(call_state.calls_json) AS j

@@ -6,6 +6,8 @@
 // 0002 (agreement pairs in code-point order) with verdicts naming pairs in both orders.
 // 0003 (retries and pairs per client, SPEC §2.2, §2.4) recomputes flags the first release derived
 // per session, so the workload must hold two clients interleaved in one session.
+// 0032 (each call_state row's latest calls per tool) leaves the rows it finds without the list: a
+// late call after all of such a row's calls reads it whole, and the answers stay equal.
 import fc from "fast-check";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -253,6 +255,9 @@ test("a first-release database migrated to head answers every metric as a fresh 
   await sendCalls([
     lateCall("s_two_clients", CLIENTS[0]!, CALLED_TOOLS[0]!, 1_200, "ffff11112222"),
     lateCall("s_two_clients", CLIENTS[1]!, CALLED_TOOLS[2]!, 3_200, "aaaa11112222"),
+    // 0032: after every call of a row the upgrade kept (no list of its latest calls per tool): the
+    // migrated database reads that row whole, the fresh one only its latest calls per tool.
+    lateCall("s_two_clients", CLIENTS[0]!, CALLED_TOOLS[2]!, 5_000, "aaaa11112222"),
     lateCall("s_after_upgrade", CLIENTS[0]!, CALLED_TOOLS[1]!, 10_000, "aaaa11112222"),
     lateCall("s_after_upgrade", CLIENTS[0]!, CALLED_TOOLS[1]!, 10_200, "bbbb33334444"),
     lateCall("s_after_upgrade", CLIENTS[0]!, CALLED_TOOLS[2]!, 10_400, "bbbb33334444"),
@@ -261,6 +266,14 @@ test("a first-release database migrated to head answers every metric as a fresh 
     lateCall("", CLIENTS[0]!, CALLED_TOOLS[1]!, 11_200, "bbbb33334444"),
   ]);
   await rollBoth();
+  // Rows written before 0032 keep no list of their latest calls per tool (read whole), rows written
+  // since keep one; every answer below is still equal to the fresh database's.
+  const withoutList = async (t: Target, session?: string) =>
+    (await t.worker.db.prepare(`SELECT COUNT(*) AS n FROM call_state WHERE latest_per_tool_json IS NULL ${session ? "AND session_id = ?1" : ""}`)
+      .bind(...(session ? [session] : [])).first<{ n: number }>())!.n;
+  expect(await withoutList(targets[0]!)).toBeGreaterThan(0);
+  expect(await withoutList(targets[1]!)).toBe(0);
+  for (const t of targets) expect(await withoutList(t, "s_after_upgrade")).toBe(0);
   // Counted in both databases, in no session and no call_state row.
   for (const t of targets) {
     const sessions = (await get(t, "/v1/metrics/sessions")) as { calls_without_session: number };

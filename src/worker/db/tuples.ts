@@ -27,8 +27,11 @@ export const RAW_AGREEMENT = ["session_id", "field", "tool_a", "tool_b", "agreed
 /** A pair's key in a `pair_days` row's JSON object (migration 0019): a JSON array as text. */
 export const PAIR_KEY = ["from_tool", "to_tool"] as const;
 
-/** A span of the calls chunk, kept in its `rollup_state` row (rollup/calls.ts). */
-export const CHUNK_SPAN = ["project_id", "session_id", "client_name", "from_ms", "to_ms", "reach_from_ms", "reach_to_ms"] as const;
+/**
+ * A span of the calls chunk, kept in its `rollup_state` row (rollup/calls.ts); `group_lo_ms` is the
+ * earliest new call of its (session, client) among the chunk's candidate requests.
+ */
+export const CHUNK_SPAN = ["project_id", "session_id", "client_name", "from_ms", "to_ms", "reach_from_ms", "reach_to_ms", "group_lo_ms"] as const;
 
 /** A (session, client) sequence a recompute counts, in its step's JSON and as its cursor (rollup/recompute.ts). */
 export const RECOMPUTE_SEQUENCE = ["session_id", "client_name"] as const;

@@ -272,7 +272,8 @@ export const CHUNK_SELECTION_SQL =
           WHEN NOT after_far THEN wide_to
           WHEN checked AND after_near IS NOT NULL AND NOT ${shortSideSql(0)} THEN after_near
           ELSE wide_to END) AS to_ms,
-        lo - ${flagReachSql("reach")} AS reach_from_ms, hi + ${flagReachSql("reach")} AS reach_to_ms
+        lo - ${flagReachSql("reach")} AS reach_from_ms, hi + ${flagReachSql("reach")} AS reach_to_ms,
+        MIN(lo) OVER (PARTITION BY project_id, session_id, client_name) AS group_lo_ms
       FROM reaches rc),
     covered AS MATERIALIZED (
       SELECT MIN(s.k) AS k, x.call_count FROM spans s JOIN call_state x
@@ -308,6 +309,23 @@ export const CHUNK_SELECTION_SQL =
 export const CALL_COLUMNS = "project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, good, args_hash, call_seq";
 
 /**
+ * The calls a loaded state row contributes (`cs`, with its (session, client)'s earliest new call
+ * `k.group_lo_ms`, taken over the chunk's candidate requests: no later than over its own): when
+ * every call of the row comes before every new call of its (session, client) — it started no later
+ * than the earliest one, whose call_seq is higher — only the two latest calls of
+ * each tool (`latest_per_tool_json`, migration 0032), else all of them. Of such a row, a new call can
+ * change the flags of only the latest call of its tool before it (its successor changes) and the
+ * pairs of only the latest call before it; the flag of that latest call of a tool depends on its own
+ * predecessor in the tool's sequence, the row's second latest call of the tool or the latest of an
+ * earlier row (whose calls come before too, so its latest are loaded as well). Every other call kept
+ * from such a row sees the same neighbours with and without the chunk, so its contributions cancel,
+ * as those at the edges of a span do. A row without the list (written before 0032) is read whole.
+ */
+const LOADED_CALLS_SQL = `CASE WHEN cs.latest_per_tool_json IS NOT NULL AND cs.max_started_at_ms <= k.group_lo_ms
+        THEN (SELECT json_group_array(json(cs.calls_json -> p.value)) FROM json_each(cs.latest_per_tool_json) AS p)
+        ELSE cs.calls_json END`;
+
+/**
  * `loaded`: the state rows of the chunk's spans (a row in several spans once), for the retry flags
  * only the calls of the (session, client, tool) sequences of the chunk's calls (`new_tools`: no
  * other call's flags can change); `all_calls`: the same with the chunk's calls. State elements are
@@ -319,13 +337,13 @@ const loadedCtes = (sequence: "tool" | "session") => `${newCallsCtes(sequence ==
       FROM json_each(${chunkSql}, '$.spans') AS s),
     loaded_keys AS MATERIALIZED (
       SELECT cs.project_id, cs.session_id, cs.client_name, cs.hour_start_ms,
-        MIN(p.reach_from_ms) AS reach_from_ms, MAX(p.reach_to_ms) AS reach_to_ms
+        MIN(p.reach_from_ms) AS reach_from_ms, MAX(p.reach_to_ms) AS reach_to_ms, MIN(p.group_lo_ms) AS group_lo_ms
       FROM spans p JOIN call_state cs
         ON ${sameGroup("cs", "p")} AND cs.hour_start_ms >= p.from_ms AND cs.hour_start_ms <= p.to_ms
       GROUP BY cs.project_id, cs.session_id, cs.client_name, cs.hour_start_ms),
     loaded AS MATERIALIZED (
-      SELECT cs.project_id, cs.session_id, cs.client_name, cs.calls_json, k.reach_from_ms, k.reach_to_ms FROM loaded_keys k JOIN call_state cs
-        ON ${sameGroup("cs", "k")} AND cs.hour_start_ms = k.hour_start_ms),
+      SELECT cs.project_id, cs.session_id, cs.client_name, ${LOADED_CALLS_SQL} AS calls_json, k.reach_from_ms, k.reach_to_ms
+      FROM loaded_keys k JOIN call_state cs ON ${sameGroup("cs", "k")} AND cs.hour_start_ms = k.hour_start_ms),
 ${sequence === "tool" ? `
     new_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, tool_name FROM new_calls WHERE ${IN_A_SESSION}),
     old_calls AS MATERIALIZED (
@@ -485,19 +503,36 @@ export const CALL_CHUNK_SQL = {
       calls = calls + excluded.calls, response_bytes_sum = response_bytes_sum + excluded.response_bytes_sum`,
 
   // The calls join their (session, client, hour) rows: appended to the JSON array (its order does
-  // not matter; the flag CTEs sort), with the row's longest duration for the spans.
+  // not matter; the flag CTEs sort), with the row's longest duration for the spans, and the
+  // positions of each tool's two latest calls (LOADED_CALLS_SQL) recomputed from the row's two and
+  // the new ones (a row without them, written before migration 0032, stays without).
   appendCalls: `INSERT INTO call_state (project_id, session_id, client_name, hour_start_ms, max_duration_ms, min_started_at_ms,
-      max_started_at_ms, call_count, calls_json)
+      max_started_at_ms, call_count, calls_json, latest_per_tool_json)
     WITH ${newCallsCtes(BATCH_FIELDS.filter((f) => f !== "duration_bucket"))}
-    SELECT project_id, session_id, client_name, ${hourStartSql("started_at_ms")} AS hour_start_ms, MAX(duration_ms),
+    SELECT project_id, session_id, client_name, hour_start_ms, MAX(duration_ms),
       MIN(started_at_ms), MAX(started_at_ms), COUNT(*),
-      json_group_array(${tupleArraySql(CALL_STATE_CALL)} ORDER BY call_seq)
-    FROM new_calls WHERE ${IN_A_SESSION} GROUP BY project_id, session_id, client_name, hour_start_ms
+      json_group_array(${tupleArraySql(CALL_STATE_CALL)} ORDER BY call_seq),
+      json_group_array(position ORDER BY position) FILTER (WHERE tool_rank <= 2)
+    FROM (
+      SELECT *, ROW_NUMBER() OVER (PARTITION BY project_id, session_id, client_name, hour_start_ms ORDER BY call_seq) - 1 AS position,
+        ROW_NUMBER() OVER (PARTITION BY project_id, session_id, client_name, hour_start_ms, tool_name
+          ORDER BY started_at_ms DESC, call_seq DESC) AS tool_rank
+      FROM (SELECT *, ${hourStartSql("started_at_ms")} AS hour_start_ms FROM new_calls WHERE ${IN_A_SESSION}))
+    GROUP BY project_id, session_id, client_name, hour_start_ms
     ON CONFLICT (project_id, session_id, client_name, hour_start_ms) DO UPDATE SET
       max_duration_ms = MAX(max_duration_ms, excluded.max_duration_ms), call_count = call_count + excluded.call_count,
       min_started_at_ms = MIN(min_started_at_ms, excluded.min_started_at_ms),
       max_started_at_ms = MAX(max_started_at_ms, excluded.max_started_at_ms),
-      calls_json = substr(calls_json, 1, length(calls_json) - 1) || ',' || substr(excluded.calls_json, 2)`,
+      calls_json = substr(calls_json, 1, length(calls_json) - 1) || ',' || substr(excluded.calls_json, 2),
+      latest_per_tool_json = CASE WHEN call_state.latest_per_tool_json IS NULL THEN NULL ELSE (
+        SELECT json_group_array(position ORDER BY position) FROM (
+          SELECT position, ROW_NUMBER() OVER (PARTITION BY ${stateField("tool_name", "c")}
+              ORDER BY ${stateField("started_at_ms", "c")} DESC, ${stateField("call_seq", "c")} DESC) AS tool_rank
+          FROM (
+            SELECT p.value AS position, call_state.calls_json -> p.value AS c FROM json_each(call_state.latest_per_tool_json) AS p
+            UNION ALL
+            SELECT call_state.call_count + p.value, excluded.calls_json -> p.value FROM json_each(excluded.latest_per_tool_json) AS p))
+        WHERE tool_rank <= 2) END`,
 
   // Emptied, not deleted: the row keeps its batch ids for the Idempotency-Key window (migration
   // 0025); run.ts deletes it after that. Running the chunk again finds no call in it.

@@ -131,8 +131,9 @@ export const RETENTION_SQL = {
     WHERE calls_before < ?3)`,
 
   // The row kept for the pairs needs only its latest call: the others go, so what is kept for
-  // ever is one call per (session, client), not an hour of them.
-  trimKeptCalls: `UPDATE call_state SET call_count = 1, min_started_at_ms = max_started_at_ms,
+  // ever is one call per (session, client), not an hour of them. That call, at position 0, is the
+  // latest of its tool (migration 0032).
+  trimKeptCalls: `UPDATE call_state SET call_count = 1, min_started_at_ms = max_started_at_ms, latest_per_tool_json = '[0]',
       calls_json = (SELECT json_array(json(j.value)) FROM json_each(call_state.calls_json) AS j
         ORDER BY ${LATEST_FIRST} LIMIT 1),
       max_duration_ms = (SELECT ${stateField("duration_ms")} FROM json_each(call_state.calls_json) AS j
