@@ -45,7 +45,7 @@ describe("evaluation cost", () => {
     // The schema-regression read is spent only when a tool has changed its schema (none here).
     expect(many.statements).toBe(one.statements);
     expect(many.scopes).toBeGreaterThan(one.scopes);
-  });
+  }, 60_000); // 100 rules created one request each: seconds on a loaded machine
 
   it("stops before the budget: fewer statements than an evaluation needs skip it", async () => {
     const r = await evaluateAlerts(env.DB, Date.now(), { maxStatements: 5 });
