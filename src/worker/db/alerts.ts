@@ -9,6 +9,7 @@
 // logged and left out, never allowed to stop the other rules.
 import { z } from "zod";
 import { DAY_MS, HOUR_MS } from "../time.ts";
+import type { ToolVersionRow } from "./metrics.ts";
 import { NOT_HELD } from "./moves.ts";
 import { toolVersionsSourceSql } from "./tool-versions.ts";
 import { log } from "../log.ts";
@@ -364,17 +365,11 @@ export function deadToolStatement(db: D1Database, hourStartMs: number): D1Prepar
     .bind(hourStartMs);
 }
 
-export type EventToolVersionRow = {
+/** A tool version (db/metrics.ts) in the scope of one rule, with whether the tool is still registered and its current schema. */
+export type EventToolVersionRow = ToolVersionRow & {
   rule_id: string;
   registered: number;
   current_schema_hash: string | null;
-  tool_name: string;
-  schema_hash: string;
-  description_hash: string;
-  description_norm: string | null;
-  first_seen_ms: number;
-  last_seen_ms: number;
-  startups: number;
 };
 
 /** Every version of every tool in the scope of a schema_regression or description_churn rule. */
