@@ -90,7 +90,8 @@ async function answers(p: TestProject, t: number): Promise<Record<string, unknow
     out[path] = body;
   }
   // The hourly grain too, over the last day.
-  const hourly = await worker.fetch!(new Request(`http://worker/v1/metrics/timeseries?from=${iso(t - 86_400_000).slice(0, 10)}&to=${to}&bucket=hour`, { headers: { authorization: `Bearer ${p.read_key}` } }) as never, env, createExecutionContext());
+  const hourly = await worker.fetch!(new Request(`http://worker/v1/metrics/timeseries?from=${iso(t - 86_400_000).slice(0, 10)}&to=${to}&grain=hour`, { headers: { authorization: `Bearer ${p.read_key}` } }) as never, env, createExecutionContext());
+  expect(hourly.status, "timeseries-hour").toBe(200);
   const hourlyBody = await hourly.json<Record<string, unknown>>();
   delete hourlyBody.as_of;
   out["timeseries-hour"] = hourlyBody;
