@@ -21,49 +21,39 @@ INSERT INTO rollup_state (name, value)
         MAX(duration_ms) AS dur
       FROM cand_calls WHERE session_id <> '' GROUP BY project_id, session_id, client_name, h),
     cluster_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, h, tool_name FROM cand_calls WHERE session_id <> ''),
+    around AS MATERIALIZED (
+      SELECT c.*, (SELECT json_array(MAX(cs.max_duration_ms),
+          MAX(cs.min_started_at_ms <= c.lo) FILTER (WHERE cs.hour_start_ms = c.h), MAX(cs.max_started_at_ms > c.hi) FILTER (WHERE cs.hour_start_ms = c.h),
+          MAX(cs.hour_start_ms) FILTER (WHERE cs.hour_start_ms < c.h), MIN(cs.hour_start_ms) FILTER (WHERE cs.hour_start_ms > c.h))
+        FROM call_state cs WHERE cs.project_id = c.project_id AND cs.session_id = c.session_id AND cs.client_name = c.client_name
+          AND cs.hour_start_ms >= (CAST((c.lo - 172860000) / 3600000 AS INTEGER) * 3600000) AND cs.hour_start_ms <= c.hi + 86430000) AS near
+      FROM clusters c),
     reach_of AS MATERIALIZED (
       SELECT cl.*, (CAST((cl.lo - 2 * (cl.reach + 30000)) / 3600000 AS INTEGER) * 3600000) AS wide_from,
         (CAST((cl.hi + 2 * (cl.reach + 30000)) / 3600000 AS INTEGER) * 3600000) AS wide_to,
-        (SELECT MAX(x.hour_start_ms) FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name
-        AND x.hour_start_ms < cl.h) AS before1, (SELECT MIN(x.hour_start_ms) FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name
-        AND x.hour_start_ms > cl.h) AS after1,
-        (SELECT x.min_started_at_ms <= cl.lo FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name AND x.hour_start_ms = cl.h) AS own_before,
-        (SELECT x.max_started_at_ms > cl.hi FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name AND x.hour_start_ms = cl.h) AS own_after
-      FROM (
-        SELECT c.*, MAX(c.dur, COALESCE((SELECT MAX(cs.max_duration_ms) FROM call_state cs WHERE cs.project_id = c.project_id AND cs.session_id = c.session_id AND cs.client_name = c.client_name
-          AND cs.hour_start_ms >= (CAST((c.lo - 172860000) / 3600000 AS INTEGER) * 3600000)
-          AND cs.hour_start_ms <= c.hi + 86430000), 0)) AS reach
-        FROM clusters c) AS cl),
-    nears AS MATERIALIZED (
-      SELECT cl.*, (SELECT MIN(hour_start_ms) FROM (
+        COALESCE(cl.near ->> 3, (SELECT MAX(x.hour_start_ms) FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name
+        AND x.hour_start_ms < cl.h)) AS before1, COALESCE(cl.near ->> 4, (SELECT MIN(x.hour_start_ms) FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name
+        AND x.hour_start_ms > cl.h)) AS after1,
+        cl.near ->> 1 AS own_before, cl.near ->> 2 AS own_after
+      FROM (SELECT c.*, MAX(c.dur, COALESCE(c.near ->> 0, 0)) AS reach FROM around c) AS cl),
+    sides AS MATERIALIZED (SELECT cl.*, (SELECT json_array(MIN(hour_start_ms) FILTER (WHERE kept), MAX(running) FILTER (WHERE kept),
+          COUNT(*) > COALESCE(SUM(kept), 0))
+      FROM (SELECT hour_start_ms, running, running <= ?4 OR n = 1 AS kept FROM (
         SELECT x.hour_start_ms, SUM(x.call_count) OVER (ORDER BY x.hour_start_ms DESC ROWS UNBOUNDED PRECEDING) AS running,
           ROW_NUMBER() OVER (ORDER BY x.hour_start_ms DESC) AS n
-        FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name AND x.hour_start_ms < cl.h AND x.hour_start_ms >= cl.wide_from)
-      WHERE running <= ?4 OR n = 1) AS before_near, (SELECT MAX(running) FROM (
-        SELECT x.hour_start_ms, SUM(x.call_count) OVER (ORDER BY x.hour_start_ms DESC ROWS UNBOUNDED PRECEDING) AS running,
-          ROW_NUMBER() OVER (ORDER BY x.hour_start_ms DESC) AS n
-        FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name AND x.hour_start_ms < cl.h AND x.hour_start_ms >= cl.wide_from)
-      WHERE running <= ?4 OR n = 1) AS before_near_calls,
-        (SELECT MAX(hour_start_ms) FROM (
+        FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name AND x.hour_start_ms < cl.h AND x.hour_start_ms >= cl.wide_from))) AS before_side, (SELECT json_array(MAX(hour_start_ms) FILTER (WHERE kept), MAX(running) FILTER (WHERE kept),
+          COUNT(*) > COALESCE(SUM(kept), 0))
+      FROM (SELECT hour_start_ms, running, running <= ?4 OR n = 1 AS kept FROM (
         SELECT x.hour_start_ms, SUM(x.call_count) OVER (ORDER BY x.hour_start_ms ASC ROWS UNBOUNDED PRECEDING) AS running,
           ROW_NUMBER() OVER (ORDER BY x.hour_start_ms ASC) AS n
-        FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name AND x.hour_start_ms > cl.h AND x.hour_start_ms <= cl.wide_to)
-      WHERE running <= ?4 OR n = 1) AS after_near, (SELECT MAX(running) FROM (
-        SELECT x.hour_start_ms, SUM(x.call_count) OVER (ORDER BY x.hour_start_ms ASC ROWS UNBOUNDED PRECEDING) AS running,
-          ROW_NUMBER() OVER (ORDER BY x.hour_start_ms ASC) AS n
-        FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name AND x.hour_start_ms > cl.h AND x.hour_start_ms <= cl.wide_to)
-      WHERE running <= ?4 OR n = 1) AS after_near_calls
-      FROM reach_of cl),
+        FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name AND x.hour_start_ms > cl.h AND x.hour_start_ms <= cl.wide_to))) AS after_side FROM reach_of cl),
     reaches AS MATERIALIZED (
       SELECT rc.*, SUM(before_far * COALESCE(before_near_calls, 0) + after_far * COALESCE(after_near_calls, 0)) OVER (
           ORDER BY k, project_id, session_id, client_name, h ROWS UNBOUNDED PRECEDING) <= ?2 AS checked
       FROM (
-        SELECT n.*,
-          EXISTS (SELECT 1 FROM call_state x WHERE x.project_id = n.project_id AND x.session_id = n.session_id AND x.client_name = n.client_name AND x.hour_start_ms >= n.wide_from
-            AND x.hour_start_ms < COALESCE(n.before_near, n.h)) AS before_far,
-          EXISTS (SELECT 1 FROM call_state x WHERE x.project_id = n.project_id AND x.session_id = n.session_id AND x.client_name = n.client_name AND x.hour_start_ms <= n.wide_to
-            AND x.hour_start_ms > COALESCE(n.after_near, n.h)) AS after_far
-        FROM nears n) AS rc),
+        SELECT n.*, before_side ->> 0 AS before_near, before_side ->> 1 AS before_near_calls, before_side ->> 2 AS before_far,
+          after_side ->> 0 AS after_near, after_side ->> 1 AS after_near_calls, after_side ->> 2 AS after_far
+        FROM sides n) AS rc),
     near_rows AS MATERIALIZED (
       SELECT rc.project_id, rc.session_id, rc.client_name, rc.h, 1 AS before, x.calls_json FROM reaches rc JOIN call_state x
         ON x.project_id = rc.project_id AND x.session_id = rc.session_id AND x.client_name = rc.client_name AND x.hour_start_ms >= rc.before_near AND x.hour_start_ms < rc.h

@@ -134,17 +134,21 @@ const nearestRowSql = (side: "before" | "after") =>
         AND x.hour_start_ms ${side === "before" ? "<" : ">"} cl.h)`;
 
 /**
- * Over the state rows between a cluster's hour and its time reach on one side, nearest first, with
- * the running count of their calls: `what` of the rows within ?4 calls (the nearest row always).
+ * One side of a cluster, over the state rows between its hour and its time reach, nearest first,
+ * with the running count of their calls: `[near, near_calls, far]` — the farthest hour and the calls
+ * of the rows within ?4 calls (the nearest row always), and whether rows lie beyond them in reach.
  */
-const nearWindowSql = (side: "before" | "after", what: string) =>
-  `(SELECT ${what} FROM (
-        SELECT x.hour_start_ms, SUM(x.call_count) OVER (ORDER BY x.hour_start_ms ${side === "before" ? "DESC" : "ASC"} ROWS UNBOUNDED PRECEDING) AS running,
-          ROW_NUMBER() OVER (ORDER BY x.hour_start_ms ${side === "before" ? "DESC" : "ASC"}) AS n
+const nearSideSql = (side: "before" | "after") => {
+  const order = `x.hour_start_ms ${side === "before" ? "DESC" : "ASC"}`;
+  return `(SELECT json_array(${side === "before" ? "MIN" : "MAX"}(hour_start_ms) FILTER (WHERE kept), MAX(running) FILTER (WHERE kept),
+          COUNT(*) > COALESCE(SUM(kept), 0))
+      FROM (SELECT hour_start_ms, running, running <= ?4 OR n = 1 AS kept FROM (
+        SELECT x.hour_start_ms, SUM(x.call_count) OVER (ORDER BY ${order} ROWS UNBOUNDED PRECEDING) AS running,
+          ROW_NUMBER() OVER (ORDER BY ${order}) AS n
         FROM call_state x WHERE ${sameGroup("x", "cl")} AND ${side === "before"
           ? "x.hour_start_ms < cl.h AND x.hour_start_ms >= cl.wide_from"
-          : "x.hour_start_ms > cl.h AND x.hour_start_ms <= cl.wide_to"})
-      WHERE running <= ?4 OR n = 1)`;
+          : "x.hour_start_ms > cl.h AND x.hour_start_ms <= cl.wide_to"})))`;
+};
 
 /** A cluster's side is short when one of its tools has fewer than 2 old calls in its near rows on that side. */
 const shortSideSql = (before: 0 | 1) => `EXISTS (SELECT 1 FROM cluster_tools t
@@ -225,31 +229,27 @@ export const CHUNK_SELECTION_SQL =
         MAX(duration_ms) AS dur
       FROM cand_calls WHERE ${IN_A_SESSION} GROUP BY project_id, session_id, client_name, h),
     cluster_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, h, tool_name FROM cand_calls WHERE ${IN_A_SESSION}),
+    around AS MATERIALIZED (
+      SELECT c.*, (SELECT json_array(MAX(cs.max_duration_ms),
+          MAX(cs.min_started_at_ms <= c.lo) FILTER (WHERE cs.hour_start_ms = c.h), MAX(cs.max_started_at_ms > c.hi) FILTER (WHERE cs.hour_start_ms = c.h),
+          MAX(cs.hour_start_ms) FILTER (WHERE cs.hour_start_ms < c.h), MIN(cs.hour_start_ms) FILTER (WHERE cs.hour_start_ms > c.h))
+        FROM call_state cs WHERE ${sameGroup("cs", "c")}
+          AND cs.hour_start_ms >= ${hourStartSql(`c.lo - ${DURATIONS_BEFORE_MS}`)} AND cs.hour_start_ms <= c.hi + ${DURATIONS_AFTER_MS}) AS near
+      FROM clusters c),
     reach_of AS MATERIALIZED (
       SELECT cl.*, ${hourStartSql(`cl.lo - ${flagReachSql("cl.reach")}`)} AS wide_from,
         ${hourStartSql(`cl.hi + ${flagReachSql("cl.reach")}`)} AS wide_to,
-        ${nearestRowSql("before")} AS before1, ${nearestRowSql("after")} AS after1,
-        (SELECT x.min_started_at_ms <= cl.lo FROM call_state x WHERE ${sameGroup("x", "cl")} AND x.hour_start_ms = cl.h) AS own_before,
-        (SELECT x.max_started_at_ms > cl.hi FROM call_state x WHERE ${sameGroup("x", "cl")} AND x.hour_start_ms = cl.h) AS own_after
-      FROM (
-        SELECT c.*, MAX(c.dur, COALESCE((SELECT MAX(cs.max_duration_ms) FROM call_state cs WHERE ${sameGroup("cs", "c")}
-          AND cs.hour_start_ms >= ${hourStartSql(`c.lo - ${DURATIONS_BEFORE_MS}`)}
-          AND cs.hour_start_ms <= c.hi + ${DURATIONS_AFTER_MS}), 0)) AS reach
-        FROM clusters c) AS cl),
-    nears AS MATERIALIZED (
-      SELECT cl.*, ${nearWindowSql("before", "MIN(hour_start_ms)")} AS before_near, ${nearWindowSql("before", "MAX(running)")} AS before_near_calls,
-        ${nearWindowSql("after", "MAX(hour_start_ms)")} AS after_near, ${nearWindowSql("after", "MAX(running)")} AS after_near_calls
-      FROM reach_of cl),
+        COALESCE(cl.near ->> 3, ${nearestRowSql("before")}) AS before1, COALESCE(cl.near ->> 4, ${nearestRowSql("after")}) AS after1,
+        cl.near ->> 1 AS own_before, cl.near ->> 2 AS own_after
+      FROM (SELECT c.*, MAX(c.dur, COALESCE(c.near ->> 0, 0)) AS reach FROM around c) AS cl),
+    sides AS MATERIALIZED (SELECT cl.*, ${nearSideSql("before")} AS before_side, ${nearSideSql("after")} AS after_side FROM reach_of cl),
     reaches AS MATERIALIZED (
       SELECT rc.*, SUM(before_far * COALESCE(before_near_calls, 0) + after_far * COALESCE(after_near_calls, 0)) OVER (
           ORDER BY k, project_id, session_id, client_name, h ROWS UNBOUNDED PRECEDING) <= ?2 AS checked
       FROM (
-        SELECT n.*,
-          EXISTS (SELECT 1 FROM call_state x WHERE ${sameGroup("x", "n")} AND x.hour_start_ms >= n.wide_from
-            AND x.hour_start_ms < COALESCE(n.before_near, n.h)) AS before_far,
-          EXISTS (SELECT 1 FROM call_state x WHERE ${sameGroup("x", "n")} AND x.hour_start_ms <= n.wide_to
-            AND x.hour_start_ms > COALESCE(n.after_near, n.h)) AS after_far
-        FROM nears n) AS rc),
+        SELECT n.*, before_side ->> 0 AS before_near, before_side ->> 1 AS before_near_calls, before_side ->> 2 AS before_far,
+          after_side ->> 0 AS after_near, after_side ->> 1 AS after_near_calls, after_side ->> 2 AS after_far
+        FROM sides n) AS rc),
     near_rows AS MATERIALIZED (
       SELECT rc.project_id, rc.session_id, rc.client_name, rc.h, 1 AS before, x.calls_json FROM reaches rc JOIN call_state x
         ON ${sameGroup("x", "rc")} AND x.hour_start_ms >= rc.before_near AND x.hour_start_ms < rc.h
