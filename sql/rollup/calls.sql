@@ -31,28 +31,29 @@ INSERT INTO rollup_state (name, value)
     reach_of AS MATERIALIZED (
       SELECT cl.*, (CAST((cl.lo - 2 * (cl.reach + 30000)) / 3600000 AS INTEGER) * 3600000) AS wide_from,
         (CAST((cl.hi + 2 * (cl.reach + 30000)) / 3600000 AS INTEGER) * 3600000) AS wide_to,
-        COALESCE(cl.near ->> 3, (SELECT MAX(x.hour_start_ms) FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name
-        AND x.hour_start_ms < cl.h)) AS before1, COALESCE(cl.near ->> 4, (SELECT MIN(x.hour_start_ms) FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name
-        AND x.hour_start_ms > cl.h)) AS after1,
         cl.near ->> 1 AS own_before, cl.near ->> 2 AS own_after
       FROM (SELECT c.*, MAX(c.dur, COALESCE(c.near ->> 0, 0)) AS reach FROM around c) AS cl),
-    sides AS MATERIALIZED (SELECT cl.*, (SELECT json_array(MIN(hour_start_ms) FILTER (WHERE kept), MAX(running) FILTER (WHERE kept),
+    -- A side is read only when rows can lie in it (`near` holds the nearest row before within reach).
+    sides AS MATERIALIZED (
+      SELECT cl.*, CASE WHEN cl.wide_from < cl.h AND cl.near ->> 3 IS NOT NULL THEN (SELECT json_array(MIN(hour_start_ms) FILTER (WHERE kept), MAX(running) FILTER (WHERE kept),
           COUNT(*) > COALESCE(SUM(kept), 0))
       FROM (SELECT hour_start_ms, running, running <= ?4 OR n = 1 AS kept FROM (
         SELECT x.hour_start_ms, SUM(x.call_count) OVER (ORDER BY x.hour_start_ms DESC ROWS UNBOUNDED PRECEDING) AS running,
           ROW_NUMBER() OVER (ORDER BY x.hour_start_ms DESC) AS n
-        FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name AND x.hour_start_ms < cl.h AND x.hour_start_ms >= cl.wide_from))) AS before_side, (SELECT json_array(MAX(hour_start_ms) FILTER (WHERE kept), MAX(running) FILTER (WHERE kept),
+        FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name AND x.hour_start_ms < cl.h AND x.hour_start_ms >= cl.wide_from))) END AS before_side,
+        CASE WHEN cl.wide_to > cl.h THEN (SELECT json_array(MAX(hour_start_ms) FILTER (WHERE kept), MAX(running) FILTER (WHERE kept),
           COUNT(*) > COALESCE(SUM(kept), 0))
       FROM (SELECT hour_start_ms, running, running <= ?4 OR n = 1 AS kept FROM (
         SELECT x.hour_start_ms, SUM(x.call_count) OVER (ORDER BY x.hour_start_ms ASC ROWS UNBOUNDED PRECEDING) AS running,
           ROW_NUMBER() OVER (ORDER BY x.hour_start_ms ASC) AS n
-        FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name AND x.hour_start_ms > cl.h AND x.hour_start_ms <= cl.wide_to))) AS after_side FROM reach_of cl),
+        FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name AND x.hour_start_ms > cl.h AND x.hour_start_ms <= cl.wide_to))) END AS after_side
+      FROM reach_of cl),
     reaches AS MATERIALIZED (
       SELECT rc.*, SUM(before_far * COALESCE(before_near_calls, 0) + after_far * COALESCE(after_near_calls, 0)) OVER (
           ORDER BY k, project_id, session_id, client_name, h ROWS UNBOUNDED PRECEDING) <= ?2 AS checked
       FROM (
-        SELECT n.*, before_side ->> 0 AS before_near, before_side ->> 1 AS before_near_calls, before_side ->> 2 AS before_far,
-          after_side ->> 0 AS after_near, after_side ->> 1 AS after_near_calls, after_side ->> 2 AS after_far
+        SELECT n.*, before_side ->> 0 AS before_near, before_side ->> 1 AS before_near_calls, COALESCE(before_side ->> 2, 0) AS before_far,
+          after_side ->> 0 AS after_near, after_side ->> 1 AS after_near_calls, COALESCE(after_side ->> 2, 0) AS after_far
         FROM sides n) AS rc),
     near_rows AS MATERIALIZED (
       SELECT rc.project_id, rc.session_id, rc.client_name, rc.h, 1 AS before, x.calls_json FROM reaches rc JOIN call_state x
@@ -68,13 +69,15 @@ INSERT INTO rollup_state (name, value)
       GROUP BY n.project_id, n.session_id, n.client_name, n.h, n.before, tool_name),
     spans AS MATERIALIZED (
       SELECT project_id, session_id, client_name, k,
-        MIN(CASE WHEN own_before THEN h ELSE COALESCE(before1, h) END, CASE
+        MIN(CASE WHEN own_before THEN h ELSE COALESCE(near ->> 3, (SELECT MAX(x.hour_start_ms) FROM call_state x WHERE x.project_id = rc.project_id AND x.session_id = rc.session_id AND x.client_name = rc.client_name
+        AND x.hour_start_ms < rc.h), h) END, CASE
           WHEN NOT before_far THEN wide_from
           WHEN checked AND before_near IS NOT NULL AND NOT EXISTS (SELECT 1 FROM cluster_tools t
         LEFT JOIN near_counts c ON c.project_id = t.project_id AND c.session_id = t.session_id AND c.client_name = t.client_name AND c.h = t.h AND c.before = 1 AND c.tool_name = t.tool_name
         WHERE t.project_id = rc.project_id AND t.session_id = rc.session_id AND t.client_name = rc.client_name AND t.h = rc.h AND COALESCE(c.n, 0) < 2) THEN before_near
           ELSE wide_from END) AS from_ms,
-        MAX(CASE WHEN own_after THEN h ELSE COALESCE(after1, h) END, CASE
+        MAX(CASE WHEN own_after THEN h ELSE COALESCE(near ->> 4, (SELECT MIN(x.hour_start_ms) FROM call_state x WHERE x.project_id = rc.project_id AND x.session_id = rc.session_id AND x.client_name = rc.client_name
+        AND x.hour_start_ms > rc.h), h) END, CASE
           WHEN NOT after_far THEN wide_to
           WHEN checked AND after_near IS NOT NULL AND NOT EXISTS (SELECT 1 FROM cluster_tools t
         LEFT JOIN near_counts c ON c.project_id = t.project_id AND c.session_id = t.session_id AND c.client_name = t.client_name AND c.h = t.h AND c.before = 0 AND c.tool_name = t.tool_name

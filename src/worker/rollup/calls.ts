@@ -129,9 +129,9 @@ const sameGroup = (a: string, b: string) =>
   `${a}.project_id = ${b}.project_id AND ${a}.session_id = ${b}.session_id AND ${a}.client_name = ${b}.client_name`;
 
 /** The nearest state row of a cluster's (session, client) before (after) its hour, at any distance (pairs). */
-const nearestRowSql = (side: "before" | "after") =>
-  `(SELECT ${side === "before" ? "MAX" : "MIN"}(x.hour_start_ms) FROM call_state x WHERE ${sameGroup("x", "cl")}
-        AND x.hour_start_ms ${side === "before" ? "<" : ">"} cl.h)`;
+const nearestRowSql = (side: "before" | "after", cl = "cl") =>
+  `(SELECT ${side === "before" ? "MAX" : "MIN"}(x.hour_start_ms) FROM call_state x WHERE ${sameGroup("x", cl)}
+        AND x.hour_start_ms ${side === "before" ? "<" : ">"} ${cl}.h)`;
 
 /**
  * One side of a cluster, over the state rows between its hour and its time reach, nearest first,
@@ -239,16 +239,19 @@ export const CHUNK_SELECTION_SQL =
     reach_of AS MATERIALIZED (
       SELECT cl.*, ${hourStartSql(`cl.lo - ${flagReachSql("cl.reach")}`)} AS wide_from,
         ${hourStartSql(`cl.hi + ${flagReachSql("cl.reach")}`)} AS wide_to,
-        COALESCE(cl.near ->> 3, ${nearestRowSql("before")}) AS before1, COALESCE(cl.near ->> 4, ${nearestRowSql("after")}) AS after1,
         cl.near ->> 1 AS own_before, cl.near ->> 2 AS own_after
       FROM (SELECT c.*, MAX(c.dur, COALESCE(c.near ->> 0, 0)) AS reach FROM around c) AS cl),
-    sides AS MATERIALIZED (SELECT cl.*, ${nearSideSql("before")} AS before_side, ${nearSideSql("after")} AS after_side FROM reach_of cl),
+    -- A side is read only when rows can lie in it (\`near\` holds the nearest row before within reach).
+    sides AS MATERIALIZED (
+      SELECT cl.*, CASE WHEN cl.wide_from < cl.h AND cl.near ->> 3 IS NOT NULL THEN ${nearSideSql("before")} END AS before_side,
+        CASE WHEN cl.wide_to > cl.h THEN ${nearSideSql("after")} END AS after_side
+      FROM reach_of cl),
     reaches AS MATERIALIZED (
       SELECT rc.*, SUM(before_far * COALESCE(before_near_calls, 0) + after_far * COALESCE(after_near_calls, 0)) OVER (
           ORDER BY k, project_id, session_id, client_name, h ROWS UNBOUNDED PRECEDING) <= ?2 AS checked
       FROM (
-        SELECT n.*, before_side ->> 0 AS before_near, before_side ->> 1 AS before_near_calls, before_side ->> 2 AS before_far,
-          after_side ->> 0 AS after_near, after_side ->> 1 AS after_near_calls, after_side ->> 2 AS after_far
+        SELECT n.*, before_side ->> 0 AS before_near, before_side ->> 1 AS before_near_calls, COALESCE(before_side ->> 2, 0) AS before_far,
+          after_side ->> 0 AS after_near, after_side ->> 1 AS after_near_calls, COALESCE(after_side ->> 2, 0) AS after_far
         FROM sides n) AS rc),
     near_rows AS MATERIALIZED (
       SELECT rc.project_id, rc.session_id, rc.client_name, rc.h, 1 AS before, x.calls_json FROM reaches rc JOIN call_state x
@@ -264,11 +267,11 @@ export const CHUNK_SELECTION_SQL =
       GROUP BY n.project_id, n.session_id, n.client_name, n.h, n.before, tool_name),
     spans AS MATERIALIZED (
       SELECT project_id, session_id, client_name, k,
-        MIN(CASE WHEN own_before THEN h ELSE COALESCE(before1, h) END, CASE
+        MIN(CASE WHEN own_before THEN h ELSE COALESCE(near ->> 3, ${nearestRowSql("before", "rc")}, h) END, CASE
           WHEN NOT before_far THEN wide_from
           WHEN checked AND before_near IS NOT NULL AND NOT ${shortSideSql(1)} THEN before_near
           ELSE wide_from END) AS from_ms,
-        MAX(CASE WHEN own_after THEN h ELSE COALESCE(after1, h) END, CASE
+        MAX(CASE WHEN own_after THEN h ELSE COALESCE(near ->> 4, ${nearestRowSql("after", "rc")}, h) END, CASE
           WHEN NOT after_far THEN wide_to
           WHEN checked AND after_near IS NOT NULL AND NOT ${shortSideSql(0)} THEN after_near
           ELSE wide_to END) AS to_ms,
