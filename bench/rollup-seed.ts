@@ -29,7 +29,7 @@ SELECT i, json_array(${o.session},
   CASE i % 20 WHEN 0 THEN 'bad_args' WHEN 1 THEN 'tool_error' WHEN 2 THEN 'crashed' ELSE 'ok' END,
   (i * 101) % 5000,
   CASE WHEN i % 20 > 2 AND i % 17 = 0 THEN 1 ELSE 0 END,
-  printf('%012x', (i * 31) % 5),
+  printf('%012x', (i * 31 + i / 2000) % 5),
   d.duration_bucket) AS call,
   ${o.receivedAt} AS received_at_ms
 FROM n JOIN bench_durations d ON d.idx = (i * 37) % 500 ORDER BY i)
@@ -37,9 +37,10 @@ GROUP BY (i - 1) / 500 ORDER BY MIN(i)`;
 }
 
 // Realistic sessions: 50 concurrent sessions of 200 calls each per block of 10,000 calls, so a
-// session calls every 2.5 s; 8 tools (a tool's next call in its session is ~20 s later, so
-// retries are common); 5 argument hashes; 3 clients; outcomes 85 % ok; latencies log-spread
-// 1 ms–30 s; every 100th call arrives 10 minutes late (its started_at is 10 minutes back).
+// session calls every 2.5 s; 8 tools (a tool's next call in its session is ~20 s later); 5
+// argument hashes, a session's changing every 40 of its calls (so ~3 % of calls are retries); 3
+// clients; outcomes 85 % ok; latencies log-spread 1 ms–30 s; every 100th call arrives 10 minutes
+// late (its started_at is 10 minutes back).
 const SEED_SQL = seedCallBatchesSql({
   numbers: "SELECT CAST(?1 AS INTEGER) UNION ALL SELECT i + 1 FROM n WHERE i < ?2",
   project: "'bench'",

@@ -162,7 +162,7 @@ other jobs — timings are noisy; each figure is the median of ${REPEAT} runs on
 ratios, measured in the same run, more than the absolute seconds.
 
 The real worker (bundled) runs in Miniflare/workerd with a local D1; the benchmark seeds raw calls
-as ingest stores them (one \`call_batches\` row of 500 calls per request: 50 concurrent sessions of 200 calls per 10,000 calls, 8 tools, 5 argument hashes, 3 clients, 20
+as ingest stores them (one \`call_batches\` row of 500 calls per request: 50 concurrent sessions of 200 calls per 10,000 calls, 8 tools, 5 argument hashes (~3 % of calls retries), 3 clients, 20
 calls/s so 72,000 per hour, 1 % of calls 10 minutes late), then runs the \`${ROLLUP_CRON}\` cron's rollup job of its one database
 (as the \`${ROLLUP_QUEUE}\` queue delivers it, to the worker's \`queue()\` handler) with default options (≤ 48 D1 statements, chunks of up to 12,000 calls of work: 6 per
 invocation, a 50 ms pause whenever the next one would hold the database past 1 s) until no request waits, so the time includes numbering the calls and appending them to
