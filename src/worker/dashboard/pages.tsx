@@ -60,7 +60,13 @@ type Common = {
   pricePerMillion: number;
 };
 
-export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projectName, range, client, search, todayMs }) => {
+/** What the frame shows the same on both pages: the project, the range and client asked for, today, the data's as_of and the picker's clients. */
+function frameFacts(common: Common, data: { asOf: string | null; clients: string[] }) {
+  return { projectName: common.projectName, range: common.range, client: common.client, todayMs: common.todayMs, asOf: data.asOf, clients: data.clients };
+}
+
+export const OverviewPage: FC<Common & { data: OverviewData }> = (props) => {
+  const { data, projectName, range, client, search } = props;
   const q: PageQuery = { from: range.from, to: range.to, client };
   const searched: PageQuery = { ...q, q: search };
   const t = data.totals;
@@ -68,17 +74,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
   const deadTokens = data.deadSchemaBytes / UTF16_UNITS_PER_TOKEN;
   const periodNote = `previous ${range.days} day${range.days === 1 ? "" : "s"}`;
   return (
-    <Frame
-      title={`${visibleName(projectName)} · MCPulse`}
-      heading="Overview"
-      projectName={projectName}
-      asOf={data.asOf}
-      range={range}
-      client={client}
-      clients={data.clients}
-      path="/"
-      todayMs={todayMs}
-    >
+    <Frame {...frameFacts(props, data)} title={`${visibleName(projectName)} · MCPulse`} heading="Overview" path="/">
       <div class="cards">
         <Card id="calls" label="Tool calls" value={formatInt(t.calls)} raw={t.calls}
           delta={formatDelta(t.calls, pt.calls, { relative: true, higherIsBetter: true })} sub={`vs ${formatInt(pt.calls)} in the ${periodNote}`} />
@@ -277,7 +273,8 @@ const Agreement: FC<{ data: OverviewData["agreement"]; query: PageQuery }> = ({ 
   </>
 );
 
-export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ tool, data, projectName, range, client, search, todayMs, pricePerMillion }) => {
+export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = (props) => {
+  const { tool, data, projectName, range, client, search, pricePerMillion } = props;
   const q: PageQuery = { from: range.from, to: range.to, client };
   const searched: PageQuery = { ...q, q: search };
   const hidden = { name: tool };
@@ -290,6 +287,7 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
   const reg = data.regression;
   return (
     <Frame
+      {...frameFacts(props, data)}
       title={`${visibleName(tool)} · ${visibleName(projectName)} · MCPulse`}
       heading={
         <>
@@ -297,14 +295,8 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
           <span class="mono" style="font-size:20px" data-tool-name><Name text={tool} wide /></span> {r ? <ToolStatus row={r} /> : null}
         </>
       }
-      projectName={projectName}
-      asOf={data.asOf}
-      range={range}
-      client={client}
-      clients={data.clients}
       path="/tool"
       hidden={hidden}
-      todayMs={todayMs}
     >
       {!r ? <div class="error">This tool has no calls in this range and is not registered.</div> : null}
       <div class="cards">
