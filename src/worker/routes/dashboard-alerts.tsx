@@ -15,13 +15,11 @@ import {
   removeDestination,
   removeRule,
   updateRule,
-  type ManageContext,
   type ManageError,
   type Refusal,
 } from "../alerts/manage.ts";
 import { alertsReport, DELIVERY_LOG_LIMIT } from "../alerts/report.ts";
 import { alertsPageQuery, ruleForInsight, type SuggestedRule } from "../alerts/suggest.ts";
-import { runsLocally } from "../alerts/targets.ts";
 import { destinationInputFromForm, ruleInputFromForm } from "../dashboard/alert-forms.tsx";
 import { AlertsPage, type CreatedDestination } from "../dashboard/alerts-page.tsx";
 import { AdminSignInPage, ErrorPage, SignInPage } from "../dashboard/layout.tsx";
@@ -32,6 +30,7 @@ import { openReadScope } from "../metrics/scope.ts";
 import { ADMIN_PREFIX, adminPrefixRefusal, attemptOf, recordFailedCredential } from "../throttle/credentials.ts";
 import { isProjectKeyShaped } from "../auth.ts";
 import { isAdminToken } from "./admin.ts";
+import { manageContext } from "./alerts.ts";
 import { authenticatePage, render, safeNextPath, sameOriginForm, tooManySignIns, withBadParameters } from "./dashboard.tsx";
 import { endAllAdminSessions, endSessions, hasAdminSession, readSession, startAdminSession } from "./dashboard-cookies.ts";
 
@@ -194,8 +193,6 @@ const requireDashboardAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
 };
 
-const manageOf = (c: AppContext): ManageContext => ({ db: c.var.db, local: runsLocally(c.env), publicUrl: c.env.PUBLIC_URL, nowMs: Date.now() });
-
 /** Mounted at /alerts: every POST below it passes the three checks first (GET /alerts is the page, above). */
 const adminForms = new Hono<AppEnv>();
 adminForms.post("*", sameOriginForm, formBodyOnly, requireDashboardAdmin);
@@ -208,34 +205,34 @@ function refused(c: AppContext, refusal: Refusal, what: "rule" | "destination"):
 const done = (c: AppContext, notice: Notice) => c.redirect(`${ADMIN_HOME}?done=${notice}`, 303);
 
 adminForms.post("/rules", async (c) => {
-  const outcome = await createRule(manageOf(c), c.var.projectId, ruleInputFromForm(await c.req.parseBody({ all: true })));
+  const outcome = await createRule(manageContext(c), c.var.projectId, ruleInputFromForm(await c.req.parseBody({ all: true })));
   return outcome.ok ? done(c, "rule_created") : refused(c, outcome, "rule");
 });
 
 adminForms.post("/rules/:rule", async (c) => {
-  const outcome = await updateRule(manageOf(c), c.var.projectId, c.req.param("rule"), ruleInputFromForm(await c.req.parseBody({ all: true })));
+  const outcome = await updateRule(manageContext(c), c.var.projectId, c.req.param("rule"), ruleInputFromForm(await c.req.parseBody({ all: true })));
   return outcome.ok ? done(c, "rule_saved") : refused(c, outcome, "rule");
 });
 
 adminForms.post("/rules/:rule/delete", async (c) => {
-  const outcome = await removeRule(manageOf(c), c.var.projectId, c.req.param("rule"));
+  const outcome = await removeRule(manageContext(c), c.var.projectId, c.req.param("rule"));
   return outcome.ok ? done(c, "rule_deleted") : refused(c, outcome, "rule");
 });
 
 /** Answered with the page itself, not a redirect: the webhook secret is shown this once and must not travel in a URL. */
 adminForms.post("/destinations", async (c) => {
-  const outcome = await createDestination(manageOf(c), c.var.projectId, destinationInputFromForm(await c.req.parseBody({ all: true })));
+  const outcome = await createDestination(manageContext(c), c.var.projectId, destinationInputFromForm(await c.req.parseBody({ all: true })));
   if (!outcome.ok) return refused(c, outcome, "destination");
   return alertsPage(c, c.var.projectId, c.var.db, { created: outcome.value });
 });
 
 adminForms.post("/destinations/:dest/delete", async (c) => {
-  const outcome = await removeDestination(manageOf(c), c.var.projectId, c.req.param("dest"));
+  const outcome = await removeDestination(manageContext(c), c.var.projectId, c.req.param("dest"));
   return outcome.ok ? done(c, "destination_deleted") : refused(c, outcome, "destination");
 });
 
 adminForms.post("/destinations/:dest/test", async (c) => {
-  const outcome = await queueTestNotification(manageOf(c), c.var.projectId, c.req.param("dest"));
+  const outcome = await queueTestNotification(manageContext(c), c.var.projectId, c.req.param("dest"));
   return outcome.ok ? done(c, "test_queued") : refused(c, outcome, "destination");
 });
 
