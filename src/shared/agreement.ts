@@ -19,17 +19,8 @@ export const agreementPayloadSchema = z
     checked_at: timestampSchema,
     window_ms: wholeNumber(MAX_AGREEMENT_WINDOW_MS),
   })
-  .transform((agreement) => ({
-    v: agreement.v,
-    type: agreement.type,
-    session_id: agreement.session_id,
-    field: agreement.field,
-    tool_a: agreement.tool_a,
-    tool_b: agreement.tool_b,
-    agreed: agreement.agreed,
-    checked_at_ms: agreement.checked_at,
-    window_ms: agreement.window_ms,
-  }));
+  // `window_ms` is taken out and put back after `checked_at_ms`, so the members keep their order.
+  .transform(({ checked_at, window_ms, ...verdict }) => ({ ...verdict, checked_at_ms: checked_at, window_ms }));
 
 /** A parsed agreement verdict, as parseBatch returns it. */
 export type AgreementPayload = z.output<typeof agreementPayloadSchema>;

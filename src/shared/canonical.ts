@@ -164,22 +164,15 @@ function serializeProperty(value: unknown, key: string, ancestors: object[]): st
   }
 }
 
-/** A value that toJSON already produced: serialised without calling toJSON again. */
+/**
+ * A value that toJSON already produced: serialised without calling toJSON again. serializeProperty
+ * looks for a toJSON on objects and BigInts only, so it writes every other value as this must; the
+ * check sits here, after a toJSON call, and never on the per-member path.
+ */
 function serializeResolved(value: unknown, ancestors: object[]): string | undefined {
-  switch (typeof value) {
-    case "string":
-      return quote(value);
-    case "number":
-      return serializeNumber(value);
-    case "boolean":
-      return value ? "true" : "false";
-    case "object":
-      return value === null ? "null" : serializeContainer(value, ancestors);
-    case "bigint":
-      throw new CanonicalizeError("BigInt is not representable as JSON");
-    default:
-      return undefined;
-  }
+  if (typeof value === "object" && value !== null) return serializeContainer(value, ancestors);
+  if (typeof value === "bigint") throw new CanonicalizeError("BigInt is not representable as JSON");
+  return serializeProperty(value, "", ancestors);
 }
 
 // Characters JSON.stringify escapes: '"', '\', controls, and (only when lone) surrogates.

@@ -2,6 +2,7 @@
 // WranglerEnv is generated from wrangler.toml by `npm run types` (worker-configuration.d.ts; `npm run
 // types:check` fails when it is stale). What is added here is what wrangler.toml cannot declare:
 // secrets, vars that are only set on some deployments or in tests, and the DB_<suffix> pattern.
+import type { Context } from "hono";
 import type { RequestIdVariables } from "hono/request-id";
 
 export interface Env extends WranglerEnv {
@@ -42,3 +43,6 @@ export type AuthVariables = { projectId: string; keyId: string; payloadBudgetPer
 
 /** The Hono environment of the whole app: bindings, the request's id (hono/request-id, app.ts) and what requireKey sets. */
 export type AppEnv = { Bindings: Env; Variables: AuthVariables & RequestIdVariables };
+
+/** A request's context in any route of the app. */
+export type AppContext = Context<AppEnv>;

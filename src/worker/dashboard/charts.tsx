@@ -48,6 +48,36 @@ const Responsive: FC<{ draw: (frame: ChartFrame) => Child; wide?: ChartFrame }> 
   </div>
 );
 
+/** A chart's <svg>: the frame's viewBox and label size, its accessible name, which chart and which drawing it is. */
+const ChartSvg: FC<{ frame: ChartFrame; height: number; label: string; chart: string; children?: Child }> = ({ frame, height, label, chart, children }) => (
+  <svg viewBox={`0 0 ${frame.width} ${height}`} width="100%" font-size={frame.font} role="img" aria-label={label} data-chart={chart} data-variant={frame === NARROW ? "narrow" : "wide"}>
+    {children}
+  </svg>
+);
+
+/** Horizontal grid lines across the plot at the values `at`, each labelled left of the axis (unless `label` gives null). */
+const Gridlines: FC<{ frame: ChartFrame; at: number[]; y: (v: number) => number; label: (v: number) => string | null }> = ({ frame, at, y, label }) => {
+  const PAD = padOf(frame);
+  return (
+    <>
+      {at.map((v) => {
+        const text = label(v);
+        return (
+          <g>
+            <line x1={PAD.left} x2={frame.width - PAD.right} y1={y(v)} y2={y(v)} stroke="#eaecf0" />
+            {text === null ? null : <text x={PAD.left - 6} y={y(v) + frame.font / 3} text-anchor="end">{text}</text>}
+          </g>
+        );
+      })}
+    </>
+  );
+};
+
+/** Grid lines at 0, half and all of a count axis's `max`; a half that is not a whole count goes unlabelled. */
+const CountGridlines: FC<{ frame: ChartFrame; max: number; y: (v: number) => number }> = ({ frame, max, y }) => (
+  <Gridlines frame={frame} at={[0, 0.5, 1].map((f) => max * f)} y={y} label={(v) => (Number.isInteger(v) ? formatCompact(v) : null)} />
+);
+
 export type TimePoint = { label: string; title: string; calls: number; errors: number };
 
 /** Calls per bucket, errors stacked in red at the bottom of each bar. */
@@ -66,13 +96,8 @@ const CallsSvg: FC<{ points: TimePoint[]; frame: ChartFrame; height: number }> =
   const every = labelEvery(points.length, frame.xLabels);
   const y = (v: number) => PAD.top + plotH - (v / max) * plotH;
   return (
-    <svg viewBox={`0 0 ${W} ${h}`} width="100%" font-size={frame.font} role="img" aria-label="Calls over time" data-chart="calls" data-variant={frame === NARROW ? "narrow" : "wide"}>
-      {[0, 0.5, 1].map((f) => (
-        <g>
-          <line x1={PAD.left} x2={W - PAD.right} y1={y(max * f)} y2={y(max * f)} stroke="#eaecf0" />
-          {Number.isInteger(max * f) ? <text x={PAD.left - 6} y={y(max * f) + frame.font / 3} text-anchor="end">{formatCompact(max * f)}</text> : null}
-        </g>
-      ))}
+    <ChartSvg frame={frame} height={h} label="Calls over time" chart="calls">
+      <CountGridlines frame={frame} max={max} y={y} />
       {points.map((p, i) => {
         const x = PAD.left + i * step + (step - barW) / 2;
         return (
@@ -87,7 +112,7 @@ const CallsSvg: FC<{ points: TimePoint[]; frame: ChartFrame; height: number }> =
           </g>
         );
       })}
-    </svg>
+    </ChartSvg>
   );
 };
 
@@ -108,13 +133,8 @@ const RateSvg: FC<{ labels: string[]; series: RateSeries[]; frame: ChartFrame; h
   const y = (v: number) => PAD.top + plotH - v * plotH;
   const every = labelEvery(n, frame.xLabels);
   return (
-    <svg viewBox={`0 0 ${W} ${h}`} width="100%" font-size={frame.font} role="img" aria-label="Rates over time" data-chart="rates" data-variant={frame === NARROW ? "narrow" : "wide"}>
-      {(frame === NARROW ? [0, 0.5, 1] : [0, 0.25, 0.5, 0.75, 1]).map((f) => (
-        <g>
-          <line x1={PAD.left} x2={W - PAD.right} y1={y(f)} y2={y(f)} stroke="#eaecf0" />
-          <text x={PAD.left - 6} y={y(f) + frame.font / 3} text-anchor="end">{`${f * 100}%`}</text>
-        </g>
-      ))}
+    <ChartSvg frame={frame} height={h} label="Rates over time" chart="rates">
+      <Gridlines frame={frame} at={frame === NARROW ? [0, 0.5, 1] : [0, 0.25, 0.5, 0.75, 1]} y={y} label={(f) => `${f * 100}%`} />
       {labels.map((label, i) =>
         i % every === 0 ? (
           <text x={x(i)} y={h - frame.font * 0.7} text-anchor={i === 0 && n > 1 ? "start" : i === n - 1 && n > 1 ? "end" : "middle"}>{label}</text>
@@ -147,7 +167,7 @@ const RateSvg: FC<{ labels: string[]; series: RateSeries[]; frame: ChartFrame; h
           </g>
         );
       })}
-    </svg>
+    </ChartSvg>
   );
 };
 
@@ -225,13 +245,8 @@ const LatencySvg: FC<{ buckets: { ms: number; n: number }[]; percentiles: Percen
   for (let t = decadeLo; t <= decadeHi; t *= 10) ticks.push(t);
   const every = labelEvery(ticks.length, frame.xLabels + 1);
   return (
-    <svg viewBox={`0 0 ${W} ${h}`} width="100%" font-size={frame.font} role="img" aria-label="Latency histogram" data-chart="latency" data-variant={frame === NARROW ? "narrow" : "wide"}>
-      {[0, 0.5, 1].map((f) => (
-        <g>
-          <line x1={PAD.left} x2={W - PAD.right} y1={y(max * f)} y2={y(max * f)} stroke="#eaecf0" />
-          {Number.isInteger(max * f) ? <text x={PAD.left - 6} y={y(max * f) + frame.font / 3} text-anchor="end">{formatCompact(max * f)}</text> : null}
-        </g>
-      ))}
+    <ChartSvg frame={frame} height={h} label="Latency histogram" chart="latency">
+      <CountGridlines frame={frame} max={max} y={y} />
       {hasSubMs ? (
         <g data-sub-ms>
           <line x1={axisLeft - 4} x2={axisLeft - 4} y1={top} y2={y(0)} stroke="#d0d5dd" stroke-dasharray="2 3" />
@@ -256,7 +271,7 @@ const LatencySvg: FC<{ buckets: { ms: number; n: number }[]; percentiles: Percen
           </text>
         </g>
       ))}
-    </svg>
+    </ChartSvg>
   );
 };
 
@@ -312,13 +327,8 @@ const MeasureSvg: FC<{ bars: MeasureBar[]; format: (v: number) => string; label:
   const every = labelEvery(bars.length, frame.xLabels);
   const y = (v: number) => PAD.top + plotH - (v / max) * plotH;
   return (
-    <svg viewBox={`0 0 ${W} ${h}`} width="100%" font-size={frame.font} role="img" aria-label={label} data-chart="measure" data-variant={frame === NARROW ? "narrow" : "wide"}>
-      {[0, 0.5, 1].map((f) => (
-        <g>
-          <line x1={PAD.left} x2={W - PAD.right} y1={y(max * f)} y2={y(max * f)} stroke="#eaecf0" />
-          <text x={PAD.left - 6} y={y(max * f) + frame.font / 3} text-anchor="end">{format(max * f)}</text>
-        </g>
-      ))}
+    <ChartSvg frame={frame} height={h} label={label} chart="measure">
+      <Gridlines frame={frame} at={[0, 0.5, 1].map((f) => max * f)} y={y} label={format} />
       {bars.map((b, i) => {
         const x = PAD.left + i * step + (step - barW) / 2;
         const v = b.value ?? 0;
@@ -335,6 +345,6 @@ const MeasureSvg: FC<{ bars: MeasureBar[]; format: (v: number) => string; label:
           </g>
         );
       })}
-    </svg>
+    </ChartSvg>
   );
 };

@@ -5,7 +5,7 @@ import { exploreHref } from "./explore-page.tsx";
 import { ruleForInsight } from "../alerts/suggest.ts";
 import { DEFINITIONS } from "../metrics/definitions.ts";
 import type { Insight } from "../metrics/insights.ts";
-import type { NameList, Paged } from "../metrics/page-data.ts";
+import type { Listed, NameList, Paged } from "../metrics/page-data.ts";
 import type { ToolRow } from "../metrics/reports.ts";
 import { formatChars, formatInt, formatMs, formatRate, measured, type Delta } from "./format.ts";
 import { pageHref, toolHref, type PageQuery } from "./layout.tsx";
@@ -130,6 +130,28 @@ export const More: FC<{ shown: number; total: number; api: string }> = ({ shown,
       …and {(total - shown).toLocaleString("en-US")} more — search by name above, or {api} for all of them
     </p>
   ) : null;
+
+/**
+ * A cut list as a table: the `empty` sentence when it has no rows, else its rows under `head` in a
+ * scrolling table; then how many it left out and which API route lists them all.
+ */
+export function CutTable<T>({ list, empty, api, head, row, sortable }: { list: Listed<T>; empty: string; api: string; head: Child; row: (item: T) => Child; sortable?: boolean }) {
+  return (
+    <>
+      {list.rows.length === 0 ? (
+        <p class="empty-state">{empty}</p>
+      ) : (
+        <div class="scroll">
+          <table class={sortable ? "sortable" : undefined}>
+            <thead>{head}</thead>
+            <tbody>{list.rows.map((item) => row(item))}</tbody>
+          </table>
+        </div>
+      )}
+      <More shown={list.rows.length} total={list.total} api={api} />
+    </>
+  );
+}
 
 /** The search box over a page's names: the range and client go along, the page starts at 1. */
 export const SearchBox: FC<{ path: string; query: PageQuery; hidden?: Record<string, string>; what: string }> = ({ path, query, hidden, what }) => (

@@ -4,7 +4,7 @@ import { PAGE_ROWS, type ChartSeries, type OverviewData, type ToolPageData } fro
 import type { DateRange, Grain } from "../metrics/query.ts";
 import { UTF16_UNITS_PER_TOKEN, type TimeseriesBucket } from "../metrics/reports.ts";
 import { CallsChart, LatencyHistogram, OutcomeBar, RateChart, type TimePoint } from "./charts.tsx";
-import { Card, ExploreLink, InsightList, More, Names, Pager, SearchBox, ToolStatus, ToolsTable, badRateClass, firstCallClass } from "./components.tsx";
+import { Card, CutTable, ExploreLink, InsightList, More, Names, Pager, SearchBox, ToolStatus, ToolsTable, badRateClass, firstCallClass } from "./components.tsx";
 import { countOf, formatChars, formatDelta, formatInt, formatMs, formatRate, formatTokens, formatUsd, measured, NOT_MEASURABLE_WITHOUT_ARGS_WHY } from "./format.ts";
 import { Frame, pageHref, toolHref, type PageQuery } from "./layout.tsx";
 import { Name, visibleName } from "./name.tsx";
@@ -60,7 +60,13 @@ type Common = {
   pricePerMillion: number;
 };
 
-export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projectName, range, client, search, todayMs }) => {
+/** What the frame shows the same on both pages: the project, the range and client asked for, today, the data's as_of and the picker's clients. */
+function frameFacts(common: Common, data: { asOf: string | null; clients: string[] }) {
+  return { projectName: common.projectName, range: common.range, client: common.client, todayMs: common.todayMs, asOf: data.asOf, clients: data.clients };
+}
+
+export const OverviewPage: FC<Common & { data: OverviewData }> = (props) => {
+  const { data, projectName, range, client, search } = props;
   const q: PageQuery = { from: range.from, to: range.to, client };
   const searched: PageQuery = { ...q, q: search };
   const t = data.totals;
@@ -68,17 +74,7 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
   const deadTokens = data.deadSchemaBytes / UTF16_UNITS_PER_TOKEN;
   const periodNote = `previous ${range.days} day${range.days === 1 ? "" : "s"}`;
   return (
-    <Frame
-      title={`${visibleName(projectName)} · MCPulse`}
-      heading="Overview"
-      projectName={projectName}
-      asOf={data.asOf}
-      range={range}
-      client={client}
-      clients={data.clients}
-      path="/"
-      todayMs={todayMs}
-    >
+    <Frame {...frameFacts(props, data)} title={`${visibleName(projectName)} · MCPulse`} heading="Overview" path="/">
       <div class="cards">
         <Card id="calls" label="Tool calls" value={formatInt(t.calls)} raw={t.calls}
           delta={formatDelta(t.calls, pt.calls, { relative: true, higherIsBetter: true })} sub={`vs ${formatInt(pt.calls)} in the ${periodNote}`} />
@@ -138,86 +134,67 @@ export const OverviewPage: FC<Common & { data: OverviewData }> = ({ data, projec
           <h2>
             Dead tools <small>registered, never called in this range — their schema is paid every session</small>
           </h2>
-          {data.dead.rows.length === 0 ? (
-            <p class="empty-state">None.</p>
-          ) : (
-            <div class="scroll">
-            <table>
-              <thead>
-                <tr><th>Tool</th><th class="n">Schema chars</th><th class="n">Tokens / session</th></tr>
-              </thead>
-              <tbody>
-                {data.dead.rows.map((r) => (
-                  <tr data-tool={r.tool_name}>
-                    <td class="tool"><a href={toolHref(r.tool_name, q)}><Name text={r.tool_name} /></a></td>
-                    <td class="n">{formatInt(r.schema_bytes ?? 0)}</td>
-                    <td class="n">{formatTokens((r.schema_bytes ?? 0) / UTF16_UNITS_PER_TOKEN)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-            </div>
-          )}
-          <More shown={data.dead.rows.length} total={data.dead.total} api="GET /v1/metrics/tools" />
+          <CutTable
+            list={data.dead}
+            empty="None."
+            api="GET /v1/metrics/tools"
+            head={<tr><th>Tool</th><th class="n">Schema chars</th><th class="n">Tokens / session</th></tr>}
+            row={(r) => (
+              <tr data-tool={r.tool_name}>
+                <td class="tool"><a href={toolHref(r.tool_name, q)}><Name text={r.tool_name} /></a></td>
+                <td class="n">{formatInt(r.schema_bytes ?? 0)}</td>
+                <td class="n">{formatTokens((r.schema_bytes ?? 0) / UTF16_UNITS_PER_TOKEN)}</td>
+              </tr>
+            )}
+          />
         </section>
         <section class="panel" id="pairs">
           <h2>
             Tool pairs <small>which tool the model calls next</small>
           </h2>
-          {data.pairs.rows.length === 0 ? (
-            <p class="empty-state">No pairs in this range.</p>
-          ) : (
-            <div class="scroll">
-            <table>
-              <thead><tr><th>From</th><th>Then</th><th class="n">Times</th></tr></thead>
-              <tbody>
-                {data.pairs.rows.map((p) => (
-                  <tr>
-                    <td class="tool"><a href={toolHref(p.from_tool, q)}><Name text={p.from_tool} /></a></td>
-                    <td class="tool"><a href={toolHref(p.to_tool, q)}><Name text={p.to_tool} /></a></td>
-                    <td class="n">{formatInt(p.count)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-            </div>
-          )}
-          <More shown={data.pairs.rows.length} total={data.pairs.total} api="GET /v1/metrics/pairs" />
+          <CutTable
+            list={data.pairs}
+            empty="No pairs in this range."
+            api="GET /v1/metrics/pairs"
+            head={<tr><th>From</th><th>Then</th><th class="n">Times</th></tr>}
+            row={(p) => (
+              <tr>
+                <td class="tool"><a href={toolHref(p.from_tool, q)}><Name text={p.from_tool} /></a></td>
+                <td class="tool"><a href={toolHref(p.to_tool, q)}><Name text={p.to_tool} /></a></td>
+                <td class="n">{formatInt(p.count)}</td>
+              </tr>
+            )}
+          />
         </section>
       </div>
 
       <div class="grid2 even">
         <section class="panel" id="clients">
           <h2>Clients</h2>
-          {data.clientRows.rows.length === 0 ? (
-            <p class="empty-state">No calls in this range, or no client matches the search.</p>
-          ) : (
-            <div class="scroll">
-            <table class="sortable">
-              <thead>
-                <tr>
-                  <th data-sort="text">Client</th><th class="n" data-sort="num">Calls</th><th class="n" data-sort="num">First-call ok</th>
-                  <th class="n" data-sort="num">Errors</th><th class="n" data-sort="num">Empty</th><th class="n" data-sort="num">Retries</th>
-                  <th class="n" data-sort="num" title={KNOWN_SESSION_HINT}>Known session</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.clientRows.rows.map((c) => (
-                  <tr data-client={c.client_name}>
-                    <td data-value={c.client_name}><a href={pageHref("/", { from: range.from, to: range.to, client: c.client_name })}><Name text={c.client_name} /></a> <ExploreLink filters={{ client: c.client_name }} by="client_version" query={q} /></td>
-                    <td class="n" data-value={String(c.calls)}>{formatInt(c.calls)}</td>
-                    <td class={`n ${firstCallClass(c.first_call_rate)}`} data-value={String(c.first_call_rate ?? "")} title={firstCallHint(c)}>{measured(c, "first_call_rate", formatRate(c.first_call_rate))}</td>
-                    <td class="n" data-value={String(c.error_rate ?? "")}>{formatRate(c.error_rate)}</td>
-                    <td class="n" data-value={String(c.empty_rate ?? "")}>{formatRate(c.empty_rate)}</td>
-                    <td class="n" data-value={String(c.retries)}>{measured(c, "retries", formatInt(c.retries))}</td>
-                    <td class="n" data-known-session data-value={String(knownSessionShare(c) ?? "")} title={KNOWN_SESSION_HINT}>{formatRate(knownSessionShare(c))}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-            </div>
-          )}
-          <More shown={data.clientRows.rows.length} total={data.clientRows.total} api="GET /v1/metrics/clients" />
+          <CutTable
+            list={data.clientRows}
+            sortable
+            empty="No calls in this range, or no client matches the search."
+            api="GET /v1/metrics/clients"
+            head={
+              <tr>
+                <th data-sort="text">Client</th><th class="n" data-sort="num">Calls</th><th class="n" data-sort="num">First-call ok</th>
+                <th class="n" data-sort="num">Errors</th><th class="n" data-sort="num">Empty</th><th class="n" data-sort="num">Retries</th>
+                <th class="n" data-sort="num" title={KNOWN_SESSION_HINT}>Known session</th>
+              </tr>
+            }
+            row={(c) => (
+              <tr data-client={c.client_name}>
+                <td data-value={c.client_name}><a href={pageHref("/", { from: range.from, to: range.to, client: c.client_name })}><Name text={c.client_name} /></a> <ExploreLink filters={{ client: c.client_name }} by="client_version" query={q} /></td>
+                <td class="n" data-value={String(c.calls)}>{formatInt(c.calls)}</td>
+                <td class={`n ${firstCallClass(c.first_call_rate)}`} data-value={String(c.first_call_rate ?? "")} title={firstCallHint(c)}>{measured(c, "first_call_rate", formatRate(c.first_call_rate))}</td>
+                <td class="n" data-value={String(c.error_rate ?? "")}>{formatRate(c.error_rate)}</td>
+                <td class="n" data-value={String(c.empty_rate ?? "")}>{formatRate(c.empty_rate)}</td>
+                <td class="n" data-value={String(c.retries)}>{measured(c, "retries", formatInt(c.retries))}</td>
+                <td class="n" data-known-session data-value={String(knownSessionShare(c) ?? "")} title={KNOWN_SESSION_HINT}>{formatRate(knownSessionShare(c))}</td>
+              </tr>
+            )}
+          />
         </section>
         <section class="panel" id="descriptions">
           <h2>
@@ -296,7 +273,8 @@ const Agreement: FC<{ data: OverviewData["agreement"]; query: PageQuery }> = ({ 
   </>
 );
 
-export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ tool, data, projectName, range, client, search, todayMs, pricePerMillion }) => {
+export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = (props) => {
+  const { tool, data, projectName, range, client, search, pricePerMillion } = props;
   const q: PageQuery = { from: range.from, to: range.to, client };
   const searched: PageQuery = { ...q, q: search };
   const hidden = { name: tool };
@@ -309,6 +287,7 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
   const reg = data.regression;
   return (
     <Frame
+      {...frameFacts(props, data)}
       title={`${visibleName(tool)} · ${visibleName(projectName)} · MCPulse`}
       heading={
         <>
@@ -316,14 +295,8 @@ export const ToolPage: FC<Common & { tool: string; data: ToolPageData }> = ({ to
           <span class="mono" style="font-size:20px" data-tool-name><Name text={tool} wide /></span> {r ? <ToolStatus row={r} /> : null}
         </>
       }
-      projectName={projectName}
-      asOf={data.asOf}
-      range={range}
-      client={client}
-      clients={data.clients}
       path="/tool"
       hidden={hidden}
-      todayMs={todayMs}
     >
       {!r ? <div class="error">This tool has no calls in this range and is not registered.</div> : null}
       <div class="cards">

@@ -9,7 +9,7 @@
 // logged and left out, never allowed to stop the other rules.
 import { z } from "zod";
 import { DAY_MS, HOUR_MS } from "../time.ts";
-import type { ToolVersionRow } from "./metrics.ts";
+import type { RegisteredToolRow, ToolVersionRow } from "./metrics.ts";
 import { NOT_HELD } from "./moves.ts";
 import { toolVersionsSourceSql } from "./tool-versions.ts";
 import { log } from "../log.ts";
@@ -335,16 +335,10 @@ export function p95HistogramsStatement(db: D1Database, hourStartMs: number): D1P
     .bind(hourStartMs);
 }
 
-export type DeadToolRow = {
+/** A registered tool (db/metrics.ts) in the scope of one dead_tool rule, with its calls in the rule's window. */
+export type DeadToolRow = RegisteredToolRow & {
   rule_id: string;
-  tool_name: string;
   calls: number;
-  schema_bytes: number;
-  schema_hash: string | null;
-  description_hash: string | null;
-  description_norm: string | null;
-  requires_authorization: number;
-  requires_verified_identity: number;
 };
 
 /** Every registered tool in a dead_tool rule's scope, with its calls in the rule's window and client. */

@@ -44,11 +44,11 @@ import { asOfIso, type ReadScope } from "./scope.ts";
 /** Rows of a page's main list (the overview's tools, a tool page's clients) per page. */
 export const PAGE_ROWS = 100;
 /** Rows of every other list of a page: the top ones, by the list's own order. */
-export const SIDE_ROWS = 20;
+const SIDE_ROWS = 20;
 /** Names shown inside one row (a converged description's tools, a silent field's tools). */
-export const NAMES_PER_ROW = 10;
+const NAMES_PER_ROW = 10;
 /** Clients the picker offers: the busiest; any other is one click away in the clients table. */
-export const PICKER_CLIENTS = 50;
+const PICKER_CLIENTS = 50;
 
 /** One bounded list: the rows shown and how many rows there are in all (after the search). */
 export type Listed<T> = { rows: T[]; total: number };

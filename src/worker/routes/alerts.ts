@@ -2,9 +2,9 @@
 // (ADMIN_TOKEN). What a read key sees of them, GET /v1/metrics/alerts, is a read route (metrics.ts).
 // A destination's URL and secret are answered once, at creation, and never again. Every write is
 // alerts/manage.ts's, the same the dashboard's admin forms use; this file only decides statuses.
-import { Hono, type Context } from "hono";
+import { Hono } from "hono";
 import { z } from "zod";
-import type { AppEnv } from "../env.ts";
+import type { AppContext, AppEnv } from "../env.ts";
 import { apiError, codeOfStatus, validBody } from "../errors.ts";
 import { findRule, listProjectStates, listRules } from "../db/alerts.ts";
 import { findProject } from "../db/projects.ts";
@@ -28,7 +28,12 @@ import { projectDatabaseOfParam } from "../databases.ts";
 
 export const alertRoutes = new Hono<AppEnv>();
 
-function manageContext(c: Context<AppEnv>): ManageContext {
+/**
+ * What alerts/manage.ts needs of a request: the project's database (resolved for the request),
+ * whether local targets are allowed, the public origin, the request's clock. The dashboard's admin
+ * forms use it too.
+ */
+export function manageContext(c: AppContext): ManageContext {
   return { db: c.var.db, local: runsLocally(c.env), publicUrl: c.env.PUBLIC_URL, nowMs: Date.now() };
 }
 

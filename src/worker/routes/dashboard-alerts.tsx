@@ -4,7 +4,7 @@
 // Sec-Fetch-Site, SPEC §3) and a form body, needs the read-key session (it names the project) and
 // the admin session (it grants the change), and writes through alerts/manage.ts — the admin API's
 // own schemas and service functions. Answers never echo what was sent.
-import { Hono, type Context, type MiddlewareHandler } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import { z } from "zod";
 import {
   MANAGE_ERRORS,
@@ -15,27 +15,24 @@ import {
   removeDestination,
   removeRule,
   updateRule,
-  type ManageContext,
   type ManageError,
   type Refusal,
 } from "../alerts/manage.ts";
 import { alertsReport, DELIVERY_LOG_LIMIT } from "../alerts/report.ts";
 import { alertsPageQuery, ruleForInsight, type SuggestedRule } from "../alerts/suggest.ts";
-import { runsLocally } from "../alerts/targets.ts";
 import { destinationInputFromForm, ruleInputFromForm } from "../dashboard/alert-forms.tsx";
 import { AlertsPage, type CreatedDestination } from "../dashboard/alerts-page.tsx";
 import { AdminSignInPage, ErrorPage, SignInPage } from "../dashboard/layout.tsx";
-import type { AppEnv } from "../env.ts";
+import type { AppContext, AppEnv } from "../env.ts";
 import { loadProjectName } from "../metrics/page-data.ts";
 import { parseQuery } from "../metrics/query.ts";
 import { openReadScope } from "../metrics/scope.ts";
 import { ADMIN_PREFIX, adminPrefixRefusal, attemptOf, recordFailedCredential } from "../throttle/credentials.ts";
 import { isProjectKeyShaped } from "../auth.ts";
 import { isAdminToken } from "./admin.ts";
+import { manageContext } from "./alerts.ts";
 import { authenticatePage, render, safeNextPath, sameOriginForm, tooManySignIns, withBadParameters } from "./dashboard.tsx";
 import { endAllAdminSessions, endSessions, hasAdminSession, readSession, startAdminSession } from "./dashboard-cookies.ts";
-
-type Ctx = Context<AppEnv>;
 
 export const dashboardAlertsApp = new Hono<AppEnv>();
 
@@ -78,7 +75,7 @@ function refusalMessage(refusal: Refusal, what: "rule" | "destination"): string 
 
 /** The alerts page of `projectId`; the admin's forms when this browser holds an admin session. */
 async function alertsPage(
-  c: Ctx,
+  c: AppContext,
   projectId: string,
   db: D1Database,
   extra: { suggested?: SuggestedRule | null; notice?: string; error?: string; created?: CreatedDestination },
@@ -196,48 +193,46 @@ const requireDashboardAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
 };
 
-const manageOf = (c: Ctx): ManageContext => ({ db: c.var.db, local: runsLocally(c.env), publicUrl: c.env.PUBLIC_URL, nowMs: Date.now() });
-
 /** Mounted at /alerts: every POST below it passes the three checks first (GET /alerts is the page, above). */
 const adminForms = new Hono<AppEnv>();
 adminForms.post("*", sameOriginForm, formBodyOnly, requireDashboardAdmin);
 
 /** A refusal as the alerts page with the reason on top, answered with the admin API's status for it. */
-function refused(c: Ctx, refusal: Refusal, what: "rule" | "destination"): Promise<Response> {
+function refused(c: AppContext, refusal: Refusal, what: "rule" | "destination"): Promise<Response> {
   return alertsPage(c, c.var.projectId, c.var.db, { error: refusalMessage(refusal, what) }, MANAGE_ERRORS[refusal.error]);
 }
 
-const done = (c: Ctx, notice: Notice) => c.redirect(`${ADMIN_HOME}?done=${notice}`, 303);
+const done = (c: AppContext, notice: Notice) => c.redirect(`${ADMIN_HOME}?done=${notice}`, 303);
 
 adminForms.post("/rules", async (c) => {
-  const outcome = await createRule(manageOf(c), c.var.projectId, ruleInputFromForm(await c.req.parseBody({ all: true })));
+  const outcome = await createRule(manageContext(c), c.var.projectId, ruleInputFromForm(await c.req.parseBody({ all: true })));
   return outcome.ok ? done(c, "rule_created") : refused(c, outcome, "rule");
 });
 
 adminForms.post("/rules/:rule", async (c) => {
-  const outcome = await updateRule(manageOf(c), c.var.projectId, c.req.param("rule"), ruleInputFromForm(await c.req.parseBody({ all: true })));
+  const outcome = await updateRule(manageContext(c), c.var.projectId, c.req.param("rule"), ruleInputFromForm(await c.req.parseBody({ all: true })));
   return outcome.ok ? done(c, "rule_saved") : refused(c, outcome, "rule");
 });
 
 adminForms.post("/rules/:rule/delete", async (c) => {
-  const outcome = await removeRule(manageOf(c), c.var.projectId, c.req.param("rule"));
+  const outcome = await removeRule(manageContext(c), c.var.projectId, c.req.param("rule"));
   return outcome.ok ? done(c, "rule_deleted") : refused(c, outcome, "rule");
 });
 
 /** Answered with the page itself, not a redirect: the webhook secret is shown this once and must not travel in a URL. */
 adminForms.post("/destinations", async (c) => {
-  const outcome = await createDestination(manageOf(c), c.var.projectId, destinationInputFromForm(await c.req.parseBody({ all: true })));
+  const outcome = await createDestination(manageContext(c), c.var.projectId, destinationInputFromForm(await c.req.parseBody({ all: true })));
   if (!outcome.ok) return refused(c, outcome, "destination");
   return alertsPage(c, c.var.projectId, c.var.db, { created: outcome.value });
 });
 
 adminForms.post("/destinations/:dest/delete", async (c) => {
-  const outcome = await removeDestination(manageOf(c), c.var.projectId, c.req.param("dest"));
+  const outcome = await removeDestination(manageContext(c), c.var.projectId, c.req.param("dest"));
   return outcome.ok ? done(c, "destination_deleted") : refused(c, outcome, "destination");
 });
 
 adminForms.post("/destinations/:dest/test", async (c) => {
-  const outcome = await queueTestNotification(manageOf(c), c.var.projectId, c.req.param("dest"));
+  const outcome = await queueTestNotification(manageContext(c), c.var.projectId, c.req.param("dest"));
   return outcome.ok ? done(c, "test_queued") : refused(c, outcome, "destination");
 });
 

@@ -14,14 +14,11 @@
 //
 // Cookies are HttpOnly, SameSite=Strict, Secure except on localhost.
 import { databaseOf, directoryDb } from "../databases.ts";
-import type { Context } from "hono";
 import { deleteCookie, getCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 import { randomBase62, sha256Hex } from "../auth.ts";
 import { adminSessionLive, deleteAdminSessions, deleteSessions, findReadSession, insertSession, type SessionKind } from "../db/sessions.ts";
-import type { AppEnv } from "../env.ts";
+import type { AppContext } from "../env.ts";
 import { attemptOf, recordFailedCredential } from "../throttle/credentials.ts";
-
-type Ctx = Context<AppEnv>;
 
 export const SESSION_COOKIE = "mcpulse_session";
 export const ADMIN_COOKIE = "mcpulse_admin";
@@ -42,7 +39,7 @@ export function isLocalHost(hostname: string): boolean {
   return hostname === "localhost" || hostname === "127.0.0.1" || hostname === "[::1]" || hostname.endsWith(".localhost");
 }
 
-export function cookieSecure(c: Ctx): boolean {
+export function cookieSecure(c: AppContext): boolean {
   return !isLocalHost(new URL(c.req.url).hostname);
 }
 
@@ -50,7 +47,7 @@ export function cookieSecure(c: Ctx): boolean {
  * What a cookie of `kind` says: nothing (no cookie), a forged or stale one ("invalid"), or a
  * well-signed, unexpired session id. The value names its kind, so one kind never passes as the other.
  */
-async function signedSessionId(c: Ctx, kind: SessionKind, nowMs: number): Promise<{ id: string } | "none" | "invalid"> {
+async function signedSessionId(c: AppContext, kind: SessionKind, nowMs: number): Promise<{ id: string } | "none" | "invalid"> {
   const { name, lifetimeMs } = COOKIES[kind];
   if (getCookie(c, name) === undefined) return "none";
   const secret = c.env.ADMIN_TOKEN;
@@ -69,7 +66,7 @@ async function signedSessionId(c: Ctx, kind: SessionKind, nowMs: number): Promis
 }
 
 /** Starts a session of `kind`: its row, then its cookie. False when no ADMIN_TOKEN is set to sign it. */
-async function startSession(c: Ctx, kind: SessionKind, owner: { project_id: string; key_id: string } | null, nowMs: number): Promise<boolean> {
+async function startSession(c: AppContext, kind: SessionKind, owner: { project_id: string; key_id: string } | null, nowMs: number): Promise<boolean> {
   const secret = c.env.ADMIN_TOKEN;
   if (!secret) return false;
   const { name, lifetimeMs } = COOKIES[kind];
@@ -93,15 +90,15 @@ async function startSession(c: Ctx, kind: SessionKind, owner: { project_id: stri
   return true;
 }
 
-function clearCookie(c: Ctx, kind: SessionKind): void {
+function clearCookie(c: AppContext, kind: SessionKind): void {
   deleteCookie(c, COOKIES[kind].name, { path: "/", secure: cookieSecure(c) });
 }
 
-export function startReadSession(c: Ctx, key: { project_id: string; key_id: string }, nowMs: number): Promise<boolean> {
+export function startReadSession(c: AppContext, key: { project_id: string; key_id: string }, nowMs: number): Promise<boolean> {
   return startSession(c, "read", key, nowMs);
 }
 
-export function startAdminSession(c: Ctx, nowMs: number): Promise<boolean> {
+export function startAdminSession(c: AppContext, nowMs: number): Promise<boolean> {
   return startSession(c, "admin", null, nowMs);
 }
 
@@ -112,7 +109,7 @@ export type ReadSession = { projectId: string; keyId: string; db: D1Database } |
  * The project of this browser's read session: one D1 statement when a well-signed cookie is present,
  * none otherwise. "ended" (the cookie is cleared) when it was signed out, expired, or its key revoked.
  */
-export async function readSession(c: Ctx, nowMs: number): Promise<ReadSession> {
+export async function readSession(c: AppContext, nowMs: number): Promise<ReadSession> {
   const signed = await signedSessionId(c, "read", nowMs);
   if (signed === "none") return "none";
   const row = signed === "invalid" ? null : await findReadSession(directoryDb(c.env), await sha256Hex(signed.id), nowMs);
@@ -124,14 +121,14 @@ export async function readSession(c: Ctx, nowMs: number): Promise<ReadSession> {
 }
 
 /** Whether this browser holds a live admin session (no query without a well-signed admin cookie). */
-export async function hasAdminSession(c: Ctx, nowMs: number): Promise<boolean> {
+export async function hasAdminSession(c: AppContext, nowMs: number): Promise<boolean> {
   const signed = await signedSessionId(c, "admin", nowMs);
   if (signed === "none" || signed === "invalid") return false;
   return adminSessionLive(directoryDb(c.env), await sha256Hex(signed.id), nowMs);
 }
 
 /** Ends this browser's sessions of the given kinds on the server, and clears their cookies. */
-export async function endSessions(c: Ctx, kinds: SessionKind[], nowMs: number): Promise<void> {
+export async function endSessions(c: AppContext, kinds: SessionKind[], nowMs: number): Promise<void> {
   const ended: string[] = [];
   for (const kind of kinds) {
     const signed = await signedSessionId(c, kind, nowMs);
@@ -142,7 +139,7 @@ export async function endSessions(c: Ctx, kinds: SessionKind[], nowMs: number): 
 }
 
 /** Ends every admin session, in every browser (ADMIN_TOKEN unchanged); answers how many there were. */
-export async function endAllAdminSessions(c: Ctx): Promise<number> {
+export async function endAllAdminSessions(c: AppContext): Promise<number> {
   clearCookie(c, "admin");
   return deleteAdminSessions(directoryDb(c.env));
 }

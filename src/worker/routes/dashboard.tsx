@@ -6,7 +6,7 @@
 // revocation or project deletion ends it — so a page can only ever show the key's own project
 // (SPEC §3). Wrong keys are throttled per client network and key prefix (throttle/credentials.ts).
 import { databaseOf, directoryDb } from "../databases.ts";
-import { Hono, type Context } from "hono";
+import { Hono } from "hono";
 import { csrf } from "hono/csrf";
 import { HTTPException } from "hono/http-exception";
 import type { JSX } from "hono/jsx/jsx-runtime";
@@ -19,7 +19,7 @@ import { ExplorePage, type ExploreForm, type ExploreOutcome } from "../dashboard
 import { answerExplore, exploreClock } from "../analytics/explore.ts";
 import { DIMENSION_NAMES, exploreMessageOf, exploreQuerySchema } from "../analytics/explore-query.ts";
 import { ApiError } from "../errors.ts";
-import type { AppEnv } from "../env.ts";
+import type { AppContext, AppEnv } from "../env.ts";
 import { loadOverview, loadProjectName, loadToolPage } from "../metrics/page-data.ts";
 import { pageQuery, parseQuery, type PageParams, toolPageQuery } from "../metrics/query.ts";
 import { pricePerMillionTokens } from "../metrics/reports.ts";
@@ -28,15 +28,13 @@ import { DAY_MS } from "../time.ts";
 import { attemptOf, keyPrefix, recordFailedCredential, waitInWords, type Refusal } from "../throttle/credentials.ts";
 import { endSessions, readSession, startReadSession } from "./dashboard-cookies.ts";
 
-type Ctx = Context<AppEnv>;
-
 export const dashboardApp = new Hono<AppEnv>();
 
 /**
  * A page as HTML. Its script carries this request's CSP nonce (app.ts's secureHeaders makes it when
  * the policy is built), and an error page the request's id; pages are per key and never cached.
  */
-export async function render(c: Ctx, page: JSX.Element, status: ContentfulStatusCode = 200, notice: string | null = null): Promise<Response> {
+export async function render(c: AppContext, page: JSX.Element, status: ContentfulStatusCode = 200, notice: string | null = null): Promise<Response> {
   const nonce = c.get("secureHeadersNonce") ?? "";
   const html =
     "<!DOCTYPE html>" +
@@ -55,7 +53,7 @@ export async function render(c: Ctx, page: JSX.Element, status: ContentfulStatus
  * (SPEC §3) and how long to wait. Only failed attempts get it (a read key that is right always
  * signs in), so the page has nothing to say about the key.
  */
-export async function tooManySignIns(c: Ctx, refusal: Refusal, page: (error: string) => JSX.Element): Promise<Response> {
+export async function tooManySignIns(c: AppContext, refusal: Refusal, page: (error: string) => JSX.Element): Promise<Response> {
   const wait = waitInWords(refusal.retryAfterSeconds);
   const what = refusal.limit === "network" ? "from your network" : "with this key id or token";
   c.header("Retry-After", String(refusal.retryAfterSeconds));
@@ -66,7 +64,7 @@ export async function tooManySignIns(c: Ctx, refusal: Refusal, page: (error: str
  * Checks a read key typed into the form or carried by a `?key=` link: a right key signs in from any
  * network (SPEC §3); a wrong one is counted, against its network and its prefix.
  */
-async function checkSignInKey(c: Ctx, key: string): Promise<{ auth: Awaited<ReturnType<typeof authenticateKey>>; refusal: Refusal | null }> {
+async function checkSignInKey(c: AppContext, key: string): Promise<{ auth: Awaited<ReturnType<typeof authenticateKey>>; refusal: Refusal | null }> {
   const auth = key ? await authenticateKey(directoryDb(c.env), key, "read") : null;
   if (auth) return { auth, refusal: null };
   return { auth: null, refusal: await recordFailedCredential(c.env, attemptOf(c.req.raw, keyPrefix(key)), Date.now()) };
@@ -80,7 +78,7 @@ export type PageAuth = { projectId: string; db: D1Database } | { response: Respo
  * with a confirmation step naming the key's project — never with the cookie: any site can send a
  * browser to such a link, and only a form of this site (POST /signin) may change the cookie.
  */
-export async function authenticatePage(c: Ctx): Promise<PageAuth> {
+export async function authenticatePage(c: AppContext): Promise<PageAuth> {
   const url = new URL(c.req.url);
   const keys = url.searchParams.getAll("key");
   if (keys.length > 0) {
@@ -102,7 +100,7 @@ export async function authenticatePage(c: Ctx): Promise<PageAuth> {
   return { projectId: session.projectId, db: session.db };
 }
 
-export async function withBadParameters(c: Ctx, page: () => Promise<Response>): Promise<Response> {
+export async function withBadParameters(c: AppContext, page: () => Promise<Response>): Promise<Response> {
   try {
     return await page();
   } catch (err) {
@@ -111,7 +109,7 @@ export async function withBadParameters(c: Ctx, page: () => Promise<Response>): 
   }
 }
 
-function common(c: Ctx, projectName: string, q: PageParams) {
+function common(c: AppContext, projectName: string, q: PageParams) {
   return {
     projectName,
     range: q.range,
@@ -202,7 +200,7 @@ export const LATE_AFTER_MS = 15 * 60_000;
  * dead-lettered (incomplete), or `as_of` more than 15 minutes old (late). The health object
  * answers without D1; if it cannot, the page shows no banner rather than no page.
  */
-async function dataNotice(c: Ctx, scope: ReadScope): Promise<string | null> {
+async function dataNotice(c: AppContext, scope: ReadScope): Promise<string | null> {
   const notices: string[] = [];
   try {
     const health = await c.env.INGEST_HEALTH.get(c.env.INGEST_HEALTH.idFromName(INGEST_HEALTH_NAME)).snapshot();

@@ -5,10 +5,10 @@
 // PKCE S256, resource), keeps it server-side between the page and the form (a handle bound to this
 // browser by a cookie), and issues the code with `iss`; nothing of OAuth is decided here but the grant.
 import { AuthorizationError, CimdFetchError, type AuthRequest, type OAuthHelpers } from "@cloudflare/workers-oauth-provider";
-import { Hono, type Context } from "hono";
+import { Hono } from "hono";
 import { ErrorPage, SignInPage } from "../dashboard/layout.tsx";
 import { ConnectionsPage, ConsentPage } from "../dashboard/oauth-pages.tsx";
-import type { AppEnv } from "../env.ts";
+import type { AppContext, AppEnv } from "../env.ts";
 import { loadProjectName } from "../metrics/page-data.ts";
 import { openReadScope } from "../metrics/scope.ts";
 import {
@@ -23,8 +23,6 @@ import {
 } from "../oauth/authorization-server.ts";
 import { authenticatePage, render, safeNextPath, sameOriginForm } from "./dashboard.tsx";
 import { readSession } from "./dashboard-cookies.ts";
-
-type Ctx = Context<AppEnv>;
 
 export const oauthApp = new Hono<AppEnv>();
 
@@ -41,13 +39,13 @@ function refusalMessage(err: AuthorizationError | CimdFetchError): string {
  * redirect URI (the error then carries `redirectTo`, with `state` and `iss`), else a page here —
  * never a redirect to an address nobody checked. Anything else (a KV outage) is a 500.
  */
-async function refused(c: Ctx, err: unknown): Promise<Response> {
+async function refused(c: AppContext, err: unknown): Promise<Response> {
   if (err instanceof AuthorizationError && err.redirectTo) return c.redirect(err.redirectTo, 302);
   if (err instanceof AuthorizationError || err instanceof CimdFetchError) return render(c, <ErrorPage message={refusalMessage(err)} />, 400);
   throw err;
 }
 
-function apiOf(c: Ctx): OAuthHelpers | null {
+function apiOf(c: AppContext): OAuthHelpers | null {
   return oauthApi(c.env, new URL(c.req.url).origin);
 }
 
