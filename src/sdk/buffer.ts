@@ -1,9 +1,5 @@
-// The per-destination payload buffer and its flush policy (SPEC §4): flush at 30 payloads or 5 s
-// after the first waiting one, at most 1,000 held (oldest dropped), at most 500 per request, one
-// send in flight, a send that failed retryably is tried again with the same Idempotency-Key after a
-// backoff while its payloads are under 10 minutes old (./retry.ts), nothing is sent inside a
-// Retry-After, every payload given up is handed to `onDrop` with its reason (./drops.ts: nothing is
-// dropped silently), and nothing here keeps the process alive.
+// The per-destination payload buffer and its flush policy (SPEC §4). Every payload given up goes to
+// `onDrop` with its reason (./drops.ts), and nothing here keeps the process alive.
 import {
   EXIT_FLUSH_TIMEOUT_MS,
   FLUSH_AT_PAYLOADS,

@@ -1,7 +1,5 @@
-// When and how a failed send is tried again (SPEC §4, revised turn 3): a network error, a timeout,
-// a 5xx or a 429 is retried with the same Idempotency-Key after 1 s, 2 s, 4 s … (doubling,
-// jittered, at most 60 s, Retry-After honoured) while the batch's payloads are under 10 minutes
-// old; any other 4xx drops the batch (it can never succeed). Pure functions: the buffer keeps the time.
+// When a failed send is tried again (SPEC §4): network error, timeout, 5xx or 429, with the same
+// Idempotency-Key, doubling jittered waits, Retry-After honoured. Pure: the buffer keeps the time.
 
 /** The first retry waits about this long; each further one twice as long (SPEC §4). */
 export const RETRY_BASE_DELAY_MS = 1_000;

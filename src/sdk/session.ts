@@ -1,7 +1,6 @@
-// Where a call's session comes from (SPEC §4 "Sessions are conversations"): one pure function over
-// the facts a request carries, and the table that turns a source into a `session_id` once, so a
-// call costs a map lookup and never an HMAC. request-facts.ts gathers the facts for watch.ts's
-// wrappers; the table of docs/sdk.md ("Where a session comes from") is this file's test table.
+// Where a call's session comes from (SPEC §4 "Sessions are conversations"): one pure function over a
+// request's facts, and the table that turns a source into a `session_id` once (no HMAC per call).
+// Its test table is docs/sdk.md's "Where a session comes from".
 import { HASH_HEX_CHARS } from "../shared/hash.ts";
 import { hmacSha256HexPrefix, sha256Hex } from "../shared/sha256.ts";
 

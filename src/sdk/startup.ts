@@ -1,8 +1,5 @@
-// Startups (SPEC §4): the tool list a session starts with, read from the server's own tools/list
-// handler and sent once per new session — at its initialize, at the first request of a
-// conversation a 2026-07-28 client names per request, or at watch() on a connected server.
-// The hashing modules directly, not src/shared/index.ts: that one also loads the Zod schemas,
-// which the producer never needs at run time (tests validate every payload with them).
+// Startups (SPEC §4): a session's tool list, read from the server's tools/list handler and sent once
+// per new session. Imports the hashing modules, not src/shared/index.ts (which loads Zod).
 import { descriptionNorm } from "../shared/description.ts";
 import { codePointLength, descriptionHash, schemaHash, utf16Length } from "../shared/hash.ts";
 import { MAX_STARTUP_TOOLS, MAX_TOOL_NAME_CHARS } from "../shared/limits.ts";

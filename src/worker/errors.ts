@@ -1,7 +1,5 @@
-// The API's one error model (docs/errors.md): a code for every error, one error class, one
-// `apiError(code, message)` path, and one body, `{"error": message, "code": code, "request_id": id}`,
-// written by app.onError alone. `error` stays a string (SPEC §1.1: every error body is {"error": string});
-// `code` is what a program branches on. Messages are our own words: never the input, never a stack.
+// The API's one error model (docs/errors.md): a code per error, one `apiError(code, message)` path,
+// one body written by app.onError. `error` stays a string (SPEC §1.1); messages never quote input.
 import { zValidator } from "@hono/zod-validator";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";

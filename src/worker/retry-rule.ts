@@ -1,10 +1,5 @@
-// The retry rule of SPEC §2.2 in one place: the window, the gap arithmetic, and how far apart in
-// time two calls can be when one decides a flag of the other. The rollup's SQL (rollup/calls.ts),
-// its span reach, the margins that follow from it (retention's cutoff, the final days, the
-// recompute's frozen days) and both test references (test/worker/rollup/reference.ts,
-// test/e2e/conformance/reference.ts) are built from these definitions, never from a typed number;
-// test/worker/retry-rule.test.ts checks the SQL against the JavaScript over the window's edges and
-// every margin against the rule.
+// The retry rule of SPEC §2.2 in one place: the window, the gap arithmetic and the reach it implies.
+// The rollup SQL, every margin and both test references derive from it, never from a typed number.
 import { MAX_DURATION_MS } from "../shared/limits.ts";
 
 /** SPEC §2.2: a call is retried when the next one starts 0 ≤ gap ≤ 30,000 ms after it ended. */

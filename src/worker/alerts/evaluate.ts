@@ -1,7 +1,6 @@
-// Evaluation of every alert rule after a rollup run (SPEC §5), from the counter tables only, in a
-// number of D1 statements that does not grow with the number of rules: one probe, one batch of
-// reads over every rule at once, at most one more read for schema regressions, and one batch that
-// writes every state and, in the same transaction, the outbox rows those state changes cause.
+// Evaluation of every alert rule after a rollup run (SPEC §5), from the counter tables, in a number
+// of D1 statements that does not grow with the rules; states and the outbox rows they cause are
+// written in one transaction.
 import {
   allRulesStatement,
   allStatesStatement,

@@ -1,12 +1,8 @@
-// The Analytics Engine layout of the calls dataset (binding CALLS_AE, docs/analytics-engine.md).
-// One data point stands for `calls` tool calls (the weight): a single call when the batch fits the
-// platform's 250 writes per invocation, a group of calls with identical dimensions otherwise.
-// Names are stored in their well-formed UTF-16 form, as D1 stores them.
-// Append-only: a slot, once shipped, keeps its meaning forever (queries in the wild read it).
-// double1–9 and double13 on are the per-call counters of metrics/counters.ts, each named as there
-// (double10–12 are one call's own values): a counter that one call decides gets the next free slot
-// here or the type check fails; what a call adds is counters.ts's.
-// The same map is read by the writer below and by the query builder (explore-sql.ts).
+// The Analytics Engine layout of the calls dataset (docs/analytics-engine.md). A data point weighs
+// `calls` calls: one call, or identical ones grouped when a batch exceeds the 250 writes per invocation.
+// Append-only: a shipped slot keeps its meaning (queries in the wild read it). Every per-call counter
+// of metrics/counters.ts needs the next free doubleN, or the type check fails. Read by writer and
+// query builder (explore-sql.ts) alike.
 import { PER_CALL_COUNTER_NAMES, addCall, type CallFacts, type PerCallCounterName } from "../metrics/counters.ts";
 import { wellFormed } from "../text.ts";
 import type { SessionKind } from "../../shared/call.ts";

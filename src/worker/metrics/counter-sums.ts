@@ -1,8 +1,5 @@
-// Sums of the counters (counters.ts) over the rollup's counter tables, grouped by tool, client or
-// time, in as few D1 statements as there can be: every sum a request needs is one branch of one
-// `UNION ALL` statement, and the schema-regression windows of any number of tools are one statement
-// over a JSON list. The SQL is built from COUNTERS, so a new counter is summed without a change here.
-// Nothing here divides: rates are made by counterFigures().
+// Sums of the counters over the rollup tables in as few D1 statements as possible (one UNION ALL per
+// request), built from COUNTERS so a new counter needs no change here. Rates are counterFigures()'.
 import { CONCAT_BLOCK_MS, COUNTER_TABLES, readCounterRows, type CounterRowsBranch } from "../db/counter-rows.ts";
 import { dayRowsSourceSql } from "../db/day-marks.ts";
 import { COUNTER_NAMES, addCounters, zeroCounters, type CounterGroup, type Counters } from "./counters.ts";

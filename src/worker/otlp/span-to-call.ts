@@ -1,8 +1,5 @@
-// OTLP spans → calls (SPEC §10): a pure map from one span and its resource to the call an SDK would
-// have sent, or the reason it is not one. The attribute names are the OTel GenAI/MCP semantic
-// conventions (docs/gen-ai/mcp.md), with the older spellings some emitters still use; the table in
-// docs/otlp.md is this file's test table (test/worker/otlp-mapping.test.ts). The call then goes
-// through the same validation as every SDK call (parsePayload), so a span carries no privilege.
+// OTLP spans → calls (SPEC §10): a pure map from a span and its resource to a call or the reason it
+// is not one. docs/otlp.md's table is its test table; the call then takes the SDK's validation path.
 import {
   argsHash,
   codePointLength,

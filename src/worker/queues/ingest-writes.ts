@@ -1,9 +1,6 @@
-// The ingest queue (SPEC §1.1, turn 3: a 202 is a promise): producer and consumer in one module.
-// A batch whose D1 writes all failed after its 202 — or that arrives while D1 is known to be
-// failing — is sent here in parts (a message holds at most 128 KB); the consumer writes each part
-// to D1 later, at least once and deduplicated by its batch id (ingest_receipts, migration 0015),
-// and retries with backoff; after max_retries (wrangler.toml) the platform moves the message to the
-// dead-letter queue (./ingest-dead-letters.ts).
+// The ingest queue (SPEC §1.1: a 202 is a promise): producer and consumer. A batch D1 could not take
+// after its 202 goes here in parts (a message holds at most 128 KB), written later, deduplicated by
+// batch id (ingest_receipts), then dead-lettered after max_retries.
 import { z } from "zod";
 import type { Env } from "../env.ts";
 import { resolveProjectDatabase, type Database } from "../databases.ts";

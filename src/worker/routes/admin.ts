@@ -1,9 +1,5 @@
-// Admin routes (SPEC §3): create, list and delete projects, issue, list and revoke keys (which ends
-// the key's dashboard sessions), set a project's payload budget, end every admin session, recompute a
-// project's counters from its raw calls (rollup/recompute.ts) and read how far that got, and move a
-// project to another database (routes/moves.ts).
-// Every route needs `Authorization: Bearer <ADMIN_TOKEN>`; without a configured token none works.
-// Wrong tokens and malformed headers are throttled per client network (throttle/credentials.ts).
+// Admin routes (SPEC §3): projects, keys, budgets, admin sessions, recomputes and moves, all behind
+// `Authorization: Bearer <ADMIN_TOKEN>` (throttled, throttle/credentials.ts).
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
 import { timingSafeEqual } from "hono/utils/buffer";

@@ -1,10 +1,5 @@
-// GET / and GET /tool?name=: the dashboard, server-rendered with Hono JSX (no build step, no
-// network). Sign-in with a read key: the sign-in form, or a `?key=` link, which lands on a
-// confirmation step whose button signs in (a link alone never sets the cookie: SPEC §3, login CSRF).
-// A sign-in starts a server-side session (routes/dashboard-cookies.ts): the cookie holds a signed
-// session id, never the key, and every page checks it against D1, where sign-out, the key's
-// revocation or project deletion ends it — so a page can only ever show the key's own project
-// (SPEC §3). Wrong keys are throttled per client network and key prefix (throttle/credentials.ts).
+// GET / and GET /tool?name=: the server-rendered dashboard. A `?key=` link only lands on a
+// confirmation step (SPEC §3, login CSRF); a session never holds the key (routes/dashboard-cookies.ts).
 import { databaseOf, directoryDb } from "../databases.ts";
 import { Hono, type Context } from "hono";
 import { csrf } from "hono/csrf";

@@ -1,9 +1,5 @@
-// POST /v1/ingest (SPEC §1.1). Checks run in the SPEC's order and the first that fails answers:
-// key (401) → content type and encoding (415) → body size, raw and inflated (413) → Idempotency-Key,
-// gzip, JSON and envelope (400) → item count (413) → budget (429). Then 202 with an empty body, and
-// the writes happen after it, in waitUntil: a 202 is a promise (docs/ingest.md) — D1 is retried,
-// then the ingest queue takes the batch. When the batch cannot be accepted durably at all (the key
-// cannot be checked, or the queue refuses while D1 is failing) the answer is 503 with Retry-After.
+// POST /v1/ingest (SPEC §1.1): checks in the SPEC's order, then 202 and the writes in waitUntil (a 202
+// is a promise: D1 retried, then the ingest queue); 503 with Retry-After when it cannot be durable.
 import { ApiError, apiError, rateLimited } from "../errors.ts";
 import { waitInWords } from "../throttle/credentials.ts";
 import { Hono, type Context, type MiddlewareHandler } from "hono";

@@ -1,10 +1,6 @@
-// /mcp (SPEC §6): the metrics as an MCP server, over streamable HTTP, stateless. The MCP SDK 2.x
-// `createMcpHandler` serves the current revision (2026-07-28, per-request envelope) and the 2025
-// revisions (its stateless legacy fallback) from one factory; a fresh server is built per request
-// for the project that the read key names. The bearer check runs first, so nothing of the MCP
-// machinery is reached without a live read key — or an OAuth token (SPEC §9) whose grant names the
-// project and whose approving read key is still live (edge.ts validates the token; this route checks
-// the key on every call). Both end in the same ToolContext: no tool knows how the caller signed in.
+// /mcp (SPEC §6): the metrics as a stateless MCP server over streamable HTTP, a fresh server per
+// request. The bearer check (read key, or OAuth grant whose read key is still live, SPEC §9) runs
+// before any MCP machinery.
 import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
