@@ -144,13 +144,9 @@ function blobsOf(call: CallForAnalytics, request: RequestFacts): Blobs {
 export const DURATION_CHUNK_RATIO = 1.1;
 
 /**
- * How a batch over the limit is grouped, finest first: the first level whose points fit is used.
- * Every level keeps tool, outcome and emptiness, and the call's hour (hourly figures, and the
- * reconciliation with D1, stay exact); all but the last keep the client. Within a group, calls are
- * cut into duration chunks — `ratio`: each chunk at most DURATION_CHUNK_RATIO wide (quantiles
- * within 5 %); `budget`: the points left over shared among the groups by their calls, each chunk a
- * run of neighbouring durations (quantiles approximate). What a level merges is stored as
- * `(other)`; distinct counts over it are approximate.
+ * How a batch over the 250-point limit is grouped: the finest level whose points fit. Every level
+ * keeps tool, outcome, emptiness and hour (so hourly figures and the D1 reconciliation stay exact).
+ * Merged values are stored as `(other)`; distinct counts over them are approximate.
  */
 type Level = { keep: ReadonlySet<BlobName>; timeMs: number; chunks: "ratio" | "budget" };
 const EXACT_DIMENSIONS = new Set<BlobName>(["tool_name", "client_name", "outcome", "empty"]);

@@ -57,15 +57,8 @@ function percent(value: number): string {
 const FAILURE_KINDS: ReadonlySet<InsightKind> = new Set(["crashes", "high_error_rate"]);
 
 /**
- * What to fix first, SPEC-independent (issue 5). Severity:
- * - high: crashes > 5 % of calls, errors > 25 %, first-call success < 50 %, empties > 20 %,
- *   > 25 % of calls slower than 2 s, average response > 50,000; a dead tool costing ≥ 1,000 tokens
- *   per session
- * - medium: the other threshold crossings of calls-based insights; dead tools costing ≥ 250 tokens
- * - low: cheaper dead tools, converged descriptions
- * Ranking, worst first: severity; then failed calls (crashes, errors) before every other kind, since
- * a call that failed did nothing for its user; then affected calls (descending), then the kind order
- * of INSIGHT_KINDS, then the value, then tool name.
+ * What to fix first (thresholds in docs/metrics.md). Worst first: severity, then failed calls before
+ * other kinds (a failed call did nothing for its user), then affected calls, kind order, value, name.
  */
 export function buildInsights(rows: ToolRow[], histograms: Map<string, DurationHistogram>, registered: RegisteredToolRow[]): Insight[] {
   const t = INSIGHT_THRESHOLDS;

@@ -138,11 +138,9 @@ export function storedBatchOf(message: IngestWriteMessage): StoredBatch {
 }
 
 /**
- * The consumer: each message's part is stored once in its project's database (looked up in the
- * directory once per project and invocation, so a message written after a move lands where the
- * project is now); a redelivery, or a part already written by a retry that did commit, is
- * acknowledged as a duplicate; a D1 failure retries the message with backoff. A message that does
- * not parse can never be written: logged, counted lost, acknowledged. Each message's lines carry its id.
+ * The consumer. The project's database is looked up per invocation, so a part written after a move
+ * lands where the project is now; a redelivery is a duplicate by batch id. Unparsable: logged, counted
+ * lost, acknowledged.
  */
 export async function consumeIngestWrites(batch: MessageBatch<unknown>, env: Env, nowMs: number = Date.now()): Promise<void> {
   const written = new Map<string, number>();

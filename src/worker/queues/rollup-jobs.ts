@@ -148,10 +148,8 @@ export async function fanOutScheduled(controller: ScheduledController, env: Env)
 }
 
 /**
- * The consumer: each message is one database's job. It is acknowledged whether it succeeded or
- * not — the next cron run does the same work again from the watermarks, so retrying an old job
- * would only repeat it with an older clock. A message that does not parse is logged and dropped.
- * Each message's lines carry its id.
+ * The consumer: one message, one database's job, acknowledged even on failure — the next cron run
+ * redoes it from the watermarks with a newer clock. Unparsable messages are logged and dropped.
  */
 export async function consumeRollupJobs(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   for (const message of batch.messages) {

@@ -74,12 +74,9 @@ const adminBearer = bearerAuth<AppEnv>({
 });
 
 /**
- * The admin routes' guard (SPEC §3). A project key sent here by mistake (a read or ingest key) is
- * answered 401 and not counted: it is nobody's guess at ADMIN_TOKEN, and counting it would lock its
- * own network out of the dashboard. Otherwise, while the admin prefix's window is full, every attempt
- * is refused before the token is compared (ADMIN_TOKEN may be a guessable string: one Durable Object
- * read, never a write); then bearerAuth, which counts a wrong token. The caller's network never
- * refuses a right token.
+ * The admin routes' guard (SPEC §3). A project key sent here by mistake is a 401 and not counted (it
+ * is nobody's guess, and counting it would lock its own network out). While the admin prefix's window
+ * is full every attempt is refused before comparing (ADMIN_TOKEN may be guessable).
  */
 export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
   const header = c.req.header("authorization");

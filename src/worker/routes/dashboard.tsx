@@ -146,11 +146,8 @@ dashboardApp.get("/tool", async (c) => {
 const exploreQuery = exploreQuerySchema(exploreClock);
 
 /**
- * The Explore page (SPEC §8): the form's parameters are GET /v1/explore's (so an address is the
- * question, and every tool and client row links here pre-filtered), answered by the same function.
- * The form sends its empty fields along (an unset breakdown or filter): they are dropped before the
- * query schema reads the rest. A refused question is a 400 page that says why, AE unreachable a
- * 503 page that says how to configure it; the form stays, filled in as it was sent.
+ * The Explore page (SPEC §8): its form's parameters are GET /v1/explore's, so an address is the
+ * question; empty fields are dropped before the query schema reads the rest.
  */
 dashboardApp.get("/explore", async (c) => {
   const auth = await authenticatePage(c);
@@ -231,10 +228,8 @@ export function safeNextPath(next: unknown): string {
 }
 
 /**
- * Sign-in and sign-out change the cookie, so only a page of this site may ask: Hono's csrf() lets a
- * form POST through when `Sec-Fetch-Site` is same-origin or `Origin` is this origin, else 403
- * (SPEC §3). The cookie's SameSite=Strict does not help here: it limits sending a cookie, not
- * setting one from a cross-site form's answer.
+ * Sign-in and sign-out set the cookie, so only this site's pages may post them (SPEC §3, 403 else).
+ * SameSite=Strict limits sending a cookie, not setting one from a cross-site form's answer.
  */
 export const sameOriginForm = csrf();
 

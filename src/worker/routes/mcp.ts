@@ -60,16 +60,9 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
 }
 
 /**
- * Whether a request may reach /mcp by its `Origin` and `Host` (SPEC §9; the MCP transports'
- * DNS-rebinding rule):
- * - a worker running locally (`npm run dev`, LOCAL_DEV) answers only requests addressed to a
- *   loopback host: a rebinding page reaches 127.0.0.1 under its own name, which it sends as `Host`
- *   (and as `Origin`, so comparing the two would prove nothing). Deployed, Cloudflare routes by
- *   host, so `Host` is the worker's own;
- * - then: no `Origin` (a program, not a page), the worker's own origin, one of
- *   `MCP_ALLOWED_ORIGINS`, or — on a loopback host — any loopback origin (an MCP inspector on another
- *   local port). Origins are compared serialised (scheme, host, port), so `https://a.example` never
- *   passes as `https://a.example.evil`.
+ * Whether a request may reach /mcp by `Origin` and `Host` (SPEC §9; DNS rebinding). Locally, only a
+ * loopback `Host` (a rebinding page sends its own name as both Host and Origin); then no Origin, our
+ * own, `MCP_ALLOWED_ORIGINS`, or any loopback origin on a loopback host. Origins compare serialised.
  */
 export function mcpOriginAllowed(request: Request, options: { allowedOrigins?: string | undefined; local?: boolean }): boolean {
   const own = new URL(request.url);
