@@ -25,10 +25,8 @@ export const DEFAULT_BUFFER_TUNING: Readonly<BufferTuning> = Object.freeze({
 });
 
 /**
- * Sends one batch; must settle once the send has ended, with what to do next: "sent", "drop", or
- * retry (nothing counts as sent; a rejection drops the batch, reported as not sendable).
- * `final` marks the exit flush, which may keep the process alive for its short deadline and is
- * never retried. `idempotencyKey` is the batch's, the same on every attempt.
+ * Sends one batch and settles once the send has ended: "sent", "drop", or retry; a rejection drops
+ * it. `final` (the exit flush) may hold the process for its deadline and is never retried.
  */
 export type SendBatch = (batch: readonly object[], final: boolean, idempotencyKey: string) => Promise<SendOutcome | void>;
 

@@ -64,10 +64,8 @@ const TOOL_CALLBACK_MEMBERS: Record<1 | 2, readonly string[]> = { 1: ["callback"
 const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object";
 
 /**
- * The internals of MCP_SDK_INTERNALS that `server` lacks (by key), or null when it is not an MCP
- * server at all. `[]` means watch() can do everything it does on the checked versions. A member
- * that exists only after a connection or a first tool (the codec, the negotiated version, a tool's
- * callback) is checked only when the server has reached that point. Never throws (SPEC §4 rule 1).
+ * The internals `server` lacks, or null when it is not an MCP server; `[]`: everything works. Members
+ * that appear only after a connection or a first tool are checked once they exist. Never throws.
  */
 export function missingInternals(server: unknown): McpSdkInternalKey[] | null {
   try {

@@ -116,10 +116,8 @@ export function retryDelayMs(retry: number, retryAfterMs: number | null, random:
 type WebCrypto = { getRandomValues(array: Uint8Array): Uint8Array; randomUUID?: () => string };
 
 /**
- * One batch's Idempotency-Key (SPEC §1.1: 8–64 of [A-Za-z0-9_-]): a random UUID (36 characters of
- * hex digits and hyphens, 122 random bits). Node hands UUIDs out of a cached block of entropy, so
- * one costs a fraction of a getRandomValues call into the system's generator (about a tenth, timed
- * on Node 20 and 22); where randomUUID is missing, 22 base64url characters of 16 random bytes.
+ * One batch's Idempotency-Key (SPEC §1.1: 8–64 of [A-Za-z0-9_-]): a random UUID, cheap on Node (cached
+ * entropy); without randomUUID, 22 base64url characters of 16 random bytes.
  */
 export function newIdempotencyKey(): string {
   const crypto = (globalThis as unknown as { crypto: WebCrypto }).crypto;

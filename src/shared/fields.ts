@@ -16,7 +16,6 @@ export function boundedText(maxChars: number) {
 }
 
 /**
-/**
  * A name that identifies what an item is about (a tool, an agreement field): 1 to `maxChars` code
  * points (SPEC §1.2: tool names 1–200). An empty one drops the item — there is nothing to count it
  * under, and the dashboard would show it as an invisible link.

@@ -111,7 +111,7 @@ function logKeyCheck(event: string, keyId: string, err: unknown): void {
 }
 
 /**
- * Checks an ingest key without D1 on the hot path (SPEC §1.1, turn 3): the key's Durable Object
+ * Checks an ingest key without D1 on the hot path (SPEC §1.1): the key's Durable Object
  * holds its state, read from `db` when the object has none or it is older than 60 s. While D1
  * fails, a key the object knows keeps its last state (a valid key keeps getting 202, never a 401
  * or a 500); a key nobody can check answers 503. When the object itself cannot answer, D1 does.

@@ -136,10 +136,8 @@ export function isJsonContentType(header: string | undefined): boolean {
 }
 
 /**
- * The API's body validator (the read API's queries are declared with their routes, routes/metrics.ts): Hono's
- * `@hono/zod-validator` on the JSON body, `c.req.valid("json")` in the handler. A body that is not
- * `application/json` is a 415 (never read as `{}`), a malformed one a 400 (the validator's own), one
- * that fails the schema a 400 "invalid body" — the input is never echoed.
+ * The API's body validator (@hono/zod-validator): not `application/json` is a 415 (never read as
+ * `{}`), malformed a 400, failing the schema a 400 "invalid body" — the input never echoed.
  */
 export function validBody<T extends z.ZodType>(schema: T) {
   return zValidator("json", schema, (result, c) => {

@@ -301,10 +301,8 @@ function regressionCandidates(rule: AlertRule, versions: EventToolVersionRow[]):
 }
 
 /**
- * `regressed` of /v1/metrics/schema-regressions: both sides with at least REGRESSION_MIN_CALLS calls,
- * and bad_args rate up or first-call success down by at least REGRESSION_RATE_DELTA (rates rounded
- * as the read API rounds them). The value is the bad_args rate change. A test checks this against
- * the report over the same data.
+ * `regressed` as /v1/metrics/schema-regressions computes it (rates rounded as the read API rounds
+ * them); a test checks the two agree.
  */
 function regressionVerdicts(rules: AlertRule[], candidates: RegressionCandidate[], sums: Counters[], statesByRule: Map<string, StateRow[]>): ScopeVerdict[] {
   const change = (after: number | null, before: number | null) => (after === null || before === null ? null : roundTo(after - before, 4));

@@ -235,10 +235,8 @@ function mergeSmallest(groups: Group[], maxPoints: number): Group[] {
 }
 
 /**
- * The data points for one batch: one per call while the batch has at most `maxPoints` calls;
- * otherwise one per group of identical dimensions (GROUPING_LEVELS), and — should even the
- * coarsest level give more groups than points — the smallest groups merged into one `(other)`
- * point. Every call is represented: the `calls` slots always sum to the number of calls.
+ * The data points for one batch: one per call within `maxPoints`, else grouped (GROUPING_LEVELS).
+ * The `calls` slots always sum to the batch's calls.
  */
 export function callDataPoints(
   projectId: string,

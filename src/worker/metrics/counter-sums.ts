@@ -40,10 +40,9 @@ function groupExpression(groupBy: GroupBy, grain: Grain): string {
 }
 
 /**
- * The SELECT of one request. With histograms, counters are summed and histograms concatenated per
- * (group, client, block of CONCAT_BLOCK_MS) and folded per group in foldRows(): SQLite's json_each
- * costs about a microsecond per bucket (90 days × 50 tools × 5 clients × ~50 buckets took over a
- * second), one JSON.parse of a group's concatenated histograms a few tens of nanoseconds.
+ * The SELECT of one request. Histograms are concatenated per (group, client, CONCAT_BLOCK_MS block)
+ * and folded in foldRows(): one JSON.parse is far cheaper than SQLite's json_each per bucket
+ * (docs/benchmarks.md, bench:read).
  */
 function branchOf(projectId: string, request: CounterRequest): CounterRowsBranch {
   const { table, time } = COUNTER_TABLES[request.grain];
