@@ -1,12 +1,6 @@
-// `args_hash` on the tool-call path (SPEC §1.3, §4 rule 2), in two steps. The call takes the
-// canonical JSON of its arguments at once, as the request carried them (argsHashText); the SHA-256
-// of that text is taken when the payload is about to be sent (hashOfArgsText, see Destination's
-// enqueueCall), for all waiting calls one after the other. Measured in bench:sdk's process, one
-// native SHA-256 of 1 KB costs about 2.5–3 µs between the MCP SDK's own work and about 1 µs in a
-// row of them: the digest is the same, the text stays in the process, and the call pays less.
-// The digest is Node's one-shot SHA-256 (`crypto.hash`, Node ≥ 20.12) when it is there; elsewhere
-// (workerd, older Node) the portable JavaScript SHA-256 of src/shared.
-// test/sdk/args-hash.test.ts checks both steps give src/shared's argsHash for any value.
+// `args_hash` on the tool-call path (SPEC §1.3, §4 rule 2) in two steps: the canonical JSON when the
+// call is made (argsHashText), its SHA-256 only when the payload is about to be sent (hashOfArgsText),
+// where a row of digests costs the call less. Node's `crypto.hash` when present, else src/shared's.
 import { canonicalize } from "../shared/canonical.ts";
 import { HASH_HEX_CHARS, sha256Hex12, UNREPRESENTABLE_HASH } from "../shared/hash.ts";
 

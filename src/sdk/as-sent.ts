@@ -6,14 +6,9 @@ import type { LowLevelServer } from "./shapes.ts";
 import type { WatchState } from "./watch-state.ts";
 
 /**
- * A result as the server puts it on the wire (SPEC §4: `response_bytes` is measured "as the server
- * sends it (after the MCP SDK's own normalisation)"; `schema_bytes` over each tool entry "as
- * tools/list returns it"). The 2.x SDKs pass every handler result through their negotiated wire
- * codec before sending: on revision 2026-07-28 it stamps `resultType` and the server's identity
- * into `_meta` and drops `execution` from tool entries; on 2025-era connections it wraps
- * non-object output schemas. The SDK's own encoder is applied here, so the length is the wire's
- * (it is pure: it copies, never mutates). 1.x sends the handler's result as is. `undefined` means
- * the encoder refused the result: the client then receives an error instead.
+ * A result as the server puts it on the wire (SPEC §4: sizes are measured after the MCP SDK's own
+ * normalisation). 2.x runs results through its wire codec, so it is applied here (pure, it copies);
+ * 1.x sends as is. `undefined`: the codec refused the result, and the client gets an error instead.
  */
 export function asSent(state: WatchState, method: string, result: unknown): unknown {
   const low = state.shape.low as LowLevelServer & {
@@ -41,14 +36,9 @@ export function asSent(state: WatchState, method: string, result: unknown): unkn
 const CODEC_TOUCHED_MEMBERS = ["resultType", "_meta", "capabilities", "tools", "ttlMs", "cacheScope"] as const;
 
 /**
- * `response_bytes` of a tools/call result: the UTF-16 length of its JSON as the server sends it
- * (SPEC §4), without encoding every result a second time through the 2.x codec. The codec's
- * tools/call encoding of a result that carries none of the members it reads or writes is the
- * result plus fixed members (2026-07-28: `resultType` and the server's identity in `_meta`; 2025
- * revisions: nothing), and the length of JSON does not depend on member order. So it is learnt
- * once, from the codec's own encoding of a probe result, and added to the length of the result's
- * JSON. A result that does carry one of those members goes through the codec as before. The
- * conformance tests compare every call's figure with the JSON on the wire, on both revisions.
+ * `response_bytes` of a tools/call result (SPEC §4) without encoding every result twice: the codec
+ * only adds fixed members to a result that carries none it touches, so their length is learnt once
+ * from a probe and added. Other results go through the codec. Conformance tests check it on the wire.
  */
 export function sentLength(state: WatchState, result: unknown): number {
   const low = state.shape.low as LowLevelServer & {

@@ -1,9 +1,5 @@
-// The per-destination payload buffer and its flush policy (SPEC §4): flush at 30 payloads or 5 s
-// after the first waiting one, at most 1,000 held (oldest dropped), at most 500 per request, one
-// send in flight, a send that failed retryably is tried again with the same Idempotency-Key after a
-// backoff while its payloads are under 10 minutes old (./retry.ts), nothing is sent inside a
-// Retry-After, every payload given up is handed to `onDrop` with its reason (./drops.ts: nothing is
-// dropped silently), and nothing here keeps the process alive.
+// The per-destination payload buffer and its flush policy (SPEC §4). Every payload given up goes to
+// `onDrop` with its reason (./drops.ts), and nothing here keeps the process alive.
 import {
   EXIT_FLUSH_TIMEOUT_MS,
   FLUSH_AT_PAYLOADS,
@@ -29,10 +25,8 @@ export const DEFAULT_BUFFER_TUNING: Readonly<BufferTuning> = Object.freeze({
 });
 
 /**
- * Sends one batch; must settle once the send has ended, with what to do next: "sent", "drop", or
- * retry (nothing counts as sent; a rejection drops the batch, reported as not sendable).
- * `final` marks the exit flush, which may keep the process alive for its short deadline and is
- * never retried. `idempotencyKey` is the batch's, the same on every attempt.
+ * Sends one batch and settles once the send has ended: "sent", "drop", or retry; a rejection drops
+ * it. `final` (the exit flush) may hold the process for its deadline and is never retried.
  */
 export type SendBatch = (batch: readonly object[], final: boolean, idempotencyKey: string) => Promise<SendOutcome | void>;
 

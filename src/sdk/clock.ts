@@ -1,10 +1,5 @@
-// Call timestamps and durations from one clock, so that a call made after another never looks
-// like it overlapped it. The retry rule (SPEC §2.2) reads gap = next.started_at − (started_at +
-// duration_ms): with a millisecond wall clock and a rounded duration, back-to-back calls could
-// show gap = −1 ms and count as parallel. Here both come from the monotonic performance clock,
-// anchored to the wall clock, and both are truncated to whole milliseconds, so
-// started_at + duration_ms never passes the true end of the call, and the next call's started_at
-// is at least that: gap ≥ 0 for sequential calls.
+// Call timestamps and durations from one monotonic clock, truncated to whole ms, so sequential calls
+// never show a negative SPEC §2.2 gap (a wall clock plus a rounded duration could give −1 ms).
 
 /** Re-anchor when the wall clock has moved this far from the performance clock (NTP, suspend). */
 const MAX_DRIFT_MS = 1_000;

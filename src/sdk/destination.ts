@@ -31,11 +31,8 @@ interface UnhashedCall {
 export class Destination {
   private processSession: string | undefined;
   /**
-   * The process's own id, for what must name a session when none is known (SPEC §1.2: only a call
-   * may have an empty `session_id`): the tool list of a server whose conversations cannot be told
-   * apart, and agreement verdicts, which compare values across the process. Drawn at first use,
-   * not at watch(): a Worker may call watch() at module scope, where workerd refuses to generate
-   * random values.
+   * The process's own id, for what must name a session when none is known (SPEC §1.2). Drawn at first
+   * use: workerd refuses random values at module scope, where watch() may run.
    */
   get processSessionId(): string {
     this.processSession ??= newSessionId();
@@ -121,11 +118,8 @@ export class Destination {
   }
 
   /**
-   * Queues a call payload whose `args_hash` is the digest of `argsText` (args-hash.ts): taken with
-   * the other waiting calls' when their batch is sent, in a row, where one at a time between the
-   * MCP SDK's own work costs the call two to three times as much. The text was taken from the
-   * arguments when the call began, so the digest is the one the call would have had (SPEC §4);
-   * it never leaves the process, and no payload is sent before its digest is in.
+   * Queues a call whose `args_hash` is taken from `argsText` when its batch is sent (args-hash.ts): in a
+   * row the digests cost the call less. No payload is sent before its digest is in.
    */
   enqueueCall<P extends { args_hash: string }>(payload: P, argsText: string | null): void {
     this.unhashed.push({ payload, text: argsText });

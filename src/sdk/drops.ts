@@ -1,8 +1,5 @@
-// Nothing is dropped silently (SPEC §3, §4): every payload the SDK gives up on is counted here, by
-// reason, and reported on stderr whatever the `debug` option says — at most one line a minute per
-// destination (a destination is one project's ingest; two are reported apart), lines that would
-// come sooner merged into the next one so the counts add up. A Retry-After that will surely cost
-// payloads is reported at once, and the exit flush writes what is pending before the process ends.
+// Nothing is dropped silently (SPEC §3, §4): dropped payloads counted by reason and reported on
+// stderr whatever `debug` says, at most one line a minute per destination.
 import { toStderr, type DebugLog } from "./debug.ts";
 
 /** At most one report line per destination in this long (SPEC §3: "once a minute at most"). */

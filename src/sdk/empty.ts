@@ -17,11 +17,7 @@ export function isEmptyValue(value: unknown): boolean {
 const EMPTY_JSON_TEXT = /^[ \t\n\r]*(?:\[[ \t\n\r]*\]|\{[ \t\n\r]*\}|""|null)[ \t\n\r]*$/;
 const BLANK_TEXT = /^\s*$/;
 
-/**
- * Whether a tool result is empty: `structuredContent`, when present, decides; otherwise no
- * content parts, or a single text part that is blank or parses as JSON to `[]`, `{}`, `""` or
- * `null`.
- */
+/** `is_empty` of a tool result: `structuredContent` decides when present, else the content parts. */
 export function isEmptyResult(result: unknown): boolean {
   if (result === null || typeof result !== "object") return false;
   const record = result as { structuredContent?: unknown; content?: unknown };

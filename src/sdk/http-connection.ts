@@ -1,13 +1,6 @@
-// The SDK's own HTTP/1.1 client on Node: one POST at a time per kept-alive connection to the
-// ingest, written straight to a net/tls socket and its answer read by a small parser.
-// Why not node:http: bench:sdk measured its ClientRequest, agent, parser and IncomingMessage
-// streams at about 100–600 µs of CPU per request in a busy server's process (a send carries 30
-// calls, so 3–20 µs per call), against 30–150 µs for the same bytes written to the socket here.
-// The SDK only ever sends one request shape (a POST with a JSON body) and only needs the status,
-// Retry-After and the first 2 KiB of an error body, so the client is small: the answer's framing
-// (Content-Length, chunked, read-to-close, 1xx interim answers) is handled in full, anything the
-// parser does not understand fails the send (which the buffer retries, SPEC §4) and never reuses
-// the connection. test/sdk/http-connection.test.ts runs it against real local servers.
+// The SDK's own HTTP/1.1 client on Node: one POST at a time per kept-alive net/tls socket. node:http
+// costs far more CPU per send (docs/benchmarks.md, bench:sdk) and the SDK needs only one request
+// shape; anything the parser does not understand fails the send (retried, SPEC §4) and drops the socket.
 import type { Socket } from "node:net";
 import { MAX_ERROR_BODY_BYTES, parseRetryAfter, type PostAnswer } from "./retry.ts";
 

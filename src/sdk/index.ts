@@ -1,8 +1,5 @@
-// mcpulse-edge/sdk — the whole public surface of the producer SDK (SPEC §4).
-// Every file of the SDK keeps SPEC §4's three rules, cited by number where a line exists for them:
-// rule 1, never throw into the host (every entry point swallows its own failures); rule 2, never
-// block (recording is synchronous and cheap, nothing on the tool-call path waits on the network);
-// rule 3, never send customer data (arguments, results, descriptions and schemas stay in the process).
+// mcpulse-edge/sdk — the whole public surface of the producer SDK (SPEC §4). Every file keeps §4's
+// rules, cited by number: 1 never throw into the host, 2 never block, 3 never send customer data.
 export { watch } from "./watch.ts";
 export type { WatchOptions, ToolPolicy, SessionKeyRequest } from "./options.ts";
 export {

@@ -1,9 +1,6 @@
-// Every private member of the MCP SDKs that watch() reads or patches, in one place, with the
-// versions each was checked on (SPEC §4 "Facts about the MCP SDKs"). The peer ranges are open
-// (`>=1.17.0`, `>=2.0.0`): a later release may rename any of these, and watch() would then do
-// nothing without a word. `missingInternals(server)` says which are missing on a given server, so
-// watch() can say so on stderr once; `npm run test:mcp-latest` runs the facts and contract tests
-// against the newest published 1.x and 2.x (docs/sdk.md "MCP SDK internals").
+// Every private member of the MCP SDKs that watch() reads or patches, with the versions each was
+// checked on (SPEC §4 "Facts about the MCP SDKs"). The peer ranges are open, so `missingInternals`
+// lets watch() say on stderr when a release renamed one (`npm run test:mcp-latest` checks the newest).
 import { recogniseServer } from "./shapes.ts";
 
 /** The MCP SDK releases the internals below were checked on (the installed devDependencies). */
@@ -67,10 +64,8 @@ const TOOL_CALLBACK_MEMBERS: Record<1 | 2, readonly string[]> = { 1: ["callback"
 const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === "object";
 
 /**
- * The internals of MCP_SDK_INTERNALS that `server` lacks (by key), or null when it is not an MCP
- * server at all. `[]` means watch() can do everything it does on the checked versions. A member
- * that exists only after a connection or a first tool (the codec, the negotiated version, a tool's
- * callback) is checked only when the server has reached that point. Never throws (SPEC §4 rule 1).
+ * The internals `server` lacks, or null when it is not an MCP server; `[]`: everything works. Members
+ * that appear only after a connection or a first tool are checked once they exist. Never throws.
  */
 export function missingInternals(server: unknown): McpSdkInternalKey[] | null {
   try {

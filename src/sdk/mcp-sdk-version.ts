@@ -1,12 +1,6 @@
-// `mcp_sdk_version` of the startup (SPEC §4): the version of the MCP SDK the watched server object
-// really comes from, read without importing the MCP SDK, or null — never the version some other
-// copy installed beside it (an app may run MCP SDK 1.17 while the package that watches it was
-// installed next to 1.32). The only code that certainly belongs to the server object's SDK is the
-// code that calls into the hooks watch() installed on it: its `setRequestHandler` calling the
-// hooked `_requestHandlers.set`, its request dispatch calling a wrapped handler. So the version is
-// read from the file of that caller's stack frame: the nearest package.json above it, when that
-// package is the MCP SDK. Bundled code (no MCP SDK package on disk), workerd (no file system) and a
-// handler called by anything but the MCP SDK give null.
+// `mcp_sdk_version` of the startup (SPEC §4): the version of the MCP SDK the watched server really
+// comes from, not of another copy installed beside it — read from the package.json above the stack
+// frame that calls the hooks watch() installed. Null when bundled, on workerd, or for any other caller.
 import { MAX_MCP_SDK_VERSION_CHARS } from "../shared/limits.ts";
 
 /** The packages a server object can come from, and the bundled-in core they may call through. */

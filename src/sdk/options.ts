@@ -32,11 +32,9 @@ export interface WatchOptions {
   /** How far back a value counts for agreement, per field. Default 300,000 ms. */
   agreeWindowMs?: number;
   /**
-   * Your own conversation or user handle for a request (SPEC §4 "Sessions are conversations"),
-   * first in the order the SDK tries: a non-empty string names the request's session (it is
-   * HMAC'd with the key before it is sent; the value never leaves the process). Anything else, or a
-   * throw, counts as no answer and the next source is tried. Called on every tool call: keep it a
-   * cheap lookup.
+   * Your own conversation or user handle for a request, tried first (SPEC §4 "Sessions are
+   * conversations"). A non-empty string names the session (HMAC'd before sending; the value stays in
+   * the process); anything else or a throw falls through. Called on every tool call: keep it cheap.
    */
   sessionKey?: (request: SessionKeyRequest) => string | undefined | null;
 }

@@ -16,10 +16,8 @@ export function isErrorResult(result: unknown): boolean {
 }
 
 /**
- * McpServer (1.x and 2.x): the callback threw → `crashed`; returned `isError: true` →
- * `tool_error`; never ran (arguments failed validation, unknown or disabled tool) → `bad_args`;
- * its result failed the tool's own output schema (the MCP SDK then answers an error although the
- * callback succeeded) → `crashed`; otherwise `ok`.
+ * McpServer (1.x and 2.x): a result that fails the tool's own output schema is `crashed` (the MCP SDK
+ * answers an error although the callback succeeded); a callback that never ran is `bad_args`.
  */
 export function outcomeOfToolCallback(callback: CallbackRecord, handlerThrew: boolean, finalResult: unknown): CallOutcome {
   if (!callback.ran) return "bad_args";
@@ -34,11 +32,7 @@ export function outcomeOfToolCallback(callback: CallbackRecord, handlerThrew: bo
   return isErrorResult(finalResult) ? "tool_error" : "ok";
 }
 
-/**
- * A low-level Server's tools/call handler is the callback: a thrown MCP error with code −32602
- * (invalid params) → `bad_args`, any other throw → `crashed`, `isError: true` → `tool_error`,
- * else `ok`.
- */
+/** A low-level Server's tools/call handler is the callback: −32602 (invalid params) is `bad_args`. */
 export function outcomeOfHandler(threw: boolean, error: unknown, result: unknown): CallOutcome {
   if (threw) {
     const code = error !== null && typeof error === "object" ? (error as { code?: unknown }).code : undefined;

@@ -1,7 +1,5 @@
-// When and how a failed send is tried again (SPEC §4, revised turn 3): a network error, a timeout,
-// a 5xx or a 429 is retried with the same Idempotency-Key after 1 s, 2 s, 4 s … (doubling,
-// jittered, at most 60 s, Retry-After honoured) while the batch's payloads are under 10 minutes
-// old; any other 4xx drops the batch (it can never succeed). Pure functions: the buffer keeps the time.
+// When a failed send is tried again (SPEC §4): network error, timeout, 5xx or 429, with the same
+// Idempotency-Key, doubling jittered waits, Retry-After honoured. Pure: the buffer keeps the time.
 
 /** The first retry waits about this long; each further one twice as long (SPEC §4). */
 export const RETRY_BASE_DELAY_MS = 1_000;
@@ -118,10 +116,8 @@ export function retryDelayMs(retry: number, retryAfterMs: number | null, random:
 type WebCrypto = { getRandomValues(array: Uint8Array): Uint8Array; randomUUID?: () => string };
 
 /**
- * One batch's Idempotency-Key (SPEC §1.1: 8–64 of [A-Za-z0-9_-]): a random UUID (36 characters of
- * hex digits and hyphens, 122 random bits). Node hands UUIDs out of a cached block of entropy, so
- * one costs a fraction of a getRandomValues call into the system's generator (about a tenth, timed
- * on Node 20 and 22); where randomUUID is missing, 22 base64url characters of 16 random bytes.
+ * One batch's Idempotency-Key (SPEC §1.1: 8–64 of [A-Za-z0-9_-]): a random UUID, cheap on Node (cached
+ * entropy); without randomUUID, 22 base64url characters of 16 random bytes.
  */
 export function newIdempotencyKey(): string {
   const crypto = (globalThis as unknown as { crypto: WebCrypto }).crypto;

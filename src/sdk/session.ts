@@ -1,7 +1,6 @@
-// Where a call's session comes from (SPEC §4 "Sessions are conversations"): one pure function over
-// the facts a request carries, and the table that turns a source into a `session_id` once, so a
-// call costs a map lookup and never an HMAC. request-facts.ts gathers the facts for watch.ts's
-// wrappers; the table of docs/sdk.md ("Where a session comes from") is this file's test table.
+// Where a call's session comes from (SPEC §4 "Sessions are conversations"): one pure function over a
+// request's facts, and the table that turns a source into a `session_id` once (no HMAC per call).
+// Its test table is docs/sdk.md's "Where a session comes from".
 import { HASH_HEX_CHARS } from "../shared/hash.ts";
 import { hmacSha256HexPrefix, sha256Hex } from "../shared/sha256.ts";
 
@@ -22,15 +21,7 @@ export const CONVERSATION_META_KEYS = [
   },
 ] as const;
 
-/**
- * What a request tells about its conversation, gathered by the wrappers:
- * - `fromOption`: what `options.sessionKey(request)` returned (`undefined` without the option, or
- *   when it threw);
- * - `meta`: the request's `_meta`;
- * - `transportSessionId`: the `Mcp-Session-Id` of a stateful streamable-HTTP session, or the SSE
- *   connection's id (both reach handlers as `sessionId`);
- * - `transport`: the connected transport's kind; `connection`: the transport object itself.
- */
+/** What a request tells about its conversation, gathered by the wrappers (docs/sdk.md). */
 export interface SessionFacts {
   fromOption: unknown;
   meta: unknown;
@@ -53,11 +44,9 @@ function usable(value: unknown): value is string {
 }
 
 /**
- * Where this request's session comes from, first match wins (SPEC §4): the server author's
- * `sessionKey`, a conversation id the client sends in `_meta`, the transport session, the
- * connection (stdio or in-memory: one client per connection). `null` when none of these can tell
- * conversations apart (stateless HTTP, MCP 2026-07-28 without a conversation id): no session is
- * known and the call is sent with an empty `session_id` (SPEC §2.2).
+ * Where this request's session comes from, first match wins (SPEC §4): `sessionKey`, a `_meta`
+ * conversation id, the transport session, the connection. `null`: none can tell conversations apart,
+ * and the call goes with an empty `session_id` (SPEC §2.2).
  */
 export function sessionSource(facts: SessionFacts): SessionSource | null {
   if (usable(facts.fromOption)) return { kind: "key", value: facts.fromOption };

@@ -1,7 +1,5 @@
-// Recognises the MCP server shapes by their structure, never by importing the MCP SDK (a peer):
-// SPEC §4 "Facts about the MCP SDKs". `Server._requestHandlers` is a Map of method → handler in
-// every version; `McpServer` wraps a `Server` in `.server` and keeps `_registeredTools` by name.
-// Every private member the SDK relies on, with the versions it was checked on: internals.ts.
+// Recognises the MCP server shapes by structure, never by importing the MCP SDK (a peer; SPEC §4
+// "Facts about the MCP SDKs"). The private members relied on are listed in internals.ts.
 import { transportKindOf } from "./session.ts";
 export type RequestHandler = (request: unknown, extra: unknown) => unknown;
 

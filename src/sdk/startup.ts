@@ -1,8 +1,5 @@
-// Startups (SPEC §4): the tool list a session starts with, read from the server's own tools/list
-// handler and sent once per new session — at its initialize, at the first request of a
-// conversation a 2026-07-28 client names per request, or at watch() on a connected server.
-// The hashing modules directly, not src/shared/index.ts: that one also loads the Zod schemas,
-// which the producer never needs at run time (tests validate every payload with them).
+// Startups (SPEC §4): a session's tool list, read from the server's tools/list handler and sent once
+// per new session. Imports the hashing modules, not src/shared/index.ts (which loads Zod).
 import { descriptionNorm } from "../shared/description.ts";
 import { codePointLength, descriptionHash, schemaHash, utf16Length } from "../shared/hash.ts";
 import { MAX_STARTUP_TOOLS, MAX_TOOL_NAME_CHARS } from "../shared/limits.ts";
@@ -49,12 +46,9 @@ export function startupIfAlreadyInitialized(state: WatchState): void {
 }
 
 /**
- * This request's `session_id` (SPEC §4 "Sessions are conversations"): a map lookup for a known
- * conversation; a new one gets its own startup, so its schema cost is right. `""` when no session
- * is known. `sessionlessStartup`: a tools/call of a client that names itself per request and is in
- * no session sends that client's tool list once under the process's own id (dead tools and schema
- * cost need the list). Other requests without a session send nothing: a client that sends its
- * conversation id only with its calls would otherwise add a session with no calls.
+ * This request's `session_id` (SPEC §4 "Sessions are conversations"), `""` when none is known. A new
+ * session gets its own startup. A sessionless per-request client's tools/call sends its tool list
+ * once under the process's id; other sessionless requests send nothing (it would add empty sessions).
  */
 export function sessionOfRequest(state: WatchState, request: unknown, extra: unknown, clientName: string, sessionlessStartup: boolean): string {
   return sessionAndKindOfRequest(state, request, extra, clientName, sessionlessStartup).id;

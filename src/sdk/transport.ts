@@ -1,7 +1,5 @@
-// Sends one batch to the ingest (SPEC §1.1) without ever holding the process open (SPEC §4).
-// On Node it writes to a kept-alive socket of its own (./http-connection.ts: far cheaper per send
-// than node:http, and the socket can be unref'd); elsewhere (workerd) it uses fetch.
-// The batch's Idempotency-Key goes with every attempt, and Retry-After comes back (./retry.ts).
+// Sends one batch to the ingest (SPEC §1.1) without holding the process open (SPEC §4): an unref'd
+// socket of its own on Node (./http-connection.ts), fetch elsewhere.
 import { HttpConnectionPool, httpTargetOf, type ConnectionBuiltins } from "./http-connection.ts";
 import { MAX_ERROR_BODY_BYTES, parseRetryAfter, type PostAnswer } from "./retry.ts";
 

@@ -1,12 +1,6 @@
-// watch(server, options): instruments an MCP server in place (SPEC §4). The low-level Server's
-// `_requestHandlers` Map is hooked — its `tools/call` and `initialize` entries wrapped and its
-// `set` patched so handlers installed later are wrapped too — and on McpServer each tool's
-// callback is wrapped at dispatch time, so tools registered, updated or renamed after watch() are
-// covered. Every entry point swallows its own failures (rule 1), records synchronously (rule 2)
-// and keeps only names, sizes, hashes and outcomes (rule 3).
-// The modules beside it: request-facts.ts gathers what a request tells (client, session facts),
-// startup.ts sends a session's tool list, tool-callbacks.ts wraps McpServer's callbacks, as-sent.ts
-// measures a result as it goes on the wire; watch-state.ts is what they share per server object.
+// watch(server, options): instruments an MCP server in place (SPEC §4). Hooks the low-level Server's
+// `_requestHandlers` (and its `set`, so later handlers are wrapped too) and McpServer's tool callbacks
+// at dispatch time, so tools registered after watch() are covered.
 import { MAX_DURATION_MS } from "../shared/limits.ts";
 import { valueInResult } from "./agreement.ts";
 import { argsHashText } from "./args-hash.ts";

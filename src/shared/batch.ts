@@ -16,10 +16,8 @@ export type ParsedBatch =
   | { ok: false; status: 400 | 413; error: string };
 
 /**
- * The one validation entry point of ingest. `body` is the parsed JSON; `nowMs` is the worker's
- * clock for the 7-day/5-minute window. A body that is not an object or whose `batch` is not an
- * array → 400; more than MAX_BATCH_ITEMS (1,000) items → 413; otherwise every valid item (in order) and, for each
- * dropped one, its index and a short reason that never echoes the value sent.
+ * The one validation entry point of ingest; `nowMs` is the worker's clock for the SPEC §1.2 window.
+ * Dropped items come back with their index and a reason that never echoes the value.
  */
 export function parseBatch(body: unknown, nowMs: number): ParsedBatch {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {

@@ -29,11 +29,7 @@ export const MIN_STEMMED_CODE_POINTS = 4;
 const TOKEN_SEPARATORS = /[ \t\n\v\f\r!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]+/;
 const ASCII_UPPERCASE = /[A-Z]+/g;
 
-/**
- * The normalised description (SPEC §1.3): ASCII-lowercased, split, short tokens and stopwords
- * dropped, Porter (1980)-stemmed (tokens under 4 code points unstemmed), stopword stems dropped,
- * sorted by code point and joined with single spaces; duplicates stay.
- */
+/** The normalised description, SPEC §1.3's recipe step by step; duplicates stay. */
 export function normaliseDescription(text: string): string {
   const lowered = text.replace(ASCII_UPPERCASE, (letters) => letters.toLowerCase());
   const stems: string[] = [];

@@ -7,19 +7,14 @@ import { MAX_TIMESTAMP_CHARS, parseTimestampMs } from "./timestamp.ts";
 export const HASH_PATTERN = /^[0-9a-f]{4,64}$/;
 
 /**
- * A string of at most `maxChars` code points — not UTF-16 units, so a producer in any language that
- * cuts a name to N of its own characters (code points, UTF-16 units or UTF-8 bytes) is accepted, and
- * every name ingest accepts fits the read API's filters, which use these same schemas (SPEC §1.2:
- * "chars" are code points everywhere). Zod 4.6's built-in `.max()` counts code points (a lone
- * surrogate as one, like codePointLength) and only walks strings longer than `maxChars` units.
- * The empty string is within this cap: a descriptive field (`sdk`, `protocol_version`) may be
- * empty. A name that identifies what a figure is about uses `requiredName` instead.
+ * A string of at most `maxChars` code points (SPEC §1.2: "chars" are code points everywhere), so a
+ * producer's cut in any unit is accepted and every accepted name fits the read API's filters. Zod
+ * 4.6's `.max()` counts code points. May be empty; names use `requiredName`.
  */
 export function boundedText(maxChars: number) {
   return z.string().max(maxChars);
 }
 
-/**
 /**
  * A name that identifies what an item is about (a tool, an agreement field): 1 to `maxChars` code
  * points (SPEC §1.2: tool names 1–200). An empty one drops the item — there is nothing to count it

@@ -1,10 +1,6 @@
-// The ORIGINAL Porter (1980) stemmer as published — M. F. Porter, "An algorithm for suffix
-// stripping", Program 14(3) — which SPEC §1.3 requires: step 2 maps ABLI → ABLE (the later
-// revision, which every npm package implements, has BLI → BLE) and has no LOGI → LOG rule.
-//
-// The word is handled as a sequence of Unicode code points. Vowels are a, e, i, o, u, and y when
-// it follows a consonant; every other code point (other letters, digits, non-ASCII, emoji) is a
-// consonant. Suffixes are lowercase ASCII, so only such endings ever change.
+// The ORIGINAL Porter (1980) stemmer, which SPEC §1.3 requires: step 2 maps ABLI → ABLE (the later
+// revision every npm package implements has BLI → BLE) and has no LOGI → LOG rule. Works on code
+// points; only lowercase ASCII suffixes ever change.
 
 const VOWELS = new Set(["a", "e", "i", "o", "u"]);
 

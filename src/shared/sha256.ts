@@ -1,8 +1,5 @@
-// SHA-256 (FIPS 180-4) of a string's UTF-8 bytes, synchronous and runtime-neutral: the message is
-// encoded into a reused buffer and compressed by the unrolled rounds of sha256-rounds.ts. Written
-// because args_hash runs on every tool call (SPEC §4 "never block") and @noble/hashes (a fresh
-// byte array, a streaming hasher, a loop over typed arrays) measured slower on the 1 KB argument
-// objects of bench/wire.ts; tested against node:crypto and @noble/hashes on generated strings.
+// SHA-256 (FIPS 180-4) of a string's UTF-8 bytes, synchronous and runtime-neutral. Our own because
+// args_hash runs on every tool call (SPEC §4 "never block") and @noble/hashes was slower (bench:wire).
 
 import { compressBlocks } from "./sha256-rounds.ts";
 

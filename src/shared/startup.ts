@@ -60,12 +60,9 @@ export const agreeDeclaredSchema = z.object({
 });
 
 /**
- * A startup as a producer sends it, parsed to what the worker stores: absent optional fields are
- * `null`, a missing `tools` is `[]` (the Go SDK omits empty lists), a missing `agree_declared` is
- * `[]`, unknown keys are stripped at every level. One invalid tool entry drops the whole startup.
- * A tool name listed twice does NOT: SPEC §1.2 drops a startup only for an invalid entry (wrong
- * type, over a cap, missing), and each of those entries is valid. The rollup keeps the last entry
- * as the registered one and counts both in the session's schema bytes (docs/metrics.md).
+ * A startup as stored: absent optionals `null`, missing `tools`/`agree_declared` `[]` (the Go SDK
+ * omits empty lists), unknown keys stripped. One invalid tool entry drops the startup; a name listed
+ * twice does not (SPEC §1.2; the rollup keeps the last, docs/metrics.md).
  */
 export const startupPayloadSchema = z.object({
   v: z.literal(1),

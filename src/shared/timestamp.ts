@@ -16,10 +16,8 @@ const ISO_DATE_TIME =
 const MS_PER_DAY = 86_400_000;
 
 /**
- * Epoch milliseconds of an ISO 8601 date-time, or null when the text is not one (wrong shape, a
- * date that is not on the calendar, an hour over 23, an offset over 23:59). The fraction is parsed
- * by hand, not by Date.parse, so up to 9 digits are read; it is kept down to the microsecond
- * (truncated), e.g. `…:00.123456789Z` → `….123456` ms past the second.
+ * Epoch milliseconds of an ISO 8601 date-time, or null. The fraction is parsed by hand (Date keeps
+ * only milliseconds) and kept to the microsecond, truncated.
  */
 export function parseTimestampMs(text: string): number | null {
   if (text.length > MAX_TIMESTAMP_CHARS) return null;

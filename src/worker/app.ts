@@ -22,11 +22,8 @@ export const app = new Hono<AppEnv>();
 const CF_RAY = /^[\w-]{1,64}$/;
 
 /**
- * The request's id, set once for every answer (hono/request-id): Cloudflare's `cf-ray`, which also
- * names the request in Cloudflare's own logs, else (local development) a random UUID. A client's
- * own `X-Request-Id` is not taken (`headerName: ""`): the id must name this one request, and a
- * header a client chose could name another's. Every log line of the request carries it (log.ts), the
- * answer returns it in `X-Request-Id` and every error body in `request_id` (errors.ts).
+ * The request's id: Cloudflare's `cf-ray` (it names the request in Cloudflare's logs too), else a
+ * random UUID. A client's `X-Request-Id` is not taken: it could name another request.
  */
 export function requestIdOf(cfRay: string | undefined): string {
   return cfRay !== undefined && CF_RAY.test(cfRay) ? cfRay : crypto.randomUUID();
@@ -38,11 +35,9 @@ app.use(async (c, next) => {
 });
 
 /**
- * One set of security headers on every answer — pages, API, errors and 404s (SPEC §3). Scripts run
- * only with this request's nonce (no 'unsafe-inline' scripts); styles stay inline (the charts' SVG
- * carries style attributes) and nothing is loaded from elsewhere. `Referrer-Policy: same-origin` and
- * not `no-referrer`: with no-referrer a browser sends `Origin: null` on a form POST, and the
- * sign-in's cross-site check needs the real origin where `Sec-Fetch-Site` is missing.
+ * Security headers on every answer (SPEC §3): scripts only by nonce; inline styles (the charts' SVG).
+ * `Referrer-Policy: same-origin`, not `no-referrer`, which makes a form POST send `Origin: null` and
+ * breaks the sign-in's cross-site check where `Sec-Fetch-Site` is missing.
  */
 const SECURITY_HEADERS: NonNullable<Parameters<typeof secureHeaders>[0]> = {
   contentSecurityPolicy: {

@@ -111,7 +111,7 @@ function logKeyCheck(event: string, keyId: string, err: unknown): void {
 }
 
 /**
- * Checks an ingest key without D1 on the hot path (SPEC §1.1, turn 3): the key's Durable Object
+ * Checks an ingest key without D1 on the hot path (SPEC §1.1): the key's Durable Object
  * holds its state, read from `db` when the object has none or it is older than 60 s. While D1
  * fails, a key the object knows keeps its last state (a valid key keeps getting 202, never a 401
  * or a 500); a key nobody can check answers 503. When the object itself cannot answer, D1 does.
@@ -183,13 +183,9 @@ export function credentialOf(request: Request, keyHeader?: string): { header: st
 }
 
 /**
- * A bearer key checked, then the sign-in throttle asked (throttle/credentials.ts, SPEC §3): a
- * correct key is let in whatever its network or its prefix did — nothing is asked before the check,
- * and a correct key costs nothing more; a wrong key or a malformed header counts as a failed
- * sign-in and ends in 401, or 429 once its network (not for ingest keys: `countNetwork: false`) or
- * its prefix is over its limit. A request without any Authorization header is not a guess and is
- * not counted. `check` answers the key, or null for a wrong one; what it throws (ingest's 503 when
- * nobody can tell) passes uncounted.
+ * A bearer key checked first, then the sign-in throttle asked (SPEC §3), so a correct key is never
+ * refused for what others did. A missing header is not a guess and is not counted; what `check`
+ * throws (ingest's 503) passes uncounted.
  */
 export async function checkBearerKey<T>(
   env: Env,

@@ -1,9 +1,6 @@
-// More than one database (SPEC §7): the list of D1 databases comes from the env in this one place.
-// A database is a D1 binding named `DB` or `DB_<suffix>` (`DB_2`, `DB_EU`, …); its name is its
-// binding name. `DB` is always first: it holds the directory (project → database), the keys and the
-// dashboard sessions, and it is a database for projects like any other. A project's database is
-// resolved once per request (a middleware) or per job and passed down as a D1Database handle;
-// nothing under db/ reads env or picks a binding (STYLE.md).
+// The list of D1 databases (SPEC §7), read from the env here only: bindings `DB` and `DB_<suffix>`.
+// `DB` is first and also holds the directory, keys and dashboard sessions. A project's database is
+// resolved once per request or job; nothing under db/ picks a binding (STYLE.md).
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv, Env } from "./env.ts";
 import { findProjectDatabase, projectCountsByDatabase, storedBytes } from "./db/directory.ts";

@@ -1,13 +1,6 @@
-// The worker's fetch at the edge (STYLE.md: auth wraps the app): OAuth 2.1 for /mcp (SPEC §9)
-// around the Hono app. The library's resource server hosts /mcp — it publishes the protected-resource
-// metadata, answers a request without a token with the challenge naming it, and validates an OAuth
-// token — and its authorization server serves discovery, token, revocation and registration. Every
-// other request, the consent page (routes/oauth.tsx) included, is the app's.
-//
-// /mcp's tools never learn how the caller signed in: a valid OAuth token reaches /mcp's route with
-// its grant's project in `ctx.props`, and a static read key (`mp_read_…`, anything that is not the
-// library's own `user:grant:secret` token) is let through to the route's existing key check, which
-// also counts it against the sign-in throttle when it is wrong (SPEC §3).
+// The worker's fetch at the edge: OAuth 2.1 for /mcp (SPEC §9) wrapped around the Hono app. A valid
+// OAuth token reaches /mcp with its grant's project in `ctx.props`; a static read key goes on to the
+// route's own key check (throttled, SPEC §3). No tool learns how the caller signed in.
 import { OAuthResourceServer } from "@cloudflare/workers-oauth-provider";
 import { app, requestIdOf } from "./app.ts";
 import type { Env } from "./env.ts";

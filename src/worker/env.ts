@@ -1,7 +1,5 @@
-// The worker's bindings and variables (wrangler.toml), and the one Hono environment every route uses.
-// WranglerEnv is generated from wrangler.toml by `npm run types` (worker-configuration.d.ts; `npm run
-// types:check` fails when it is stale). What is added here is what wrangler.toml cannot declare:
-// secrets, vars that are only set on some deployments or in tests, and the DB_<suffix> pattern.
+// The worker's bindings and variables, and the one Hono environment. WranglerEnv is generated
+// (`npm run types`); added here is what wrangler.toml cannot declare: secrets, optional vars, DB_<suffix>.
 import type { Context } from "hono";
 import type { RequestIdVariables } from "hono/request-id";
 

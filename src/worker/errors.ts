@@ -1,7 +1,5 @@
-// The API's one error model (docs/errors.md): a code for every error, one error class, one
-// `apiError(code, message)` path, and one body, `{"error": message, "code": code, "request_id": id}`,
-// written by app.onError alone. `error` stays a string (SPEC §1.1: every error body is {"error": string});
-// `code` is what a program branches on. Messages are our own words: never the input, never a stack.
+// The API's one error model (docs/errors.md): a code per error, one `apiError(code, message)` path,
+// one body written by app.onError. `error` stays a string (SPEC §1.1); messages never quote input.
 import { zValidator } from "@hono/zod-validator";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
@@ -138,10 +136,8 @@ export function isJsonContentType(header: string | undefined): boolean {
 }
 
 /**
- * The API's body validator (the read API's queries are declared with their routes, routes/metrics.ts): Hono's
- * `@hono/zod-validator` on the JSON body, `c.req.valid("json")` in the handler. A body that is not
- * `application/json` is a 415 (never read as `{}`), a malformed one a 400 (the validator's own), one
- * that fails the schema a 400 "invalid body" — the input is never echoed.
+ * The API's body validator (@hono/zod-validator): not `application/json` is a 415 (never read as
+ * `{}`), malformed a 400, failing the schema a 400 "invalid body" — the input never echoed.
  */
 export function validBody<T extends z.ZodType>(schema: T) {
   return zValidator("json", schema, (result, c) => {

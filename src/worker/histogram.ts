@@ -1,9 +1,5 @@
-// Logarithmic latency buckets (SPEC §2.3): ingest stores each call's bucket, rollups add bucket
-// counts, reads take nearest-rank percentiles from any sum of them.
-//
-// Durations are whole milliseconds. 0–99 ms each get their own bucket (exact); from 100 ms on a
-// bucket spans a factor of 1.04, and its representative value is chosen so that every duration in
-// it is within 2.5 % after rounding to whole ms — well inside the 5 % the SPEC allows, leaving room.
+// Logarithmic latency buckets (SPEC §2.3): exact to 99 ms, then ×1.04 per bucket, each representative
+// within 2.5 % of every duration in it after rounding — inside the SPEC's 5 %.
 
 const EXACT_BELOW_MS = 100;
 const GROWTH = 1.04;

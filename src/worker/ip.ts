@@ -1,7 +1,5 @@
-// IP addresses as the WHATWG URL parser writes them (a leaf): the parser has already normalised
-// every spelling (`0x7f000001`, `127.1`, `[::ffff:127.0.0.1]`), so reading its output needs no
-// more than these two functions. Used by alert targets (which hosts are public) and by the sign-in
-// throttle (which network a client address belongs to).
+// IP addresses as the WHATWG URL parser writes them (already normalised), for alert targets and the
+// sign-in throttle.
 
 /** A dotted-decimal IPv4 address (the only form the URL parser leaves) as a 32-bit number, else null. */
 export function ipv4Number(text: string): number | null {

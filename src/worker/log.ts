@@ -1,9 +1,6 @@
-// The worker's one logger: every line is one JSON object — the event first (scripts and benchmarks
-// find lines by `{"event":"…"`), then its level, the id of the request or invocation it belongs to,
-// then the event's fields. The id is set once per request (app.ts, from hono/request-id) or per
-// queue message and cron trigger, and every line logged while that work runs carries it, the work
-// left to waitUntil after the answer included (AsyncLocalStorage, nodejs_compat). Fields are ids,
-// counts and error names — never a message or a value from a request, which could quote user data.
+// The worker's one logger: a JSON object per line, `{"event":…` first (scripts find lines by it), then
+// level and the request or invocation id (AsyncLocalStorage, so waitUntil work keeps it). Fields are
+// ids, counts and error names — never request values, which could quote user data.
 import { AsyncLocalStorage } from "node:async_hooks";
 
 /** What a line is tied to: an HTTP request (its id is the `X-Request-Id` the answer carries), or a queue message or cron trigger. */

@@ -1,10 +1,5 @@
-// The retry rule of SPEC §2.2 in one place: the window, the gap arithmetic, and how far apart in
-// time two calls can be when one decides a flag of the other. The rollup's SQL (rollup/calls.ts),
-// its span reach, the margins that follow from it (retention's cutoff, the final days, the
-// recompute's frozen days) and both test references (test/worker/rollup/reference.ts,
-// test/e2e/conformance/reference.ts) are built from these definitions, never from a typed number;
-// test/worker/retry-rule.test.ts checks the SQL against the JavaScript over the window's edges and
-// every margin against the rule.
+// The retry rule of SPEC §2.2 in one place: the window, the gap arithmetic and the reach it implies.
+// The rollup SQL, every margin and both test references derive from it, never from a typed number.
 import { MAX_DURATION_MS } from "../shared/limits.ts";
 
 /** SPEC §2.2: a call is retried when the next one starts 0 ≤ gap ≤ 30,000 ms after it ended. */
@@ -21,12 +16,9 @@ export interface RuleCall {
 }
 
 /**
- * SPEC §2.2 gap between a call `c` and the next call `n`, in whole microseconds:
- * n.started_at − (c.started_at + c.duration_ms). Timestamps are REAL milliseconds that may carry
- * fractions (producers send up to nanoseconds; ingest keeps microseconds); comparing float
- * differences would put calls that sit exactly on the 0 or 30,000 ms edge on either side by
- * rounding luck, so each timestamp is rounded to a whole microsecond first (an epoch in µs is exact
- * in a double; sub-µs digits are beyond a double's precision for epoch milliseconds anyway).
+ * SPEC §2.2 gap n.started_at − (c.started_at + c.duration_ms) in whole microseconds: timestamps carry
+ * fractions, and float differences would put calls exactly on the 0 or 30,000 ms edge on either side
+ * by rounding luck. An epoch in µs is exact in a double.
  */
 export function gapMicros(c: RuleCall, n: Pick<RuleCall, "started_at_ms">): number {
   return Math.round(n.started_at_ms * MICROS_PER_MS) - Math.round(c.started_at_ms * MICROS_PER_MS) - c.duration_ms * MICROS_PER_MS;
@@ -67,10 +59,8 @@ export const retryReachSql = (durationMs: string) => `(${durationMs} + ${RETRY_W
 export const MAX_RETRY_REACH_MS = retryReachMs(MAX_DURATION_MS);
 
 /**
- * How many reaches away a call can change a flag the counters hold: a call changes the retry flags
- * of its neighbours (one reach), and each neighbour's first-call success depends on its own other
- * neighbour (a second reach). The rollup's spans and retention's cutoff take this many reaches on
- * each side of a new call.
+ * Reaches a call can change a flag over: its neighbours' retry flags (one), and their first-call
+ * success through their other neighbours (two). Rollup spans and retention take this many each side.
  */
 export const FLAG_REACHES = 2;
 

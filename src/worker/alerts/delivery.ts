@@ -1,7 +1,6 @@
-// Delivery of the outbox (SPEC §5), from the cron after evaluation: due notifications are sent with
-// a timeout and bounded concurrency, every attempt is recorded (status, latency, error class), and
-// a failed one is retried after 1 min, 5 min, 30 min, 2 h, then every 6 h until 24 h after it was
-// queued. Three D1 statements per run whatever the number of notifications.
+// Delivery of the outbox (SPEC §5), from the cron after evaluation: timeouts, bounded concurrency,
+// every attempt recorded, retries until 24 h after queueing. Three D1 statements per run, whatever
+// the number of notifications.
 import { dueNotificationsStatement, recordAttemptsStatements, type AttemptWrite, type DueNotificationRow } from "../db/alerts.ts";
 import { HOUR_MS } from "../time.ts";
 import { renderRequest } from "./formats.ts";

@@ -1,7 +1,6 @@
-// Evaluation of every alert rule after a rollup run (SPEC §5), from the counter tables only, in a
-// number of D1 statements that does not grow with the number of rules: one probe, one batch of
-// reads over every rule at once, at most one more read for schema regressions, and one batch that
-// writes every state and, in the same transaction, the outbox rows those state changes cause.
+// Evaluation of every alert rule after a rollup run (SPEC §5), from the counter tables, in a number
+// of D1 statements that does not grow with the rules; states and the outbox rows they cause are
+// written in one transaction.
 import {
   allRulesStatement,
   allStatesStatement,
@@ -302,10 +301,8 @@ function regressionCandidates(rule: AlertRule, versions: EventToolVersionRow[]):
 }
 
 /**
- * `regressed` of /v1/metrics/schema-regressions: both sides with at least REGRESSION_MIN_CALLS calls,
- * and bad_args rate up or first-call success down by at least REGRESSION_RATE_DELTA (rates rounded
- * as the read API rounds them). The value is the bad_args rate change. A test checks this against
- * the report over the same data.
+ * `regressed` as /v1/metrics/schema-regressions computes it (rates rounded as the read API rounds
+ * them); a test checks the two agree.
  */
 function regressionVerdicts(rules: AlertRule[], candidates: RegressionCandidate[], sums: Counters[], statesByRule: Map<string, StateRow[]>): ScopeVerdict[] {
   const change = (after: number | null, before: number | null) => (after === null || before === null ? null : roundTo(after - before, 4));

@@ -1,7 +1,5 @@
 // The figure a rule compares (SPEC §5: "the same figure the read API shows for that window and
-// scope"): the read API's own counter figures over the summed counters of the window, never a
-// second definition. The only two rates the read API does not show (crash and bad_args) are made
-// with its own rate(): a count ÷ calls, null over no calls, rounded to 4 decimals.
+// scope"): the read API's own counter figures, never a second definition.
 import { counterFigures, rate, type CounterGroup } from "../metrics/counters.ts";
 import type { AlertMetric, AlertOp } from "./rules.ts";
 

@@ -1,7 +1,5 @@
-// How each destination kind receives a notification (SPEC §5): Slack's incoming-webhook message
-// with blocks, Discord's webhook embed, and the generic JSON webhook, signed. Producer-chosen names
-// (tools, clients) are escaped for each format, and mentions are disabled, so a tool named
-// "<!channel>" or "@everyone" pings nobody.
+// Notification bodies per destination kind (SPEC §5): Slack, Discord, signed generic JSON. Names are
+// escaped and mentions disabled, so a tool named "<!channel>" or "@everyone" pings nobody.
 import { formatFigure, summaryOf, titleOf, type NotificationPayload } from "./notification.ts";
 import type { DestinationKind } from "./rules.ts";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER, signatureOf } from "./signing.ts";

@@ -1,8 +1,5 @@
-// Managing a project's alert rules and destinations (SPEC §5): the one place that checks and writes
-// them, used by the admin API (routes/alerts.ts, JSON bodies) and by the dashboard's admin forms
-// (routes/dashboard-alerts.tsx), so both go through the same Zod schemas and the same limits.
-// Services return values or an error code; the routes decide statuses and wording. No message ever
-// carries the input: a destination URL is a secret, and a field's content is the user's.
+// The one place that checks and writes a project's alert rules and destinations (SPEC §5), for the
+// admin API and the dashboard's forms alike. No message carries the input: a destination URL is a secret.
 import { randomBase62 } from "../auth.ts";
 import {
   countProjectAlerts,

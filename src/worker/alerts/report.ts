@@ -1,7 +1,5 @@
-// What a read key sees of a project's alerts (SPEC §5 `GET /v1/metrics/alerts`, SPEC §6 `get_alerts`):
-// its rules with their states per scope, and the latest notifications with every delivery attempt.
-// Never a destination's URL or secret. The answers are Zod schemas, declared once for the route, its
-// OpenAPI document and the MCP tool's output schema.
+// What a read key sees of a project's alerts (SPEC §5, SPEC §6 `get_alerts`): rules, states and the
+// delivery log, never a destination's URL or secret. One Zod schema for the route, OpenAPI and MCP.
 import { z } from "zod";
 import { listDeliveries, listProjectStates, listRules, type StateRow } from "../db/alerts.ts";
 import { readAsOfMs } from "../db/metrics.ts";

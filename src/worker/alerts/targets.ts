@@ -18,15 +18,10 @@ export type TargetRefusal = "not_a_url" | "not_https" | "credentials_in_url" | "
 export type TargetCheck = { ok: true; url: URL } | { ok: false; reason: TargetRefusal };
 
 /**
- * `https://` to a public host only; `http://` to exactly 127.0.0.1, localhost or [::1] only when the
- * worker runs locally (SPEC §5). Run at creation and again before every delivery attempt.
- *
- * The host is judged on the WHATWG URL parser's normal form, not on the text: the parser already
- * turns `0x7f000001`, `2130706433`, `0177.0.0.1` and `127.1` into `127.0.0.1`, lowercases names and
- * writes IPv6 as hex pieces (`[::ffff:127.0.0.1]` becomes `[::ffff:7f00:1]`), so one check covers
- * every spelling of an address. What it cannot see is where a *name* resolves: a public name whose
- * DNS answer is (or later becomes) 10.0.0.1 passes — workerd gives a worker no resolver to ask
- * first (docs/alerts.md, "What a destination may be").
+ * `https://` to a public host; `http://` to 127.0.0.1, localhost or [::1] only when running locally
+ * (SPEC §5). Judged on the WHATWG parser's normal form, so one check covers every spelling of an
+ * address. A public name that resolves to a private address passes: workerd has no resolver to ask
+ * (docs/alerts.md). Run at creation and before every delivery.
  */
 export function checkTarget(raw: string, local: boolean): TargetCheck {
   let url: URL;

@@ -1,12 +1,8 @@
-// The Analytics Engine layout of the calls dataset (binding CALLS_AE, docs/analytics-engine.md).
-// One data point stands for `calls` tool calls (the weight): a single call when the batch fits the
-// platform's 250 writes per invocation, a group of calls with identical dimensions otherwise.
-// Names are stored in their well-formed UTF-16 form, as D1 stores them.
-// Append-only: a slot, once shipped, keeps its meaning forever (queries in the wild read it).
-// double1–9 and double13 on are the per-call counters of metrics/counters.ts, each named as there
-// (double10–12 are one call's own values): a counter that one call decides gets the next free slot
-// here or the type check fails; what a call adds is counters.ts's.
-// The same map is read by the writer below and by the query builder (explore-sql.ts).
+// The Analytics Engine layout of the calls dataset (docs/analytics-engine.md). A data point weighs
+// `calls` calls: one call, or identical ones grouped when a batch exceeds the 250 writes per invocation.
+// Append-only: a shipped slot keeps its meaning (queries in the wild read it). Every per-call counter
+// of metrics/counters.ts needs the next free doubleN, or the type check fails. Read by writer and
+// query builder (explore-sql.ts) alike.
 import { PER_CALL_COUNTER_NAMES, addCall, type CallFacts, type PerCallCounterName } from "../metrics/counters.ts";
 import { wellFormed } from "../text.ts";
 import type { SessionKind } from "../../shared/call.ts";
@@ -148,13 +144,9 @@ function blobsOf(call: CallForAnalytics, request: RequestFacts): Blobs {
 export const DURATION_CHUNK_RATIO = 1.1;
 
 /**
- * How a batch over the limit is grouped, finest first: the first level whose points fit is used.
- * Every level keeps tool, outcome and emptiness, and the call's hour (hourly figures, and the
- * reconciliation with D1, stay exact); all but the last keep the client. Within a group, calls are
- * cut into duration chunks — `ratio`: each chunk at most DURATION_CHUNK_RATIO wide (quantiles
- * within 5 %); `budget`: the points left over shared among the groups by their calls, each chunk a
- * run of neighbouring durations (quantiles approximate). What a level merges is stored as
- * `(other)`; distinct counts over it are approximate.
+ * How a batch over the 250-point limit is grouped: the finest level whose points fit. Every level
+ * keeps tool, outcome, emptiness and hour (so hourly figures and the D1 reconciliation stay exact).
+ * Merged values are stored as `(other)`; distinct counts over them are approximate.
  */
 type Level = { keep: ReadonlySet<BlobName>; timeMs: number; chunks: "ratio" | "budget" };
 const EXACT_DIMENSIONS = new Set<BlobName>(["tool_name", "client_name", "outcome", "empty"]);
@@ -243,10 +235,8 @@ function mergeSmallest(groups: Group[], maxPoints: number): Group[] {
 }
 
 /**
- * The data points for one batch: one per call while the batch has at most `maxPoints` calls;
- * otherwise one per group of identical dimensions (GROUPING_LEVELS), and — should even the
- * coarsest level give more groups than points — the smallest groups merged into one `(other)`
- * point. Every call is represented: the `calls` slots always sum to the number of calls.
+ * The data points for one batch: one per call within `maxPoints`, else grouped (GROUPING_LEVELS).
+ * The `calls` slots always sum to the batch's calls.
  */
 export function callDataPoints(
   projectId: string,

@@ -1,10 +1,6 @@
-// Where Explore's SQL runs (SPEC §8 "Where it runs"): one interface, `(sql) → rows`, three ways.
-// 1. The Analytics SQL Workers binding (`[analytics] binding = "ANALYTICS_SQL"`, wrangler ≥ 4.145;
-//    remote only), when the account has it: no token, account scope implied.
-// 2. The account-level AE SQL API with an API token (secrets CF_ACCOUNT_ID, CF_ANALYTICS_TOKEN).
-// 3. The local engine (`npm run dev`, tests: ANALYTICS_LOCAL_URL, scripts/analytics-local.ts).
-// 429/503/507 are retried after their Retry-After, a bounded number of times within a bounded
-// wait; anything else that fails is AnalyticsUnavailable, which the route answers with a 503.
+// Where Explore's SQL runs (SPEC §8 "Where it runs"): `(sql) → rows` over the Analytics SQL binding,
+// the AE SQL API with a token, or the local engine. 429/503/507 are retried within a bounded wait;
+// any other failure is AnalyticsUnavailable (503).
 import type { Env } from "../env.ts";
 
 export type SqlRow = Record<string, unknown>;

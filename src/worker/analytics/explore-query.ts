@@ -1,8 +1,5 @@
-// Explore's typed query (SPEC §8): measures, a breakdown, filters, a range, a grain and a limit,
-// parsed once by Zod from fixed lists. A query is a value: explore-sql.ts turns it into SQL, the
-// rollups fallback reads it for D1, and nothing downstream ever sees the request's raw text.
-// Messages are our own words: an unknown parameter or value is answered with the allowed list,
-// never with what the request held (SPEC §3).
+// Explore's typed query (SPEC §8), parsed once by Zod from fixed lists; nothing downstream sees the
+// request's raw text. Errors list the allowed values, never the input (SPEC §3).
 import { z } from "zod";
 import { CALL_OUTCOMES } from "../../shared/call.ts";
 import { HASH_PATTERN } from "../../shared/fields.ts";

@@ -1,7 +1,4 @@
-// From the engine's rows to Explore's answer (SPEC §8): measures computed from the weighted sums,
-// the largest `limit` groups kept and the rest summed into `(other)`, time buckets in order, and
-// what the answer can claim: sampled or not, and which figures are approximate. Pure: the rows of
-// any executor (AE's SQL API, the binding, the local engine) give the same answer.
+// From the engine's rows to Explore's answer (SPEC §8). Pure, so every executor gives the same answer.
 import { OTHER_GROUP } from "./calls-dataset.ts";
 import type { ExploreQuery, Measure } from "./explore-query.ts";
 import { MAX_SQL_ROWS, MEASURE_DEFINITIONS, SUMS, sumsOf, type SumName, type Sums } from "./explore-sql.ts";

@@ -1,10 +1,6 @@
-// The one builder from an ExploreQuery to SQL (SPEC §8), in the dialect both Cloudflare's Analytics
-// Engine SQL API and ClickHouse (the local engine, chdb) accept: SELECT … FROM … WHERE … GROUP BY …
-// ORDER BY … LIMIT … FORMAT JSON, with SUM, MAX, count(DISTINCT), quantileExactWeighted, intDiv and
-// toUInt64 only. Identifiers come from the fixed lists (explore-query.ts, calls-dataset.ts);
-// literals are the project id and filter values — validated by the query model, then escaped
-// here — and whole numbers this module formats itself. Golden snapshots of the output are checked
-// in under test/worker/analytics/sql/ (test/worker/explore-sql.test.ts fails when one is stale).
+// The one builder from an ExploreQuery to SQL (SPEC §8), in the subset AE's SQL API and ClickHouse
+// (the local engine) both accept. Identifiers only from fixed lists, literals escaped here; golden
+// snapshots in test/worker/analytics/sql/.
 import { CALLS_DATASET } from "./calls-dataset.ts";
 import { DIMENSIONS, type Dimension, type ExploreQuery, type Measure } from "./explore-query.ts";
 

@@ -38,10 +38,8 @@ export function clearExploreCache(): void {
 }
 
 /**
- * The one answering path of Explore (SPEC §8) — GET /v1/explore, the dashboard's Explore page and
- * the MCP `explore` tool all call it: the cached answer of (project, query) when it is younger than
- * 60 s, else AE's (or, past 90 days, D1's day rows'). Refusals are ApiErrors (400, 503) for the
- * caller to show in its own medium.
+ * The one answering path of Explore (SPEC §8) for the route, the dashboard and the MCP tool. Refusals
+ * are ApiErrors for the caller to show in its own medium.
  */
 export async function answerExplore(env: Env, db: D1Database, projectId: string, query: ExploreQuery, nowMs: number): Promise<ExploreAnswer> {
   const key = JSON.stringify([projectId, query]);

@@ -1,26 +1,9 @@
-// The per-key payload budget (SPEC §1.1: default 10,000 payloads per minute, counted per key
-// across all isolates). One Durable Object per key: a Durable Object is single-threaded and
-// globally unique, so every isolate that serves the key asks the same counter.
-//
-// The counter is a token bucket: it holds at most `budgetPerMinute` tokens and refills at
-// `budgetPerMinute / 60` per second, so in any window of T seconds a key gets at most
-// budget × (1 + T/60) — never the 2× within seconds that a fixed-minute counter allows at a
-// minute's edge. The bucket lives in the object's memory and is written to its SQLite storage
-// when it holds less than 90 % of its capacity, so an eviction or a restart does not reset a key
-// that is using its budget. A fuller bucket is not written: each write is a billed row (one per
-// ingest request was ~0.55 rows per call at the SDK's batching, bench:cost), and losing it costs at
-// most the 10 % it is short of full, because the stored state it falls back to, refilled for the
-// time since, is never below the true count and never above the capacity. The write is not
-// awaited and does not hold the answer (`allowUnconfirmed`): waiting for each write to be
-// confirmed made every ingest request wait on a storage flush.
-//
-// The same object answers the key check without D1 (SPEC §1.1, turn 3): it holds what the check
-// needs (hash, project, kind, revoked, the project's budget and database), loaded from D1 by the worker on first
-// use and refreshed at most every KEY_STATE_MAX_AGE_MS; a revocation, a project deletion and a
-// project's move to another database tell it at once. The state is written to storage only when it
-// changes (a refresh that finds the same row writes nothing), so after a restart during a D1 outage the object still knows its key. And it
-// remembers the Idempotency-Keys it admitted for an hour, in memory: the dedup of a resend costs
-// no row (docs/ingest.md says what a restart of the object leaves to the D1 guard).
+// The per-key payload budget (SPEC §1.1), one Durable Object per key so every isolate asks the same
+// counter. A token bucket (never the 2× a fixed-minute counter allows at a minute's edge), stored only
+// below 90 % of capacity: each write is a billed row (bench:cost), and a lost fuller bucket costs at
+// most that 10 %. Writes are not awaited (`allowUnconfirmed`) so ingest never waits on a flush.
+// It also answers the key check without D1 (SPEC §1.1) and remembers admitted Idempotency-Keys for
+// an hour in memory (docs/ingest.md says what a restart leaves to the D1 guard).
 import { DurableObject } from "cloudflare:workers";
 import { IDEMPOTENCY_WINDOW_MS } from "../time.ts";
 

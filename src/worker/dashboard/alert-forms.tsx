@@ -1,8 +1,5 @@
-// The alerts page's admin forms (SPEC §5: a signed-in admin manages rules and destinations on the
-// dashboard): plain HTML forms, no script, and the one mapping from their fields to the admin API's
-// JSON bodies. The mapping checks nothing — it only turns form strings into the JSON types (blank
-// → null or left out, digits → numbers, checkboxes → a list); alerts/manage.ts then checks the result
-// with the admin API's own Zod schemas, so the form and the API refuse exactly the same rules.
+// The alerts page's admin forms (SPEC §5): plain HTML, and the one mapping from form fields to the
+// admin API's JSON. It checks nothing; alerts/manage.ts does, so form and API refuse the same rules.
 import type { FC } from "hono/jsx";
 import type { AlertsReport } from "../alerts/report.ts";
 import { ALERT_EVENTS, ALERT_METRICS, ALERT_OPS, DEFAULT_FOR_EVALUATIONS, DEFAULT_MIN_CALLS, DEFAULT_REPEAT_HOURS, DEFAULT_WINDOW_HOURS, DESTINATION_KINDS, MAX_ALERT_NAME_CHARS, MAX_DESTINATION_URL_CHARS } from "../alerts/rules.ts";

@@ -1,8 +1,5 @@
-// The alerts page (SPEC §5, docs/alerts.md): every rule with its state per scope and its last
-// evaluation, and the delivery log — read only for whoever holds the project's read key. A
-// signed-in admin also gets the forms that create, edit and delete rules and destinations and send a
-// test (dashboard/alert-forms.tsx); an insight's "alert me on this" lands here with the rule it
-// suggests, in the new-rule form for an admin, written out as the admin request for a reader.
+// The alerts page (SPEC §5, docs/alerts.md): rules, states and the delivery log for a read key; the
+// forms (alert-forms.tsx) for a signed-in admin.
 import type { FC } from "hono/jsx";
 import type { AlertsReport } from "../alerts/report.ts";
 import type { SuggestedRule } from "../alerts/suggest.ts";

@@ -4,12 +4,8 @@
 import type { FC } from "hono/jsx";
 
 /**
- * Characters that show as nothing or change how the text around them is shown: C0 and C1
- * controls and DEL (`\p{Cc}`), the soft hyphen, the Arabic letter mark, the Mongolian vowel
- * separator, zero-width space, LRM/RLM, the bidi embeddings and overrides (U+202A–U+202E), the
- * invisible operators, the bidi isolates (U+2066–U+2069) and deprecated format controls
- * (U+206A–U+206F), the BOM and the interlinear annotation controls. ZWJ and ZWNJ (U+200C–U+200D)
- * are left alone: emoji sequences and several scripts need them, and they cannot reorder text.
+ * Characters that show as nothing or reorder the text around them (controls, bidi, zero-width,
+ * invisible operators, BOM). ZWJ/ZWNJ stay: emoji and several scripts need them.
  */
 const HIDDEN = /[\p{Cc}\u00ad\u061c\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]/gu;
 

@@ -158,13 +158,7 @@ ul.insights .alert-me{flex-basis:100%;text-align:right}
 #manage-rules summary{cursor:pointer;font-size:13px}
 `;
 
-/**
- * The pages' one script (it runs by the CSP nonce, app.ts): sorts any table.sortable by the clicked
- * header (numbers by data-value, text otherwise), submits the form when the client select changes,
- * takes a sign-in link's key out of the address bar and history, and marks a table cut by its card
- * (a phone shows the first columns of the tools table): a line above it says it scrolls, and its
- * right edge fades until it is scrolled to the end.
- */
+/** The pages' one script, run by the CSP nonce (app.ts): sortable tables, the client select, and a sign-in key taken out of the address bar. */
 export const PAGE_SCRIPT = `
 document.querySelectorAll("table.sortable").forEach(function(table){
   table.querySelectorAll("th[data-sort]").forEach(function(th, index){

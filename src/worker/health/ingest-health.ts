@@ -1,9 +1,5 @@
-// What an operator reads about ingest's durability (GET /v1/admin/health, docs/ingest.md): write
-// retries and failures per hour, the batches sent to the ingest queue and not written yet, and the
-// dead-lettered ones. One Durable Object for the whole worker, because it must count while D1 is
-// down — exactly when there is something to count. It is told only on the slow paths (a retried
-// write, a queued batch, a batch the consumer wrote, a dead letter, a 503 or a 429), so a healthy request
-// pays neither a request to it nor a row (bench:cost).
+// Ingest durability for operators (GET /v1/admin/health, docs/ingest.md). One Durable Object, because
+// it must count while D1 is down; told only on slow paths, so a healthy request costs no row (bench:cost).
 import { DurableObject } from "cloudflare:workers";
 
 /** The one instance's name. */

@@ -1,7 +1,5 @@
-// The explore tool's arguments (SPEC §6), the one schema the MCP tools have of their own. What the
-// tools return is the read API's answers, declared once (metrics/answers.ts, alerts/report.ts); the
-// SDK checks every structuredContent against a tool's outputSchema, so a report that drifts from
-// its schema fails the tool call instead of misleading.
+// The explore tool's arguments (SPEC §6), the one schema the MCP tools have of their own; outputs are
+// the read API's answer schemas, which the MCP SDK checks every structuredContent against.
 import { z } from "zod";
 import { DIMENSION_NAMES, EXPLORE_MAX_BY, EXPLORE_MAX_FILTER_VALUES, EXPLORE_MAX_LIMIT, GRAINS, MEASURES } from "../analytics/explore-query.ts";
 

@@ -1,7 +1,5 @@
-// The read API's answers (SPEC §3), declared once as Zod schemas: GET /v1/metrics/* declares them
-// as its responses (the OpenAPI document, routes/openapi.ts), the MCP tools build their output
-// schemas from them (mcp/tools.ts), and the reports' types are inferred from them (reports.ts), so
-// an answer, its documentation and what an agent is promised cannot drift apart.
+// The read API's answers (SPEC §3) as Zod schemas, declared once for the routes, the OpenAPI document,
+// the MCP output schemas and the reports' types, so they cannot drift apart.
 import { z } from "zod";
 import { CounterFigures } from "./counters.ts";
 import { GRAINS } from "./query.ts";

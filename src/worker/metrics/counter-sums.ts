@@ -1,8 +1,5 @@
-// Sums of the counters (counters.ts) over the rollup's counter tables, grouped by tool, client or
-// time, in as few D1 statements as there can be: every sum a request needs is one branch of one
-// `UNION ALL` statement, and the schema-regression windows of any number of tools are one statement
-// over a JSON list. The SQL is built from COUNTERS, so a new counter is summed without a change here.
-// Nothing here divides: rates are made by counterFigures().
+// Sums of the counters over the rollup tables in as few D1 statements as possible (one UNION ALL per
+// request), built from COUNTERS so a new counter needs no change here. Rates are counterFigures()'.
 import { CONCAT_BLOCK_MS, COUNTER_TABLES, readCounterRows, type CounterRowsBranch } from "../db/counter-rows.ts";
 import { dayRowsSourceSql } from "../db/day-marks.ts";
 import { COUNTER_NAMES, addCounters, zeroCounters, type CounterGroup, type Counters } from "./counters.ts";
@@ -43,10 +40,9 @@ function groupExpression(groupBy: GroupBy, grain: Grain): string {
 }
 
 /**
- * The SELECT of one request. With histograms, counters are summed and histograms concatenated per
- * (group, client, block of CONCAT_BLOCK_MS) and folded per group in foldRows(): SQLite's json_each
- * costs about a microsecond per bucket (90 days × 50 tools × 5 clients × ~50 buckets took over a
- * second), one JSON.parse of a group's concatenated histograms a few tens of nanoseconds.
+ * The SELECT of one request. Histograms are concatenated per (group, client, CONCAT_BLOCK_MS block)
+ * and folded in foldRows(): one JSON.parse is far cheaper than SQLite's json_each per bucket
+ * (docs/benchmarks.md, bench:read).
  */
 function branchOf(projectId: string, request: CounterRequest): CounterRowsBranch {
   const { table, time } = COUNTER_TABLES[request.grain];

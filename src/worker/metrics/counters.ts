@@ -1,10 +1,6 @@
-// The counters of SPEC §2.1–2.3, defined once: their rollup column, how rows add up, what one call
-// adds to them, how an answer shows them (counts, rates divided at read time, averages,
-// percentiles) and what they mean. The SQL that sums them (counter-sums.ts), every report, the
-// dashboard, the Analytics Engine layout (analytics/calls-dataset.ts) and the MCP output schema
-// (the answers' Zod schemas, `CounterFigures` below and metrics/answers.ts) derive from this module; what cannot import it (migration 0013's day triggers,
-// test seeds) is checked against it by test/worker/counters.test.ts. Adding a counter starts here
-// (docs/architecture.md, "Adding a counter").
+// The counters of SPEC §2.1–2.3, defined once: column, how rows add, what one call adds, how answers
+// show them. Everything else derives from this; what cannot import it is checked against it by
+// test/worker/counters.test.ts. Adding a counter starts here (docs/architecture.md).
 import { z } from "zod";
 import { addHistogram, histogramPercentile, type DurationHistogram } from "../histogram.ts";
 import { DEFINITIONS } from "./definitions.ts";

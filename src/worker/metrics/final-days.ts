@@ -1,11 +1,6 @@
-// An in-isolate cache of counter sums over days that can no longer change, so long-range reads
-// (90 days of latency histograms is ~12 MB of JSON) only read the recent, still-changing days.
-//
-// When is a day final? A payload is accepted up to 7 days after its started_at (SPEC §1.2), and a
-// call's retry — which decides whether its chain's first call succeeded (SPEC §2.2) — starts at
-// most one retry reach (duration_ms ≤ 1 day, + 30 s; retry-rule.ts) after it. So once the rollup is
-// complete (`as_of`) past a day's end + 7 days + that reach, nothing can reach that day's rows any
-// more; an hour of margin is added (for clocks).
+// An in-isolate cache of counter sums over days that can no longer change. A day is final once the
+// rollup's as_of passes its end + 7 days (SPEC §1.2 acceptance) + one retry reach (SPEC §2.2,
+// retry-rule.ts) + an hour of margin for clocks.
 
 import { DAY_MS, HOUR_MS } from "../time.ts";
 import { MAX_RETRY_REACH_MS } from "../retry-rule.ts";

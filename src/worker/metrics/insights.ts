@@ -1,4 +1,4 @@
-// GET /v1/metrics/insights: what to fix first (issue 5), ranked, from the tool rows of reports.ts.
+// GET /v1/metrics/insights: what to fix first, ranked, from the tool rows of reports.ts.
 import { bucketLowerMs, type DurationHistogram } from "../histogram.ts";
 import type { RegisteredToolRow } from "../db/metrics.ts";
 import { INSIGHT_KINDS, SEVERITIES, type Insight, type InsightKind, type InsightsReport } from "./answers.ts";
@@ -7,7 +7,7 @@ import type { DateRange, ReadFilters } from "./query.ts";
 import { EMPTY_DESCRIPTION_NORM, UTF16_UNITS_PER_TOKEN, findConvergence, loadTools, type ToolRow } from "./reports.ts";
 import { asOfIso, type ReadScope } from "./scope.ts";
 
-/** Rate-based insights need at least this many calls in the range (issue 5: none on fewer than 20). */
+/** Rate-based insights need at least this many calls in the range (none on fewer than 20). */
 export const INSIGHT_MIN_CALLS = 20;
 /**
  * The small-sample exception: error and crash insights also apply to a tool with fewer calls once
@@ -57,15 +57,8 @@ function percent(value: number): string {
 const FAILURE_KINDS: ReadonlySet<InsightKind> = new Set(["crashes", "high_error_rate"]);
 
 /**
- * What to fix first, SPEC-independent (issue 5). Severity:
- * - high: crashes > 5 % of calls, errors > 25 %, first-call success < 50 %, empties > 20 %,
- *   > 25 % of calls slower than 2 s, average response > 50,000; a dead tool costing ≥ 1,000 tokens
- *   per session
- * - medium: the other threshold crossings of calls-based insights; dead tools costing ≥ 250 tokens
- * - low: cheaper dead tools, converged descriptions
- * Ranking, worst first: severity; then failed calls (crashes, errors) before every other kind, since
- * a call that failed did nothing for its user; then affected calls (descending), then the kind order
- * of INSIGHT_KINDS, then the value, then tool name.
+ * What to fix first (thresholds: docs/read-api.md). Worst first: severity, then failed calls before
+ * other kinds (a failed call did nothing for its user), then affected calls, kind order, value, name.
  */
 export function buildInsights(rows: ToolRow[], histograms: Map<string, DurationHistogram>, registered: RegisteredToolRow[]): Insight[] {
   const t = INSIGHT_THRESHOLDS;

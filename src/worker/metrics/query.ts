@@ -1,9 +1,5 @@
-// Query parameters of the read API and the dashboard (SPEC §3), as Zod schemas: inclusive UTC date
-// ranges, the client/tool filters and the timeseries grain. The API declares them as its routes'
-// parameters (routes/metrics.ts: validated by @hono/zod-openapi, described in the OpenAPI document)
-// and the dashboard parses them with `parseQuery(schema, url)`; both answer a bad parameter with a
-// 400 whose message names the parameter by our own name for it but never repeats anything the
-// request held — not a value, not an unknown parameter's name (SPEC §3).
+// Query parameters of the read API and the dashboard (SPEC §3) as Zod schemas. A bad parameter is a
+// 400 naming it in our words, never repeating what the request held (SPEC §3).
 import { z } from "zod";
 import { MAX_CLIENT_NAME_CHARS, MAX_TOOL_NAME_CHARS } from "../../shared/limits.ts";
 import { DAY_MS, HOUR_ROWS_KEPT_DAYS, hourRowsHorizonMs } from "../time.ts";

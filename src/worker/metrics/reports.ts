@@ -1,8 +1,5 @@
-// The read API's answers (SPEC §2–3), built from the counter sums (counter-sums.ts) and the other
-// read queries (db/metrics.ts): rates divided at read time, rounding and null rules, dead tools,
-// descriptions and agreement. Each answer is a pure function of its rows (`…From`) plus a report
-// that loads them; the dashboard's pages (pages.ts) call the same functions, so a figure on the page
-// is the figure the API answers. The answers' shapes are the Zod schemas of answers.ts.
+// The read API's answers (SPEC §2–3) as pure functions of their rows (`…From`) plus loaders; the
+// dashboard calls the same functions, so a page shows what the API answers.
 import type { DurationHistogram } from "../histogram.ts";
 import {
   listAgreementDeclarations,

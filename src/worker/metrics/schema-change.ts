@@ -1,7 +1,5 @@
-// When a tool's current schema took over, and the hours around it that schema regressions compare
-// (SPEC §2.5, /v1/metrics/schema-regressions): one definition for the read side, the alerts and the
-// hour-row fold (rollup/retention.ts keeps these hours, SPEC §7), in JS and as its SQL twin;
-// test/worker/rollup/history-fold.test.ts checks that the two agree.
+// When a tool's current schema took over and the hours schema regressions compare (SPEC §2.5), in JS
+// and as its SQL twin; test/worker/rollup/history-fold.test.ts checks they agree.
 import { toolVersionsSourceSql } from "../db/tool-versions.ts";
 import { DAY_MS, HOUR_MS, hourStartMs, hourStartSql } from "../time.ts";
 

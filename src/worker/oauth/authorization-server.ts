@@ -1,13 +1,7 @@
-// OAuth 2.1 for /mcp (SPEC §9): the authorization server of @cloudflare/workers-oauth-provider,
-// which owns discovery (RFC 8414), the token endpoint (PKCE S256, refresh with rotation, RFC 7009
-// revocation), dynamic registration (RFC 7591), Client ID Metadata Documents, `iss` (RFC 9207) and
-// the audience binding (RFC 8707). Nothing of OAuth is written here: this module only configures it
-// and names what a grant holds — one project, read-only, approved with one of its read keys.
-//
-// The worker does not know its public origin (it is self-hosted, and reachable under workers.dev and
-// custom domains alike), so the issuer and the resource are the request's origin and origin + /mcp:
-// one server per origin, built on first use. The library accepts https origins, and http only on a
-// loopback host (`wrangler dev`); any other origin gets no OAuth (the static read key still works).
+// OAuth 2.1 for /mcp (SPEC §9): configures @cloudflare/workers-oauth-provider, which implements the
+// protocol; a grant is one project, read-only, approved with one of its read keys. The worker is
+// self-hosted and does not know its origin, so issuer and resource are the request's origin (one
+// server per origin); only https, or http on loopback, gets OAuth.
 import { OAuthAuthorizationServer, type GrantSummary, type OAuthHelpers } from "@cloudflare/workers-oauth-provider";
 import type { Env } from "../env.ts";
 

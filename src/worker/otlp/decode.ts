@@ -29,9 +29,8 @@ export const MAX_MESSAGE_DEPTH = 100;
 
 /**
  * The request, or null when the body cannot be decoded (400). Unknown fields are skipped (OTLP asks
- * receivers to ignore them) and not kept. JSON: OTLP's mapping writes trace and span ids in hex
- * where proto3 JSON has base64, so the ids are turned back before the library reads the message;
- * enums as integers and int64 as strings or numbers are proto3 JSON already.
+ * receivers to). OTLP's JSON writes trace and span ids in hex where proto3 JSON has base64, so they
+ * are converted back first.
  */
 export function decodeExportRequest(bytes: Uint8Array, encoding: OtlpEncoding): ExportTraceServiceRequest | null {
   try {

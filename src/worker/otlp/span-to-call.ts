@@ -1,8 +1,5 @@
-// OTLP spans → calls (SPEC §10): a pure map from one span and its resource to the call an SDK would
-// have sent, or the reason it is not one. The attribute names are the OTel GenAI/MCP semantic
-// conventions (docs/gen-ai/mcp.md), with the older spellings some emitters still use; the table in
-// docs/otlp.md is this file's test table (test/worker/otlp-mapping.test.ts). The call then goes
-// through the same validation as every SDK call (parsePayload), so a span carries no privilege.
+// OTLP spans → calls (SPEC §10): a pure map from a span and its resource to a call or the reason it
+// is not one. docs/otlp.md's table is its test table; the call then takes the SDK's validation path.
 import {
   argsHash,
   codePointLength,
@@ -18,10 +15,8 @@ import type { Resource } from "./gen/opentelemetry/proto/resource/v1/resource_pb
 import { Span_SpanKind, Status_StatusCode, type Span } from "./gen/opentelemetry/proto/trace/v1/trace_pb.ts";
 
 /**
- * `args_hash` of a call whose arguments the emitter did not record (SPEC §10: `gen_ai.tool.call.arguments`
- * is opt-in). Never sent by an SDK (the wire requires 4–64 hex); such calls are counted by the
- * `calls_without_args_hash` counter, and the read side marks retries and first-call success of
- * their rows as not measurable. Two of them in a row are a same-hash repeat (SPEC §2.2): never a retry.
+ * `args_hash` of a call whose arguments were not recorded (SPEC §10: opt-in). Never sent by an SDK;
+ * counted by `calls_without_args_hash`, and never a retry (SPEC §2.2: a same-hash repeat).
  */
 export const NO_ARGS_HASH = "";
 
@@ -82,13 +77,9 @@ export function isToolCallSpan(span: Span, attributes: Attributes = attributesOf
 }
 
 /**
- * The call one span stands for (SPEC §10). SERVER spans with `mcp.method.name = tools/call` are
- * calls. INTERNAL (and unspecified-kind) tools/call spans, which some emitters use on stdio
- * servers, are calls only where no SERVER span can count the same call: when they are a root
- * span, or their parent is another span of the same request that is not a tool call (an HTTP
- * SERVER span); one nested under a span we cannot see is refused, since that parent may be the
- * SERVER tools/call span of another export — a call is never counted twice. CLIENT spans are the
- * caller's view of a call and never counted.
+ * The call one span stands for (SPEC §10). SERVER tools/call spans are calls; INTERNAL ones only when
+ * no SERVER span can count the same call (a root, or under a non-tool span of the same request), so
+ * a call is never counted twice. CLIENT spans never count.
  */
 export function spanToCall(span: Span, resource: Resource | undefined, ctx: SpanContext): SpanResult {
   const attributes = attributesOf(span.attributes);
@@ -207,11 +198,8 @@ function toolFromSpanName(name: string): string | undefined {
 }
 
 /**
- * args_hash (SPEC §1.3) of the arguments the emitter recorded, or undefined when it recorded none.
- * `gen_ai.tool.call.arguments` is the arguments' JSON text: parsed and hashed as the SDK hashes the
- * object (text that is not JSON is hashed as a JSON string); a structured value is hashed as the
- * JSON it maps to. Per-argument attributes (`mcp.request.argument.<key>`) are hashed as one object.
- * Only the hash leaves this function: the arguments are never stored or logged.
+ * args_hash (SPEC §1.3) of the arguments the emitter recorded, hashed as the SDK hashes the object;
+ * undefined when none. Only the hash leaves this function.
  */
 function argumentsHash(attributes: Attributes): string | undefined {
   for (const key of SPAN_ATTRIBUTES.arguments) {

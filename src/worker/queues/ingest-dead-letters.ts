@@ -1,7 +1,5 @@
-// The ingest queue's dead-letter queue: a part the consumer could not write after max_retries
-// (wrangler.toml). Its consumer keeps the message in the health object — counted and shown by
-// GET /v1/admin/health, never dropped — and POST /v1/admin/health/requeue sends the kept ones
-// back to the ingest queue once D1 is well again (docs/ingest.md).
+// The ingest queue's dead-letter queue: kept in the health object, never dropped, until
+// POST /v1/admin/health/requeue sends them back (docs/ingest.md).
 import type { Env } from "../env.ts";
 import { INGEST_HEALTH_NAME } from "../health/ingest-health.ts";
 import { IngestWriteMessage } from "./ingest-writes.ts";

@@ -1,9 +1,6 @@
-// The ingest queue (SPEC §1.1, turn 3: a 202 is a promise): producer and consumer in one module.
-// A batch whose D1 writes all failed after its 202 — or that arrives while D1 is known to be
-// failing — is sent here in parts (a message holds at most 128 KB); the consumer writes each part
-// to D1 later, at least once and deduplicated by its batch id (ingest_receipts, migration 0015),
-// and retries with backoff; after max_retries (wrangler.toml) the platform moves the message to the
-// dead-letter queue (./ingest-dead-letters.ts).
+// The ingest queue (SPEC §1.1: a 202 is a promise): producer and consumer. A batch D1 could not take
+// after its 202 goes here in parts (a message holds at most 128 KB), written later, deduplicated by
+// batch id (ingest_receipts), then dead-lettered after max_retries.
 import { z } from "zod";
 import type { Env } from "../env.ts";
 import { resolveProjectDatabase, type Database } from "../databases.ts";
@@ -141,11 +138,9 @@ export function storedBatchOf(message: IngestWriteMessage): StoredBatch {
 }
 
 /**
- * The consumer: each message's part is stored once in its project's database (looked up in the
- * directory once per project and invocation, so a message written after a move lands where the
- * project is now); a redelivery, or a part already written by a retry that did commit, is
- * acknowledged as a duplicate; a D1 failure retries the message with backoff. A message that does
- * not parse can never be written: logged, counted lost, acknowledged. Each message's lines carry its id.
+ * The consumer. The project's database is looked up per invocation, so a part written after a move
+ * lands where the project is now; a redelivery is a duplicate by batch id. Unparsable: logged, counted
+ * lost, acknowledged.
  */
 export async function consumeIngestWrites(batch: MessageBatch<unknown>, env: Env, nowMs: number = Date.now()): Promise<void> {
   const written = new Map<string, number>();

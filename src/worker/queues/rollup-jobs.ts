@@ -1,12 +1,6 @@
-// The rollup queue (SPEC §7: rollups per database, each with its own statement budget): producer
-// and consumer in one module, and the job itself (one database's rollup run, then the alert step
-// of its projects; or its raw-row retention). The cron sends one message per database; each
-// message is consumed in its own invocation (max_batch_size = 1, wrangler.toml), so every database
-// gets a whole invocation's D1 budget, and one database's failure or backlog never delays another's.
-// A job is idempotent (the rollup works behind its watermarks), so a redelivery is harmless.
-// The same queue drives project moves (moves/steps.ts): a move job runs a few bounded steps and
-// sends itself again until the move is finished; the cron sends one for every unfinished move, so a
-// lost message never strands a move.
+// The rollup queue (SPEC §7): one message per database, one invocation each (max_batch_size = 1), so
+// each database gets a whole invocation's D1 budget and none delays another. Jobs are idempotent
+// (watermarks). Move jobs re-send themselves; the cron re-sends unfinished ones, so none is stranded.
 import { z } from "zod";
 import type { Env } from "../env.ts";
 import { runAlertStep } from "../alerts/index.ts";
@@ -154,10 +148,8 @@ export async function fanOutScheduled(controller: ScheduledController, env: Env)
 }
 
 /**
- * The consumer: each message is one database's job. It is acknowledged whether it succeeded or
- * not — the next cron run does the same work again from the watermarks, so retrying an old job
- * would only repeat it with an older clock. A message that does not parse is logged and dropped.
- * Each message's lines carry its id.
+ * The consumer: one message, one database's job, acknowledged even on failure — the next cron run
+ * redoes it from the watermarks with a newer clock. Unparsable messages are logged and dropped.
  */
 export async function consumeRollupJobs(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   for (const message of batch.messages) {

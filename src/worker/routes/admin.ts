@@ -1,9 +1,5 @@
-// Admin routes (SPEC §3): create, list and delete projects, issue, list and revoke keys (which ends
-// the key's dashboard sessions), set a project's payload budget, end every admin session, recompute a
-// project's counters from its raw calls (rollup/recompute.ts) and read how far that got, and move a
-// project to another database (routes/moves.ts).
-// Every route needs `Authorization: Bearer <ADMIN_TOKEN>`; without a configured token none works.
-// Wrong tokens and malformed headers are throttled per client network (throttle/credentials.ts).
+// Admin routes (SPEC §3): projects, keys, budgets, admin sessions, recomputes and moves, all behind
+// `Authorization: Bearer <ADMIN_TOKEN>` (throttled, throttle/credentials.ts).
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
 import { timingSafeEqual } from "hono/utils/buffer";
@@ -78,12 +74,9 @@ const adminBearer = bearerAuth<AppEnv>({
 });
 
 /**
- * The admin routes' guard (SPEC §3). A project key sent here by mistake (a read or ingest key) is
- * answered 401 and not counted: it is nobody's guess at ADMIN_TOKEN, and counting it would lock its
- * own network out of the dashboard. Otherwise, while the admin prefix's window is full, every attempt
- * is refused before the token is compared (ADMIN_TOKEN may be a guessable string: one Durable Object
- * read, never a write); then bearerAuth, which counts a wrong token. The caller's network never
- * refuses a right token.
+ * The admin routes' guard (SPEC §3). A project key sent here by mistake is a 401 and not counted (it
+ * is nobody's guess, and counting it would lock its own network out). While the admin prefix's window
+ * is full every attempt is refused before comparing (ADMIN_TOKEN may be guessable).
  */
 export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
   const header = c.req.header("authorization");

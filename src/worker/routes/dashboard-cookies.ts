@@ -1,18 +1,7 @@
-// The dashboard's two sessions (SPEC §3, §5): the read session (the project a browser sees) and the
-// admin session (whether it may change that project's alerts). Each cookie holds a random session
-// id (190 bits) and its expiry, signed with HMAC-SHA256 under ADMIN_TOKEN (Hono's signed cookies;
-// crypto.subtle.verify compares in constant time) — never the read key or the token. The server
-// keeps the SHA-256 of each id in `dashboard_sessions` (migration 0017), so it can end a session:
-// sign-out deletes the row, revoking a read key deletes its rows (and the check joins the key, so
-// the revocation counts at once), and `DELETE /v1/admin/admin-sessions` or the alerts page's
-// "Sign out every admin" deletes every admin row. Changing ADMIN_TOKEN still ends them all at once.
-//
-// Why D1 and not a Durable Object: a page already reads D1, and the read-session check is one
-// statement that also sees the key's revocation — the one statement checking the key itself took
-// before; a Durable Object would add a second round trip per page and a second store to keep in
-// step with `api_keys` and project deletion (which deletes every row carrying the project's id).
-//
-// Cookies are HttpOnly, SameSite=Strict, Secure except on localhost.
+// The dashboard's read and admin sessions (SPEC §3, §5): a cookie holds a random id signed under
+// ADMIN_TOKEN, never a key; D1 keeps the id's hash so sign-out, key revocation and project deletion
+// end sessions at once. D1, not a Durable Object: the page reads D1 anyway and one statement checks
+// session and key together.
 import { databaseOf, directoryDb } from "../databases.ts";
 import { deleteCookie, getCookie, getSignedCookie, setSignedCookie } from "hono/cookie";
 import { randomBase62, sha256Hex } from "../auth.ts";

@@ -1,10 +1,5 @@
-// GET / and GET /tool?name=: the dashboard, server-rendered with Hono JSX (no build step, no
-// network). Sign-in with a read key: the sign-in form, or a `?key=` link, which lands on a
-// confirmation step whose button signs in (a link alone never sets the cookie: SPEC §3, login CSRF).
-// A sign-in starts a server-side session (routes/dashboard-cookies.ts): the cookie holds a signed
-// session id, never the key, and every page checks it against D1, where sign-out, the key's
-// revocation or project deletion ends it — so a page can only ever show the key's own project
-// (SPEC §3). Wrong keys are throttled per client network and key prefix (throttle/credentials.ts).
+// GET / and GET /tool?name=: the server-rendered dashboard. A `?key=` link only lands on a
+// confirmation step (SPEC §3, login CSRF); a session never holds the key (routes/dashboard-cookies.ts).
 import { databaseOf, directoryDb } from "../databases.ts";
 import { Hono } from "hono";
 import { csrf } from "hono/csrf";
@@ -149,11 +144,8 @@ dashboardApp.get("/tool", async (c) => {
 const exploreQuery = exploreQuerySchema(exploreClock);
 
 /**
- * The Explore page (SPEC §8): the form's parameters are GET /v1/explore's (so an address is the
- * question, and every tool and client row links here pre-filtered), answered by the same function.
- * The form sends its empty fields along (an unset breakdown or filter): they are dropped before the
- * query schema reads the rest. A refused question is a 400 page that says why, AE unreachable a
- * 503 page that says how to configure it; the form stays, filled in as it was sent.
+ * The Explore page (SPEC §8): its form's parameters are GET /v1/explore's, so an address is the
+ * question; empty fields are dropped before the query schema reads the rest.
  */
 dashboardApp.get("/explore", async (c) => {
   const auth = await authenticatePage(c);
@@ -234,10 +226,8 @@ export function safeNextPath(next: unknown): string {
 }
 
 /**
- * Sign-in and sign-out change the cookie, so only a page of this site may ask: Hono's csrf() lets a
- * form POST through when `Sec-Fetch-Site` is same-origin or `Origin` is this origin, else 403
- * (SPEC §3). The cookie's SameSite=Strict does not help here: it limits sending a cookie, not
- * setting one from a cross-site form's answer.
+ * Sign-in and sign-out set the cookie, so only this site's pages may post them (SPEC §3, 403 else).
+ * SameSite=Strict limits sending a cookie, not setting one from a cross-site form's answer.
  */
 export const sameOriginForm = csrf();
 

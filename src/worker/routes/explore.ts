@@ -1,9 +1,5 @@
-// GET /v1/explore (SPEC §8): a read key's question of the last 90 days, answered by Analytics
-// Engine — one SQL query per request, built from the parsed query (analytics/explore-sql.ts),
-// cached per (project, query) for 60 s. Ranges reaching further back are answered from D1's day
-// rows for the measures they hold (`"source": "rollups"`); the rest answer 400. The project is
-// always the key's (index1), never a parameter. Declared like the read API's routes (metrics.ts),
-// so the OpenAPI document describes it from the same schemas.
+// GET /v1/explore (SPEC §8): Analytics Engine for the last 90 days, cached per (project, query) for
+// 60 s; older ranges from D1's day rows where they hold the measure. The project is always the key's.
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { requireKey } from "../auth.ts";
 import type { AppEnv } from "../env.ts";

@@ -1,7 +1,5 @@
-// The Analytics Engine part of GET /v1/admin/health (SPEC §8 "Reconciliation"): for the last
-// RECONCILED_HOURS whole hours the rollup has finished, AE's weighted calls per (project, hour,
-// tool) against D1's hour rows. One AE query and one D1 query per database; a failure of either
-// is reported, never a failed health answer.
+// The Analytics Engine part of GET /v1/admin/health (SPEC §8 "Reconciliation"): AE's calls against
+// D1's hour rows. A failure is reported, never a failed health answer.
 import { executorFor } from "../analytics/executors.ts";
 import { hourlyCallsSql } from "../analytics/explore-sql.ts";
 import { reconcile, type HourlyCalls, type HourlyEstimate, type Reconciliation } from "../analytics/reconcile.ts";

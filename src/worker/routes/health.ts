@@ -1,7 +1,4 @@
-// GET /v1/admin/health (admin): what an operator needs to trust ingest (docs/ingest.md, "Reading
-// the health answer"): the ingest queue's backlog, the dead-lettered batches, write retries and
-// failures in the last 24 hours, the last rollup and the projects it has not caught up with. POST /v1/admin/health/requeue sends the kept
-// dead letters back to the ingest queue. Mounted under the admin routes (ADMIN_TOKEN).
+// GET /v1/admin/health and POST /v1/admin/health/requeue (docs/ingest.md), under the admin routes.
 import { Hono } from "hono";
 import type { AppEnv } from "../env.ts";
 import { rollupLagByProject, type RollupLag } from "../db/rollup-lag.ts";

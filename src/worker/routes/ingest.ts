@@ -1,9 +1,5 @@
-// POST /v1/ingest (SPEC §1.1). Checks run in the SPEC's order and the first that fails answers:
-// key (401) → content type and encoding (415) → body size, raw and inflated (413) → Idempotency-Key,
-// gzip, JSON and envelope (400) → item count (413) → budget (429). Then 202 with an empty body, and
-// the writes happen after it, in waitUntil: a 202 is a promise (docs/ingest.md) — D1 is retried,
-// then the ingest queue takes the batch. When the batch cannot be accepted durably at all (the key
-// cannot be checked, or the queue refuses while D1 is failing) the answer is 503 with Retry-After.
+// POST /v1/ingest (SPEC §1.1): checks in the SPEC's order, then 202 and the writes in waitUntil (a 202
+// is a promise: D1 retried, then the ingest queue); 503 with Retry-After when it cannot be durable.
 import { ApiError, apiError, rateLimited } from "../errors.ts";
 import { waitInWords } from "../throttle/credentials.ts";
 import { Hono, type Context, type MiddlewareHandler } from "hono";
@@ -40,11 +36,9 @@ const unavailable = (): never => {
 };
 
 /**
- * The ingest key, checked by its Durable Object without D1 on the hot path (auth.ts), before any
- * network rule: 401 for no, unknown, revoked or read key (429 once that key id has failed 20 times
- * in a minute; never for the network's other keys, SPEC §3); 503 when nobody can tell (D1 down and
- * the object knows nothing). `keyHeader`: a header that may carry the key instead (OTLP exporters
- * are configured with headers, SPEC §10).
+ * The ingest key, checked by its Durable Object without D1 (auth.ts) before any network rule: 401,
+ * 429 for a key id over its failures (SPEC §3), 503 when nobody can tell. `keyHeader`: OTLP exporters
+ * are configured with headers (SPEC §10).
  */
 export function ingestKeyMiddleware(options: { keyHeader?: string } = {}): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
@@ -157,11 +151,8 @@ export function idempotencyKeyOf(c: Context<AppEnv>): string | null {
 }
 
 /**
- * Everything after validation, for /v1/ingest and /v1/traces alike (SPEC §10: one write path): the
- * key's budget (`examined` items: every item sent costs the worker the same to examine, valid or
- * not; 429 over it), then the valid payloads stored after the answer (waitUntil: D1 retried, then
- * the ingest queue), or — while D1 is failing — queued before the answer, else 503. "duplicate":
- * the same Idempotency-Key within the hour, accepted before and stored once.
+ * Everything after validation, for /v1/ingest and /v1/traces alike (SPEC §10: one write path). The
+ * budget counts every item examined, valid or not (each costs the same to examine).
  */
 export async function acceptPayloads(
   c: Context<AppEnv>,
@@ -239,10 +230,8 @@ function budgetStub(env: Env, keyId: string): BudgetStub {
 }
 
 /**
- * Asks the key's budget object (which also remembers the hour's Idempotency-Keys). If it cannot
- * answer (a platform fault), the batch is admitted and the fault logged: the budget protects the
- * service, and losing a producer's data over it would be the worse failure; a resend is then
- * caught by the D1 guard (db/raw-writes.ts) while its first copy waits for the rollup.
+ * Asks the key's budget object. If it cannot answer, the batch is admitted and the fault logged:
+ * losing a producer's data is the worse failure, and the D1 guard (db/raw-writes.ts) catches a resend.
  */
 async function takeBudget(stub: BudgetStub, keyId: string, items: number, budgetPerMinute: number, idempotencyKey: string | null): Promise<BudgetDecision> {
   try {

@@ -1,10 +1,6 @@
-// /mcp (SPEC §6): the metrics as an MCP server, over streamable HTTP, stateless. The MCP SDK 2.x
-// `createMcpHandler` serves the current revision (2026-07-28, per-request envelope) and the 2025
-// revisions (its stateless legacy fallback) from one factory; a fresh server is built per request
-// for the project that the read key names. The bearer check runs first, so nothing of the MCP
-// machinery is reached without a live read key — or an OAuth token (SPEC §9) whose grant names the
-// project and whose approving read key is still live (edge.ts validates the token; this route checks
-// the key on every call). Both end in the same ToolContext: no tool knows how the caller signed in.
+// /mcp (SPEC §6): the metrics as a stateless MCP server over streamable HTTP, a fresh server per
+// request. The bearer check (read key, or OAuth grant whose read key is still live, SPEC §9) runs
+// before any MCP machinery.
 import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
@@ -64,16 +60,9 @@ export function buildMcpServer(ctx: ToolContext): McpServer {
 }
 
 /**
- * Whether a request may reach /mcp by its `Origin` and `Host` (SPEC §9; the MCP transports'
- * DNS-rebinding rule):
- * - a worker running locally (`npm run dev`, LOCAL_DEV) answers only requests addressed to a
- *   loopback host: a rebinding page reaches 127.0.0.1 under its own name, which it sends as `Host`
- *   (and as `Origin`, so comparing the two would prove nothing). Deployed, Cloudflare routes by
- *   host, so `Host` is the worker's own;
- * - then: no `Origin` (a program, not a page), the worker's own origin, one of
- *   `MCP_ALLOWED_ORIGINS`, or — on a loopback host — any loopback origin (an MCP inspector on another
- *   local port). Origins are compared serialised (scheme, host, port), so `https://a.example` never
- *   passes as `https://a.example.evil`.
+ * Whether a request may reach /mcp by `Origin` and `Host` (SPEC §9; DNS rebinding). Locally, only a
+ * loopback `Host` (a rebinding page sends its own name as both Host and Origin); then no Origin, our
+ * own, `MCP_ALLOWED_ORIGINS`, or any loopback origin on a loopback host. Origins compare serialised.
  */
 export function mcpOriginAllowed(request: Request, options: { allowedOrigins?: string | undefined; local?: boolean }): boolean {
   const own = new URL(request.url);

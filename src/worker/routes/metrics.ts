@@ -1,7 +1,5 @@
-// GET /v1/metrics/… (SPEC §3): the read API. A read key names the project; nothing else can. Each
-// route is declared once with @hono/zod-openapi — its query schema (metrics/query.ts) and its
-// answer's schema (metrics/answers.ts) — which both validates the request and describes the route
-// in the OpenAPI document (routes/openapi.ts); the handler answers what metrics/ reports.
+// GET /v1/metrics/… (SPEC §3): the read API; the read key names the project. Routes are declared with
+// @hono/zod-openapi, so validation and the OpenAPI document come from the same schemas.
 import { createRoute, OpenAPIHono, type Hook } from "@hono/zod-openapi";
 import type { z } from "zod";
 import { AlertsReport, alertsReport, DELIVERY_LOG_LIMIT } from "../alerts/report.ts";

@@ -1,9 +1,5 @@
-// OAuth 2.1 for /mcp (SPEC §9), the parts that are the dashboard's: the authorization page, which is
-// the dashboard's own sign-in — a person signs in with a read key (or already is signed in), sees
-// which app asks and where its access goes, and approves that one project read-only — and the list
-// of a project's connections with "revoke". The library validates the request (client, redirect URI,
-// PKCE S256, resource), keeps it server-side between the page and the form (a handle bound to this
-// browser by a cookie), and issues the code with `iss`; nothing of OAuth is decided here but the grant.
+// OAuth 2.1 for /mcp (SPEC §9), the dashboard's part: the authorization page (sign in with a read key,
+// approve one project read-only) and the list of connections. The library validates the request.
 import { AuthorizationError, CimdFetchError, type AuthRequest, type OAuthHelpers } from "@cloudflare/workers-oauth-provider";
 import { Hono } from "hono";
 import { ErrorPage, SignInPage } from "../dashboard/layout.tsx";

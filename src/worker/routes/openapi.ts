@@ -1,8 +1,5 @@
-// GET /v1/openapi.json: the read API's OpenAPI 3.1 document, generated from the routes' own
-// declarations (metrics.ts, explore.ts) — the query schemas that validate each request and the
-// answer schemas the reports' types are inferred from — so it cannot describe another API than the
-// one answering. No key needed: it describes routes, never a project's data. docs/read-api.md's
-// reference is generated from the same document (`npm run openapi:docs`).
+// GET /v1/openapi.json, generated from the routes' own declarations, so it describes the API that
+// answers. No key: it holds no project data. docs/read-api.md's reference comes from it too.
 import { Hono } from "hono";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "../env.ts";

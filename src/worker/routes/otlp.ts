@@ -1,10 +1,5 @@
-// POST /v1/traces (SPEC §10): OTLP/HTTP spans of MCP servers, decoded (otlp/decode.ts), mapped span by
-// span to calls (otlp/span-to-call.ts) and accepted by the same path as /v1/ingest (acceptPayloads:
-// budget, D1 after the answer, the queue while D1 fails) — no second write path. Checks in /v1/ingest's
-// order: key (401) → content type and encoding (415) → body size, raw and inflated (413) → decoding
-// (400) → span count (413) → budget (429) / durability (503). Answers per OTLP/HTTP: 200 with an
-// ExportTraceServiceResponse (partial_success for the spans not counted), and a google.rpc.Status
-// body on every error, both in the request's encoding.
+// POST /v1/traces (SPEC §10): OTLP/HTTP spans decoded, mapped to calls and accepted by /v1/ingest's
+// path (acceptPayloads) — no second write path. Answers per OTLP/HTTP, in the request's encoding.
 import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";

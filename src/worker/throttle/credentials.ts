@@ -1,28 +1,8 @@
-// Sign-in that resists guessing (docs/read-api.md, "Signing in"), without ever costing a valid
-// credential (SPEC §3, "Credential failures never cost a valid credential"): failed credentials —
-// wrong read keys, wrong admin tokens, unknown or revoked ingest keys, malformed `Authorization`
-// headers, forged session cookies — are counted per client network and per key prefix in
-// SignInThrottle Durable Objects, and answered 429 with `Retry-After` (and the limit in the body)
-// once a counter is full.
-//
-// Every credential is checked before any counter is asked, so a correct one is never refused for
-// what other credentials did from its network (a NAT, a cluster's egress address):
-// - per client network (CF-Connecting-IP; an IPv6 client by its /64): 10 failures in 15 minutes.
-//   From then on that network's *failures* are answered 429 instead of 401. Ingest keys are not
-//   counted here: 128 random bits cannot be guessed, so a network rule on them would buy nothing
-//   and cost a stale replica's neighbours their data.
-// - per key prefix (a key's `key_id`, or "admin" for ADMIN_TOKEN): 20 failures in 1 minute, from all
-//   networks together. Every failure counts, from a blocked network too: this is the bound on
-//   guessing one credential. While the window is full, failures against it are answered 429, and so
-//   is the right ADMIN_TOKEN (a person may have chosen a guessable one: letting a correct guess
-//   through would make the bound no bound). A read or ingest key that is right is never refused:
-//   its random part is its guard, and anyone who knows a `key_id` (it is shown in clear) could
-//   otherwise lock its owner out.
-//
-// What a check costs: a correct read or ingest key nothing; a correct ADMIN_TOKEN one Durable Object
-// read (the admin prefix's window, `adminPrefixRefusal`). A failure costs one write in each counter
-// until it is full, none after. A request without CF-Connecting-IP (Cloudflare's edge sets it on
-// every request; only in-process callers lack it) is not counted.
+// Sign-in that resists guessing without ever costing a valid credential (SPEC §3; limits in
+// docs/read-api.md "Signing in"). Credentials are checked before any counter is asked. Ingest keys
+// skip the network rule: 128 random bits cannot be guessed. The right ADMIN_TOKEN is refused while
+// its prefix window is full (a person may choose a guessable one); a right read or ingest key never
+// is (its `key_id` is public, so anyone could lock its owner out).
 import type { Env } from "../env.ts";
 import { rateLimited, type ApiError, type RateLimit } from "../errors.ts";
 import { ipv6Pieces } from "../ip.ts";

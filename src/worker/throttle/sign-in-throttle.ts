@@ -1,12 +1,6 @@
-// The sign-in throttle's counter: one Durable Object per client network and one per key prefix
-// (throttle/credentials.ts names them), each holding the times of its recent failed sign-ins. A
-// Durable Object is single-threaded and globally unique, so every isolate that sees a guess counts
-// it in the same place.
-//
-// Cost: a failure that still counts is one storage write (the list), plus one alarm when the list
-// was empty; a failure over the limit writes nothing (it would not change the answer); `peek` — the
-// check before a correct credential — reads and never writes. The alarm deletes the object's
-// storage once its window has passed, so a burst of guesses leaves nothing stored behind.
+// The sign-in throttle's counter: one Durable Object per client network or key prefix, so every isolate
+// counts a guess in one place. A failure over the limit writes nothing; an alarm deletes the storage
+// once the window has passed.
 import { DurableObject } from "cloudflare:workers";
 
 /** At most `maxFailures` failures within any `windowMs`. */
