@@ -22,9 +22,7 @@ INSERT INTO rollup_state (name, value)
       FROM cand_calls WHERE session_id <> '' GROUP BY project_id, session_id, client_name, h),
     cluster_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, h, tool_name FROM cand_calls WHERE session_id <> ''),
     around AS MATERIALIZED (
-      SELECT c.*, (SELECT json_array(MAX(cs.max_duration_ms),
-          MAX(cs.min_started_at_ms <= c.lo) FILTER (WHERE cs.hour_start_ms = c.h), MAX(cs.max_started_at_ms > c.hi) FILTER (WHERE cs.hour_start_ms = c.h),
-          MAX(cs.hour_start_ms) FILTER (WHERE cs.hour_start_ms < c.h), MIN(cs.hour_start_ms) FILTER (WHERE cs.hour_start_ms > c.h))
+      SELECT c.*, (SELECT json_array(MAX(cs.max_duration_ms), MAX(cs.min_started_at_ms <= c.lo) FILTER (WHERE cs.hour_start_ms = c.h), MAX(cs.max_started_at_ms > c.hi) FILTER (WHERE cs.hour_start_ms = c.h), MAX(cs.hour_start_ms) FILTER (WHERE cs.hour_start_ms < c.h), MIN(cs.hour_start_ms) FILTER (WHERE cs.hour_start_ms > c.h))
         FROM call_state cs WHERE cs.project_id = c.project_id AND cs.session_id = c.session_id AND cs.client_name = c.client_name
           AND cs.hour_start_ms >= (CAST((c.lo - 172860000) / 3600000 AS INTEGER) * 3600000) AND cs.hour_start_ms <= c.hi + 86430000) AS near
       FROM clusters c),
@@ -35,14 +33,12 @@ INSERT INTO rollup_state (name, value)
       FROM (SELECT c.*, MAX(c.dur, COALESCE(c.near ->> 0, 0)) AS reach FROM around c) AS cl),
     -- A side is read only when rows can lie in it (`near` holds the nearest row before within reach).
     sides AS MATERIALIZED (
-      SELECT cl.*, CASE WHEN cl.wide_from < cl.h AND cl.near ->> 3 IS NOT NULL THEN (SELECT json_array(MIN(hour_start_ms) FILTER (WHERE kept), MAX(running) FILTER (WHERE kept),
-          COUNT(*) > COALESCE(SUM(kept), 0))
+      SELECT cl.*, CASE WHEN cl.wide_from < cl.h AND cl.near ->> 3 IS NOT NULL THEN (SELECT json_array(MIN(hour_start_ms) FILTER (WHERE kept), MAX(running) FILTER (WHERE kept), COUNT(*) > COALESCE(SUM(kept), 0))
       FROM (SELECT hour_start_ms, running, running <= ?4 OR n = 1 AS kept FROM (
         SELECT x.hour_start_ms, SUM(x.call_count) OVER (ORDER BY x.hour_start_ms DESC ROWS UNBOUNDED PRECEDING) AS running,
           ROW_NUMBER() OVER (ORDER BY x.hour_start_ms DESC) AS n
         FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name AND x.hour_start_ms < cl.h AND x.hour_start_ms >= cl.wide_from))) END AS before_side,
-        CASE WHEN cl.wide_to > cl.h THEN (SELECT json_array(MAX(hour_start_ms) FILTER (WHERE kept), MAX(running) FILTER (WHERE kept),
-          COUNT(*) > COALESCE(SUM(kept), 0))
+        CASE WHEN cl.wide_to > cl.h THEN (SELECT json_array(MAX(hour_start_ms) FILTER (WHERE kept), MAX(running) FILTER (WHERE kept), COUNT(*) > COALESCE(SUM(kept), 0))
       FROM (SELECT hour_start_ms, running, running <= ?4 OR n = 1 AS kept FROM (
         SELECT x.hour_start_ms, SUM(x.call_count) OVER (ORDER BY x.hour_start_ms ASC ROWS UNBOUNDED PRECEDING) AS running,
           ROW_NUMBER() OVER (ORDER BY x.hour_start_ms ASC) AS n

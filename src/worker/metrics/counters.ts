@@ -74,7 +74,7 @@ export const COUNTERS = {
     sums: "SUM",
     shown: "count",
     perCall: (c) => (c.session_id === "" ? 1 : 0),
-    description: `calls sent without a session: each is a chain of one. ${DEFINITIONS.known_session}`,
+    description: DEFINITIONS.without_session,
   },
   /**
    * Calls without an args_hash (SPEC §10: OTLP spans whose emitter did not opt in to recording

@@ -34,8 +34,9 @@ export const DEFINITIONS = {
   percentiles:
     "nearest-rank percentiles of duration_ms from a logarithmic histogram: within 5 % of the exact value, or within 1 ms under 20 ms " +
     "(null without calls)",
-  known_session:
-    "a call whose producer knew its session; only there can retries be measured, since a call without a session is a chain of one",
+  without_session:
+    "calls sent without a session: each is a chain of one (never a retry, never retried), so retries are measured only among calls " +
+    "whose producer knew their session",
   without_args_hash:
     "calls sent without an args_hash (OpenTelemetry spans that do not record the arguments, SPEC §10): a retry is a call with " +
     "different arguments, so where such calls are, retries and first-call success cannot be measured and are reported as not measurable",

@@ -128,6 +128,13 @@ const SPAN_FIELDS = ["session_id", "client_name", "tool_name", "started_at_ms"] 
 const sameGroup = (a: string, b: string) =>
   `${a}.project_id = ${b}.project_id AND ${a}.session_id = ${b}.session_id AND ${a}.client_name = ${b}.client_name`;
 
+/** What one range scan tells of a cluster's state rows (\`near\` in the chunk selection). */
+const CLUSTER_NEAR = ["max_duration_ms", "own_before", "own_after", "row_before", "row_after"] as const;
+const near = (name: (typeof CLUSTER_NEAR)[number], json = "cl.near") => tupleField(CLUSTER_NEAR, name, json);
+/** One side of a cluster (nearSideSql). */
+const NEAR_SIDE = ["near", "near_calls", "far"] as const;
+const side = (name: (typeof NEAR_SIDE)[number], json: string) => tupleField(NEAR_SIDE, name, json);
+
 /** The nearest state row of a cluster's (session, client) before (after) its hour, at any distance (pairs). */
 const nearestRowSql = (side: "before" | "after", cl = "cl") =>
   `(SELECT ${side === "before" ? "MAX" : "MIN"}(x.hour_start_ms) FROM call_state x WHERE ${sameGroup("x", cl)}
@@ -138,14 +145,15 @@ const nearestRowSql = (side: "before" | "after", cl = "cl") =>
  * with the running count of their calls: `[near, near_calls, far]` — the farthest hour and the calls
  * of the rows within ?4 calls (the nearest row always), and whether rows lie beyond them in reach.
  */
-const nearSideSql = (side: "before" | "after") => {
-  const order = `x.hour_start_ms ${side === "before" ? "DESC" : "ASC"}`;
-  return `(SELECT json_array(${side === "before" ? "MIN" : "MAX"}(hour_start_ms) FILTER (WHERE kept), MAX(running) FILTER (WHERE kept),
-          COUNT(*) > COALESCE(SUM(kept), 0))
+const nearSideSql = (which: "before" | "after") => {
+  const order = `x.hour_start_ms ${which === "before" ? "DESC" : "ASC"}`;
+  return `(SELECT ${tupleArraySql(NEAR_SIDE, {
+          near: `${which === "before" ? "MIN" : "MAX"}(hour_start_ms) FILTER (WHERE kept)`, near_calls: "MAX(running) FILTER (WHERE kept)",
+          far: "COUNT(*) > COALESCE(SUM(kept), 0)" })}
       FROM (SELECT hour_start_ms, running, running <= ?4 OR n = 1 AS kept FROM (
         SELECT x.hour_start_ms, SUM(x.call_count) OVER (ORDER BY ${order} ROWS UNBOUNDED PRECEDING) AS running,
           ROW_NUMBER() OVER (ORDER BY ${order}) AS n
-        FROM call_state x WHERE ${sameGroup("x", "cl")} AND ${side === "before"
+        FROM call_state x WHERE ${sameGroup("x", "cl")} AND ${which === "before"
           ? "x.hour_start_ms < cl.h AND x.hour_start_ms >= cl.wide_from"
           : "x.hour_start_ms > cl.h AND x.hour_start_ms <= cl.wide_to"})))`;
 };
@@ -230,28 +238,31 @@ export const CHUNK_SELECTION_SQL =
       FROM cand_calls WHERE ${IN_A_SESSION} GROUP BY project_id, session_id, client_name, h),
     cluster_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, h, tool_name FROM cand_calls WHERE ${IN_A_SESSION}),
     around AS MATERIALIZED (
-      SELECT c.*, (SELECT json_array(MAX(cs.max_duration_ms),
-          MAX(cs.min_started_at_ms <= c.lo) FILTER (WHERE cs.hour_start_ms = c.h), MAX(cs.max_started_at_ms > c.hi) FILTER (WHERE cs.hour_start_ms = c.h),
-          MAX(cs.hour_start_ms) FILTER (WHERE cs.hour_start_ms < c.h), MIN(cs.hour_start_ms) FILTER (WHERE cs.hour_start_ms > c.h))
+      SELECT c.*, (SELECT ${tupleArraySql(CLUSTER_NEAR, {
+          max_duration_ms: "MAX(cs.max_duration_ms)",
+          own_before: "MAX(cs.min_started_at_ms <= c.lo) FILTER (WHERE cs.hour_start_ms = c.h)",
+          own_after: "MAX(cs.max_started_at_ms > c.hi) FILTER (WHERE cs.hour_start_ms = c.h)",
+          row_before: "MAX(cs.hour_start_ms) FILTER (WHERE cs.hour_start_ms < c.h)",
+          row_after: "MIN(cs.hour_start_ms) FILTER (WHERE cs.hour_start_ms > c.h)" })}
         FROM call_state cs WHERE ${sameGroup("cs", "c")}
           AND cs.hour_start_ms >= ${hourStartSql(`c.lo - ${DURATIONS_BEFORE_MS}`)} AND cs.hour_start_ms <= c.hi + ${DURATIONS_AFTER_MS}) AS near
       FROM clusters c),
     reach_of AS MATERIALIZED (
       SELECT cl.*, ${hourStartSql(`cl.lo - ${flagReachSql("cl.reach")}`)} AS wide_from,
         ${hourStartSql(`cl.hi + ${flagReachSql("cl.reach")}`)} AS wide_to,
-        cl.near ->> 1 AS own_before, cl.near ->> 2 AS own_after
-      FROM (SELECT c.*, MAX(c.dur, COALESCE(c.near ->> 0, 0)) AS reach FROM around c) AS cl),
+        ${near("own_before")} AS own_before, ${near("own_after")} AS own_after
+      FROM (SELECT c.*, MAX(c.dur, COALESCE(${near("max_duration_ms", "c.near")}, 0)) AS reach FROM around c) AS cl),
     -- A side is read only when rows can lie in it (\`near\` holds the nearest row before within reach).
     sides AS MATERIALIZED (
-      SELECT cl.*, CASE WHEN cl.wide_from < cl.h AND cl.near ->> 3 IS NOT NULL THEN ${nearSideSql("before")} END AS before_side,
+      SELECT cl.*, CASE WHEN cl.wide_from < cl.h AND ${near("row_before")} IS NOT NULL THEN ${nearSideSql("before")} END AS before_side,
         CASE WHEN cl.wide_to > cl.h THEN ${nearSideSql("after")} END AS after_side
       FROM reach_of cl),
     reaches AS MATERIALIZED (
       SELECT rc.*, SUM(before_far * COALESCE(before_near_calls, 0) + after_far * COALESCE(after_near_calls, 0)) OVER (
           ORDER BY k, project_id, session_id, client_name, h ROWS UNBOUNDED PRECEDING) <= ?2 AS checked
       FROM (
-        SELECT n.*, before_side ->> 0 AS before_near, before_side ->> 1 AS before_near_calls, COALESCE(before_side ->> 2, 0) AS before_far,
-          after_side ->> 0 AS after_near, after_side ->> 1 AS after_near_calls, COALESCE(after_side ->> 2, 0) AS after_far
+        SELECT n.*, ${side("near", "before_side")} AS before_near, ${side("near_calls", "before_side")} AS before_near_calls, COALESCE(${side("far", "before_side")}, 0) AS before_far,
+          ${side("near", "after_side")} AS after_near, ${side("near_calls", "after_side")} AS after_near_calls, COALESCE(${side("far", "after_side")}, 0) AS after_far
         FROM sides n) AS rc),
     near_rows AS MATERIALIZED (
       SELECT rc.project_id, rc.session_id, rc.client_name, rc.h, 1 AS before, x.calls_json FROM reaches rc JOIN call_state x
@@ -267,11 +278,11 @@ export const CHUNK_SELECTION_SQL =
       GROUP BY n.project_id, n.session_id, n.client_name, n.h, n.before, tool_name),
     spans AS MATERIALIZED (
       SELECT project_id, session_id, client_name, k,
-        MIN(CASE WHEN own_before THEN h ELSE COALESCE(near ->> 3, ${nearestRowSql("before", "rc")}, h) END, CASE
+        MIN(CASE WHEN own_before THEN h ELSE COALESCE(${near("row_before", "near")}, ${nearestRowSql("before", "rc")}, h) END, CASE
           WHEN NOT before_far THEN wide_from
           WHEN checked AND before_near IS NOT NULL AND NOT ${shortSideSql(1)} THEN before_near
           ELSE wide_from END) AS from_ms,
-        MAX(CASE WHEN own_after THEN h ELSE COALESCE(near ->> 4, ${nearestRowSql("after", "rc")}, h) END, CASE
+        MAX(CASE WHEN own_after THEN h ELSE COALESCE(${near("row_after", "near")}, ${nearestRowSql("after", "rc")}, h) END, CASE
           WHEN NOT after_far THEN wide_to
           WHEN checked AND after_near IS NOT NULL AND NOT ${shortSideSql(0)} THEN after_near
           ELSE wide_to END) AS to_ms,
