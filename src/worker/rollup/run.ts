@@ -70,8 +70,9 @@ export interface RollupOptions {
   /**
    * Longest the run holds the database between two pauses (ms of wall time): a transaction starts
    * without a pause only when the time held since the last one plus the previous transaction's
-   * length stays within it. Default 1,000: short chunks run two or three back to back, a chunk near
-   * the bound always pauses after itself, and a queued request never waits more than about this long.
+   * length stays within it. Default 800: short chunks run two or three back to back, a chunk near
+   * the bound always pauses after itself, and a queued request waits about this long at most (under
+   * the ~1 s a quiet project may wait, with room for the transaction that overruns its prediction).
    */
   holdMs?: number;
   /** How long the run's lease on the database lasts unless renewed (ms). Default 60,000. */
@@ -95,7 +96,7 @@ export const DEFAULT_ROLLUP_OPTIONS: Required<RollupOptions> = {
   recomputeSequences: 2_000,
   dayFoldRows: DAY_FOLD_ROWS,
   pauseMs: 50,
-  holdMs: 1_000,
+  holdMs: 800,
   leaseMs: 60_000,
   clock: () => Date.now(),
   wallClock: () => Date.now(),
