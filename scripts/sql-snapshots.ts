@@ -12,6 +12,7 @@ import { FOLD_SQL, RETENTION_SQL } from "../src/worker/rollup/retention.ts";
 import { RUN_SQL } from "../src/worker/rollup/run.ts";
 import { STARTUP_CHUNK_SQL } from "../src/worker/rollup/startups.ts";
 import { TOOL_VERSION_FOLD_SQL } from "../src/worker/rollup/tool-versions.ts";
+import { compileNamed } from "../src/worker/db/named-sql.ts";
 
 export const SQL_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "sql", "rollup");
 
@@ -29,8 +30,16 @@ const MODULES: Record<string, Statements> = {
   "retention.sql": { RETENTION_SQL, FOLD_SQL },
 };
 
-/** One statement as it reads in a snapshot: its name, then the SQL with each line's trailing space removed. */
+/**
+ * One statement as it reads in a snapshot: its name, then the SQL with each line's trailing space
+ * removed. Its parameters are by name: it must compile (no positional `?`).
+ */
 function block(name: string, sql: string): string {
+  try {
+    compileNamed(sql);
+  } catch (err) {
+    throw new Error(`sql-snapshots: ${name}: ${(err as Error).message}`);
+  }
   const lines = sql.split("\n").map((l) => l.trimEnd());
   return `-- ${name}\n${lines.join("\n").trim()};\n`;
 }

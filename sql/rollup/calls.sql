@@ -10,7 +10,7 @@ INSERT INTO rollup_state (name, value)
       FROM pending WINDOW w AS (ORDER BY turn, project_id IS ((SELECT value FROM rollup_state WHERE name = 'calls_chunk') ->> '$.leader'), batch_seq ROWS UNBOUNDED PRECEDING)),
     candidates AS MATERIALIZED (
       SELECT o.k, o.batch_seq, o.project_id, o.call_count, b.calls_json FROM ordered o JOIN call_batches b ON b.batch_seq = o.batch_seq
-      WHERE o.calls_before < ?1 AND o.k <= ?3),
+      WHERE o.calls_before < :chunk_calls AND o.k <= :chunk_spans),
     cand_calls AS MATERIALIZED (
       SELECT c.k, c.project_id, j.value ->> 0 AS session_id, j.value ->> 1 AS client_name,
         j.value ->> 2 AS tool_name, (CAST((j.value ->> 3) / 3600000 AS INTEGER) * 3600000) AS h,
@@ -34,19 +34,19 @@ INSERT INTO rollup_state (name, value)
     -- A side is read only when rows can lie in it (`near` holds the nearest row before within reach).
     sides AS MATERIALIZED (
       SELECT cl.*, CASE WHEN cl.wide_from < cl.h AND cl.near ->> 3 IS NOT NULL THEN (SELECT json_array(MIN(hour_start_ms) FILTER (WHERE kept), MAX(running) FILTER (WHERE kept), COUNT(*) > COALESCE(SUM(kept), 0))
-      FROM (SELECT hour_start_ms, running, running <= ?4 OR n = 1 AS kept FROM (
+      FROM (SELECT hour_start_ms, running, running <= :near_calls OR n = 1 AS kept FROM (
         SELECT x.hour_start_ms, SUM(x.call_count) OVER (ORDER BY x.hour_start_ms DESC ROWS UNBOUNDED PRECEDING) AS running,
           ROW_NUMBER() OVER (ORDER BY x.hour_start_ms DESC) AS n
         FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name AND x.hour_start_ms < cl.h AND x.hour_start_ms >= cl.wide_from))) END AS before_side,
         CASE WHEN cl.wide_to > cl.h THEN (SELECT json_array(MAX(hour_start_ms) FILTER (WHERE kept), MAX(running) FILTER (WHERE kept), COUNT(*) > COALESCE(SUM(kept), 0))
-      FROM (SELECT hour_start_ms, running, running <= ?4 OR n = 1 AS kept FROM (
+      FROM (SELECT hour_start_ms, running, running <= :near_calls OR n = 1 AS kept FROM (
         SELECT x.hour_start_ms, SUM(x.call_count) OVER (ORDER BY x.hour_start_ms ASC ROWS UNBOUNDED PRECEDING) AS running,
           ROW_NUMBER() OVER (ORDER BY x.hour_start_ms ASC) AS n
         FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name AND x.hour_start_ms > cl.h AND x.hour_start_ms <= cl.wide_to))) END AS after_side
       FROM reach_of cl),
     reaches AS MATERIALIZED (
       SELECT rc.*, SUM(before_far * COALESCE(before_near_calls, 0) + after_far * COALESCE(after_near_calls, 0)) OVER (
-          ORDER BY k, project_id, session_id, client_name, h ROWS UNBOUNDED PRECEDING) <= ?2 AS checked
+          ORDER BY k, project_id, session_id, client_name, h ROWS UNBOUNDED PRECEDING) <= :chunk_touched_calls AS checked
       FROM (
         SELECT n.*, before_side ->> 0 AS before_near, before_side ->> 1 AS before_near_calls, COALESCE(before_side ->> 2, 0) AS before_far,
           after_side ->> 0 AS after_near, after_side ->> 1 AS after_near_calls, COALESCE(after_side ->> 2, 0) AS after_far
@@ -96,7 +96,7 @@ INSERT INTO rollup_state (name, value)
       SELECT k, SUM(touched) OVER w AS touched, SUM(spans) OVER w AS spans FROM costs WINDOW w AS (ORDER BY k ROWS UNBOUNDED PRECEDING)),
     chosen AS MATERIALIZED (
       SELECT c.k, c.batch_seq, c.project_id, c.call_count, rn.touched FROM candidates c JOIN running rn ON rn.k = c.k
-      WHERE c.k = 1 OR (rn.touched <= ?2 AND rn.spans <= ?3))
+      WHERE c.k = 1 OR (rn.touched <= :chunk_touched_calls AND rn.spans <= :chunk_spans))
     SELECT 'calls_chunk', json_object(
       'batches', json(COALESCE((SELECT json_group_array(batch_seq) FROM chosen), '[]')),
       'spans', json(COALESCE((SELECT json_group_array(json_array(project_id, session_id, client_name, from_ms, to_ms, reach_from_ms, reach_to_ms, group_lo_ms))

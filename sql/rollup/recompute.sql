@@ -2,66 +2,66 @@
 
 -- RECOMPUTE_SQL.choose
 UPDATE recomputes SET step = CASE
-      WHEN state <> ?2 THEN json_object('kind', 'none')
+      WHEN state <> :state THEN json_object('kind', 'none')
       WHEN state = 'clearing' THEN json_object('kind', 'clearing')
       WHEN state = 'counting' AND kept_from_ms IS NOT COALESCE((SELECT value FROM rollup_state WHERE name = 'raw_kept_from_ms'), 0) THEN json_object('kind', 'restart')
       WHEN state = 'counting' THEN (
-        WITH own AS MATERIALIZED (SELECT cursor, from_ms FROM recomputes WHERE project_id = ?1),
+        WITH own AS MATERIALIZED (SELECT cursor, from_ms FROM recomputes WHERE project_id = :project_id),
         sequences AS MATERIALIZED (
           SELECT x.session_id, x.client_name, SUM(x.call_count) AS calls FROM own, call_state x
-          WHERE x.project_id = ?1 AND x.hour_start_ms >= (CAST((own.from_ms - 86430000) / 3600000 AS INTEGER) * 3600000)
+          WHERE x.project_id = :project_id AND x.hour_start_ms >= (CAST((own.from_ms - 86430000) / 3600000 AS INTEGER) * 3600000)
             AND (own.cursor = '[]' OR (x.session_id, x.client_name) > (own.cursor ->> 0, own.cursor ->> 1))
-          GROUP BY x.session_id, x.client_name ORDER BY x.session_id, x.client_name LIMIT ?4),
+          GROUP BY x.session_id, x.client_name ORDER BY x.session_id, x.client_name LIMIT :max_sequences),
         running AS MATERIALIZED (
           SELECT session_id, client_name, calls, ROW_NUMBER() OVER w AS k, SUM(calls) OVER w AS running
           FROM sequences WINDOW w AS (ORDER BY session_id, client_name ROWS UNBOUNDED PRECEDING)),
-        chosen AS MATERIALIZED (SELECT * FROM running WHERE k = 1 OR running <= ?3)
+        chosen AS MATERIALIZED (SELECT * FROM running WHERE k = 1 OR running <= :step_bound)
         SELECT CASE WHEN COUNT(*) = 0 THEN json_object('kind', 'counted') ELSE json_object('kind', 'counting',
             'groups', json_group_array(json_array(session_id, client_name)), 'calls', SUM(calls),
             'last', json((SELECT json_array(session_id, client_name) FROM chosen ORDER BY k DESC LIMIT 1))) END
         FROM chosen)
       WHEN state = 'hours' THEN (
-        WITH own AS MATERIALIZED (SELECT cursor, from_ms FROM recomputes WHERE project_id = ?1),
+        WITH own AS MATERIALIZED (SELECT cursor, from_ms FROM recomputes WHERE project_id = :project_id),
         keys AS MATERIALIZED (
           SELECT m.hour_start_ms, m.tool_name, m.client_name FROM own, tool_hour_metrics m
-          WHERE m.project_id = ?1 AND m.hour_start_ms >= own.from_ms AND (own.cursor = '[]' OR (m.hour_start_ms, m.tool_name, m.client_name) > (own.cursor ->> 0, own.cursor ->> 1, own.cursor ->> 2))
-          ORDER BY m.hour_start_ms, m.tool_name, m.client_name LIMIT ?3)
+          WHERE m.project_id = :project_id AND m.hour_start_ms >= own.from_ms AND (own.cursor = '[]' OR (m.hour_start_ms, m.tool_name, m.client_name) > (own.cursor ->> 0, own.cursor ->> 1, own.cursor ->> 2))
+          ORDER BY m.hour_start_ms, m.tool_name, m.client_name LIMIT :step_bound)
         SELECT CASE WHEN COUNT(*) = 0 THEN json_object('kind', 'hours_done') ELSE json_object('kind', 'hours', 'rows', COUNT(*),
             'last', json((SELECT json_array(hour_start_ms, tool_name, client_name) FROM keys
               ORDER BY hour_start_ms DESC, tool_name DESC, client_name DESC LIMIT 1))) END
         FROM keys)
       WHEN state = 'pairs' THEN (
-        WITH own AS MATERIALIZED (SELECT cursor, from_ms FROM recomputes WHERE project_id = ?1),
+        WITH own AS MATERIALIZED (SELECT cursor, from_ms FROM recomputes WHERE project_id = :project_id),
         keys AS MATERIALIZED (
           SELECT day_start_ms, client_name FROM (
             SELECT p.day_start_ms, p.client_name FROM own, pair_days p
-            WHERE p.project_id = ?1 AND p.day_start_ms >= own.from_ms AND (own.cursor = '[]' OR (p.day_start_ms, p.client_name) > (own.cursor ->> 0, own.cursor ->> 1))
+            WHERE p.project_id = :project_id AND p.day_start_ms >= own.from_ms AND (own.cursor = '[]' OR (p.day_start_ms, p.client_name) > (own.cursor ->> 0, own.cursor ->> 1))
             UNION
             SELECT s.day_start_ms, s.client_name FROM own, recompute_pairs s
-            WHERE s.project_id = ?1 AND (own.cursor = '[]' OR (s.day_start_ms, s.client_name) > (own.cursor ->> 0, own.cursor ->> 1)))
-          ORDER BY day_start_ms, client_name LIMIT ?3)
+            WHERE s.project_id = :project_id AND (own.cursor = '[]' OR (s.day_start_ms, s.client_name) > (own.cursor ->> 0, own.cursor ->> 1)))
+          ORDER BY day_start_ms, client_name LIMIT :step_bound)
         SELECT CASE WHEN COUNT(*) = 0 THEN json_object('kind', 'pairs_done') ELSE json_object('kind', 'pairs', 'keys', COUNT(*),
             'last', json((SELECT json_array(day_start_ms, client_name) FROM keys ORDER BY day_start_ms DESC, client_name DESC LIMIT 1))) END
         FROM keys)
       ELSE json_object('kind', 'none') END
-    WHERE project_id = ?1
+    WHERE project_id = :project_id
     RETURNING step;
 
 -- RECOMPUTE_SQL.clearHours
 DELETE FROM recompute_hours WHERE (project_id, hour_start_ms, tool_name, client_name) IN (
       SELECT project_id, hour_start_ms, tool_name, client_name FROM recompute_hours
-      WHERE project_id = ?1 AND EXISTS (SELECT 1 FROM recomputes WHERE project_id = ?1 AND step ->> '$.kind' = 'clearing') LIMIT ?2);
+      WHERE project_id = :project_id AND EXISTS (SELECT 1 FROM recomputes WHERE project_id = :project_id AND step ->> '$.kind' = 'clearing') LIMIT :max_rows);
 
 -- RECOMPUTE_SQL.clearPairs
 DELETE FROM recompute_pairs WHERE (project_id, day_start_ms, client_name, pair) IN (
       SELECT project_id, day_start_ms, client_name, pair FROM recompute_pairs
-      WHERE project_id = ?1 AND EXISTS (SELECT 1 FROM recomputes WHERE project_id = ?1 AND step ->> '$.kind' = 'clearing') LIMIT ?2);
+      WHERE project_id = :project_id AND EXISTS (SELECT 1 FROM recomputes WHERE project_id = :project_id AND step ->> '$.kind' = 'clearing') LIMIT :max_rows);
 
 -- RECOMPUTE_SQL.countHours
 INSERT INTO recompute_hours (project_id, hour_start_ms, tool_name, client_name, retries, chains, first_ok, good)
     WITH st AS MATERIALIZED (
       SELECT step ->> '$.kind' AS kind, step, from_ms, cursor, step -> '$.last' AS last FROM recomputes
-      WHERE project_id = ?1 AND step ->> '$.kind' IN ('counting')),
+      WHERE project_id = :project_id AND step ->> '$.kind' IN ('counting')),
     sequences AS MATERIALIZED (
       SELECT g.value ->> 0 AS session_id, g.value ->> 1 AS client_name
       FROM st, json_each(st.step, '$.groups') AS g),
@@ -70,7 +70,7 @@ INSERT INTO recompute_hours (project_id, hour_start_ms, tool_name, client_name, 
         j.value ->> 2 AS started_at_ms, j.value ->> 3 AS duration_ms,
         (j.value ->> 4 = 'ok' AND j.value ->> 6 = 0) AS good, j.value ->> 7 AS args_hash,
         j.value ->> 0 AS call_seq
-      FROM st, sequences s JOIN call_state x ON x.project_id = ?1 AND x.session_id = s.session_id AND x.client_name = s.client_name
+      FROM st, sequences s JOIN call_state x ON x.project_id = :project_id AND x.session_id = s.session_id AND x.client_name = s.client_name
         AND x.hour_start_ms >= (CAST((st.from_ms - 86430000) / 3600000 AS INTEGER) * 3600000), json_each(x.calls_json) AS j)
     SELECT project_id, hour_start_ms, tool_name, client_name, SUM(is_retry), SUM(1 - is_retry),
       SUM((1 - is_retry) * good * (1 - was_retried)), SUM(good)
@@ -88,7 +88,7 @@ INSERT INTO recompute_hours (project_id, hour_start_ms, tool_name, client_name, 
 INSERT INTO recompute_pairs (project_id, day_start_ms, client_name, pair, pair_count)
     WITH st AS MATERIALIZED (
       SELECT step ->> '$.kind' AS kind, step, from_ms, cursor, step -> '$.last' AS last FROM recomputes
-      WHERE project_id = ?1 AND step ->> '$.kind' IN ('counting')),
+      WHERE project_id = :project_id AND step ->> '$.kind' IN ('counting')),
     sequences AS MATERIALIZED (
       SELECT g.value ->> 0 AS session_id, g.value ->> 1 AS client_name
       FROM st, json_each(st.step, '$.groups') AS g),
@@ -97,7 +97,7 @@ INSERT INTO recompute_pairs (project_id, day_start_ms, client_name, pair, pair_c
         j.value ->> 2 AS started_at_ms, j.value ->> 3 AS duration_ms,
         (j.value ->> 4 = 'ok' AND j.value ->> 6 = 0) AS good, j.value ->> 7 AS args_hash,
         j.value ->> 0 AS call_seq
-      FROM st, sequences s JOIN call_state x ON x.project_id = ?1 AND x.session_id = s.session_id AND x.client_name = s.client_name
+      FROM st, sequences s JOIN call_state x ON x.project_id = :project_id AND x.session_id = s.session_id AND x.client_name = s.client_name
         AND x.hour_start_ms >= (CAST((st.from_ms - 86430000) / 3600000 AS INTEGER) * 3600000), json_each(x.calls_json) AS j)
     SELECT project_id, (CAST((started_at_ms) / 86400000 AS INTEGER) * 86400000) AS day_start_ms, client_name,
       json_array(tool_name, next_tool) AS pair, COUNT(*)
@@ -109,17 +109,17 @@ INSERT INTO recompute_pairs (project_id, day_start_ms, client_name, pair, pair_c
 -- RECOMPUTE_SQL.writeHours
 WITH st AS MATERIALIZED (
       SELECT step ->> '$.kind' AS kind, step, from_ms, cursor, step -> '$.last' AS last FROM recomputes
-      WHERE project_id = ?1 AND step ->> '$.kind' IN ('hours')),
+      WHERE project_id = :project_id AND step ->> '$.kind' IN ('hours')),
     figures AS MATERIALIZED (
       SELECT m.hour_start_ms, m.tool_name, m.client_name, COALESCE(s.retries, 0) AS retries,
         m.calls_without_session + COALESCE(s.chains, 0) AS first_call_attempts,
         m.ok - m.empty - COALESCE(s.good, 0) + COALESCE(s.first_ok, 0) AS first_call_ok
       FROM st, tool_hour_metrics m LEFT JOIN recompute_hours s ON s.project_id = m.project_id AND s.hour_start_ms = m.hour_start_ms
         AND s.tool_name = m.tool_name AND s.client_name = m.client_name
-      WHERE m.project_id = ?1 AND m.hour_start_ms >= st.from_ms AND (st.cursor = '[]' OR (m.hour_start_ms, m.tool_name, m.client_name) > (st.cursor ->> 0, st.cursor ->> 1, st.cursor ->> 2)) AND (m.hour_start_ms, m.tool_name, m.client_name) <= (st.last ->> 0, st.last ->> 1, st.last ->> 2))
+      WHERE m.project_id = :project_id AND m.hour_start_ms >= st.from_ms AND (st.cursor = '[]' OR (m.hour_start_ms, m.tool_name, m.client_name) > (st.cursor ->> 0, st.cursor ->> 1, st.cursor ->> 2)) AND (m.hour_start_ms, m.tool_name, m.client_name) <= (st.last ->> 0, st.last ->> 1, st.last ->> 2))
     UPDATE tool_hour_metrics SET retries = f.retries, first_call_attempts = f.first_call_attempts, first_call_ok = f.first_call_ok
     FROM figures f
-    WHERE tool_hour_metrics.project_id = ?1 AND tool_hour_metrics.hour_start_ms = f.hour_start_ms
+    WHERE tool_hour_metrics.project_id = :project_id AND tool_hour_metrics.hour_start_ms = f.hour_start_ms
       AND tool_hour_metrics.tool_name = f.tool_name AND tool_hour_metrics.client_name = f.client_name
       AND (tool_hour_metrics.retries <> f.retries OR tool_hour_metrics.first_call_attempts <> f.first_call_attempts
         OR tool_hour_metrics.first_call_ok <> f.first_call_ok);
@@ -128,51 +128,51 @@ WITH st AS MATERIALIZED (
 DELETE FROM recompute_hours WHERE (project_id, hour_start_ms, tool_name, client_name) IN (
       WITH st AS MATERIALIZED (
       SELECT step ->> '$.kind' AS kind, step, from_ms, cursor, step -> '$.last' AS last FROM recomputes
-      WHERE project_id = ?1 AND step ->> '$.kind' IN ('hours', 'hours_done'))
+      WHERE project_id = :project_id AND step ->> '$.kind' IN ('hours', 'hours_done'))
       SELECT s.project_id, s.hour_start_ms, s.tool_name, s.client_name FROM st, recompute_hours s
-      WHERE s.project_id = ?1 AND (st.kind = 'hours_done' OR (st.cursor = '[]' OR (s.hour_start_ms, s.tool_name, s.client_name) > (st.cursor ->> 0, st.cursor ->> 1, st.cursor ->> 2)) AND (s.hour_start_ms, s.tool_name, s.client_name) <= (st.last ->> 0, st.last ->> 1, st.last ->> 2)) LIMIT ?2);
+      WHERE s.project_id = :project_id AND (st.kind = 'hours_done' OR (st.cursor = '[]' OR (s.hour_start_ms, s.tool_name, s.client_name) > (st.cursor ->> 0, st.cursor ->> 1, st.cursor ->> 2)) AND (s.hour_start_ms, s.tool_name, s.client_name) <= (st.last ->> 0, st.last ->> 1, st.last ->> 2)) LIMIT :max_rows);
 
 -- RECOMPUTE_SQL.deletePairDays
 WITH st AS MATERIALIZED (
       SELECT step ->> '$.kind' AS kind, step, from_ms, cursor, step -> '$.last' AS last FROM recomputes
-      WHERE project_id = ?1 AND step ->> '$.kind' IN ('pairs'))
-    DELETE FROM pair_days WHERE project_id = ?1 AND EXISTS (SELECT 1 FROM st
+      WHERE project_id = :project_id AND step ->> '$.kind' IN ('pairs'))
+    DELETE FROM pair_days WHERE project_id = :project_id AND EXISTS (SELECT 1 FROM st
       WHERE pair_days.day_start_ms >= st.from_ms AND (st.cursor = '[]' OR (pair_days.day_start_ms, pair_days.client_name) > (st.cursor ->> 0, st.cursor ->> 1)) AND (pair_days.day_start_ms, pair_days.client_name) <= (st.last ->> 0, st.last ->> 1));
 
 -- RECOMPUTE_SQL.insertPairDays
 INSERT INTO pair_days (project_id, day_start_ms, client_name, pairs_json)
     WITH st AS MATERIALIZED (
       SELECT step ->> '$.kind' AS kind, step, from_ms, cursor, step -> '$.last' AS last FROM recomputes
-      WHERE project_id = ?1 AND step ->> '$.kind' IN ('pairs'))
+      WHERE project_id = :project_id AND step ->> '$.kind' IN ('pairs'))
     SELECT s.project_id, s.day_start_ms, s.client_name, json_group_object(s.pair, s.pair_count ORDER BY s.pair)
-    FROM st, recompute_pairs s WHERE s.project_id = ?1 AND (st.cursor = '[]' OR (s.day_start_ms, s.client_name) > (st.cursor ->> 0, st.cursor ->> 1)) AND (s.day_start_ms, s.client_name) <= (st.last ->> 0, st.last ->> 1)
+    FROM st, recompute_pairs s WHERE s.project_id = :project_id AND (st.cursor = '[]' OR (s.day_start_ms, s.client_name) > (st.cursor ->> 0, st.cursor ->> 1)) AND (s.day_start_ms, s.client_name) <= (st.last ->> 0, st.last ->> 1)
     GROUP BY s.project_id, s.day_start_ms, s.client_name;
 
 -- RECOMPUTE_SQL.consumePairs
-DELETE FROM recompute_pairs WHERE project_id = ?1 AND EXISTS (
+DELETE FROM recompute_pairs WHERE project_id = :project_id AND EXISTS (
       WITH st AS MATERIALIZED (
       SELECT step ->> '$.kind' AS kind, step, from_ms, cursor, step -> '$.last' AS last FROM recomputes
-      WHERE project_id = ?1 AND step ->> '$.kind' IN ('pairs')) SELECT 1 FROM st WHERE (st.cursor = '[]' OR (recompute_pairs.day_start_ms, recompute_pairs.client_name) > (st.cursor ->> 0, st.cursor ->> 1)) AND (recompute_pairs.day_start_ms, recompute_pairs.client_name) <= (st.last ->> 0, st.last ->> 1));
+      WHERE project_id = :project_id AND step ->> '$.kind' IN ('pairs')) SELECT 1 FROM st WHERE (st.cursor = '[]' OR (recompute_pairs.day_start_ms, recompute_pairs.client_name) > (st.cursor ->> 0, st.cursor ->> 1)) AND (recompute_pairs.day_start_ms, recompute_pairs.client_name) <= (st.last ->> 0, st.last ->> 1));
 
 -- RECOMPUTE_SQL.advance
 UPDATE recomputes SET
       state = CASE step ->> '$.kind'
         WHEN 'restart' THEN 'clearing'
-        WHEN 'clearing' THEN CASE WHEN (EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = ?1) OR EXISTS (SELECT 1 FROM recompute_pairs WHERE project_id = ?1)) THEN 'clearing' ELSE 'counting' END
+        WHEN 'clearing' THEN CASE WHEN (EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = :project_id) OR EXISTS (SELECT 1 FROM recompute_pairs WHERE project_id = :project_id)) THEN 'clearing' ELSE 'counting' END
         WHEN 'counted' THEN 'hours'
-        WHEN 'hours_done' THEN CASE WHEN EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = ?1) THEN 'hours' ELSE 'pairs' END
+        WHEN 'hours_done' THEN CASE WHEN EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = :project_id) THEN 'hours' ELSE 'pairs' END
         WHEN 'pairs_done' THEN 'done'
         ELSE state END,
-      kept_from_ms = CASE WHEN step ->> '$.kind' = 'clearing' AND NOT (EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = ?1) OR EXISTS (SELECT 1 FROM recompute_pairs WHERE project_id = ?1)) THEN COALESCE((SELECT value FROM rollup_state WHERE name = 'raw_kept_from_ms'), 0) ELSE kept_from_ms END,
-      from_ms = CASE WHEN step ->> '$.kind' = 'clearing' AND NOT (EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = ?1) OR EXISTS (SELECT 1 FROM recompute_pairs WHERE project_id = ?1)) THEN ((COALESCE((SELECT value FROM rollup_state WHERE name = 'raw_kept_from_ms'), 0) + 172829999) / 86400000 * 86400000) ELSE from_ms END,
+      kept_from_ms = CASE WHEN step ->> '$.kind' = 'clearing' AND NOT (EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = :project_id) OR EXISTS (SELECT 1 FROM recompute_pairs WHERE project_id = :project_id)) THEN COALESCE((SELECT value FROM rollup_state WHERE name = 'raw_kept_from_ms'), 0) ELSE kept_from_ms END,
+      from_ms = CASE WHEN step ->> '$.kind' = 'clearing' AND NOT (EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = :project_id) OR EXISTS (SELECT 1 FROM recompute_pairs WHERE project_id = :project_id)) THEN ((COALESCE((SELECT value FROM rollup_state WHERE name = 'raw_kept_from_ms'), 0) + 172829999) / 86400000 * 86400000) ELSE from_ms END,
       cursor = CASE
         WHEN step ->> '$.kind' IN ('counting', 'hours', 'pairs') THEN step -> '$.last'
-        WHEN step ->> '$.kind' IN ('restart', 'clearing', 'counted') OR (step ->> '$.kind' = 'hours_done' AND NOT EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = ?1)) THEN '[]'
+        WHEN step ->> '$.kind' IN ('restart', 'clearing', 'counted') OR (step ->> '$.kind' = 'hours_done' AND NOT EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = :project_id)) THEN '[]'
         ELSE cursor END,
       sessions = CASE step ->> '$.kind' WHEN 'restart' THEN 0 WHEN 'counting' THEN sessions + json_array_length(step, '$.groups') ELSE sessions END,
       calls = CASE step ->> '$.kind' WHEN 'restart' THEN 0 WHEN 'counting' THEN calls + (step ->> '$.calls') ELSE calls END,
       hour_rows = hour_rows + CASE WHEN step ->> '$.kind' = 'hours' THEN step ->> '$.rows' ELSE 0 END,
       pair_rows = pair_rows + CASE WHEN step ->> '$.kind' = 'pairs' THEN step ->> '$.keys' ELSE 0 END,
       steps = steps + (step ->> '$.kind' <> 'none'),
-      finished_at_ms = CASE WHEN step ->> '$.kind' = 'pairs_done' THEN ?2 ELSE finished_at_ms END
-    WHERE project_id = ?1;
+      finished_at_ms = CASE WHEN step ->> '$.kind' = 'pairs_done' THEN :now_ms ELSE finished_at_ms END
+    WHERE project_id = :project_id;

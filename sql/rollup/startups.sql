@@ -7,9 +7,9 @@ INSERT INTO rollup_state (name, value)
       SELECT startup_seq, ROW_NUMBER() OVER w AS n, SUM(cost) OVER w AS running FROM (
         SELECT startup_seq, json_array_length(tools_json)
           + (SELECT COALESCE(SUM(json_array_length(d.value, '$.tools')), 0) FROM json_each(agree_declared_json) AS d) AS cost
-        FROM raw_startups WHERE startup_seq > COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY startup_seq LIMIT ?1)
+        FROM raw_startups WHERE startup_seq > COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY startup_seq LIMIT :chunk_startups)
       WINDOW w AS (ORDER BY startup_seq ROWS UNBOUNDED PRECEDING))
-    WHERE n = 1 OR running <= ?2)
+    WHERE n = 1 OR running <= :chunk_rows)
     SELECT 'startups_chunk', json_object('from', COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)), 'end', COALESCE((SELECT MAX(startup_seq) FROM chosen), COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)))) WHERE true
     ON CONFLICT (name) DO UPDATE SET value = excluded.value;
 
@@ -95,4 +95,4 @@ WITH chunk AS MATERIALIZED (
       EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > (SELECT MAX(startup_seq) FROM chunk)) AS more,
       EXISTS (SELECT 1 FROM (
     SELECT received_at_ms FROM raw_startups WHERE startup_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'tool_versions_seq'), COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0))) AND startup_seq <= COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY startup_seq LIMIT 1)
-    WHERE received_at_ms < ?1) AS versions;
+    WHERE received_at_ms < :hour_ms) AS versions;

@@ -56,6 +56,7 @@ import { CALL_BATCH_CALL, CALL_STATE_CALL, CHUNK_SPAN, PAIR_KEY, tupleArraySql, 
 import { COUNTER_NAMES } from "../metrics/counters.ts";
 import { RECOMPUTING_PROJECTS_SQL } from "../db/recomputes.ts";
 import { NOT_HELD } from "../db/moves.ts";
+import { namedStatement } from "../db/named-sql.ts";
 
 /**
  * The counter columns an hour row's change carries: the one counter list (metrics/counters.ts). The
@@ -143,14 +144,14 @@ const nearestRowSql = (side: "before" | "after", cl = "cl") =>
 /**
  * One side of a cluster, over the state rows between its hour and its time reach, nearest first,
  * with the running count of their calls: `[near, near_calls, far]` — the farthest hour and the calls
- * of the rows within ?4 calls (the nearest row always), and whether rows lie beyond them in reach.
+ * of the rows within :near_calls calls (the nearest row always), and whether rows lie beyond them in reach.
  */
 const nearSideSql = (which: "before" | "after") => {
   const order = `x.hour_start_ms ${which === "before" ? "DESC" : "ASC"}`;
   return `(SELECT ${tupleArraySql(NEAR_SIDE, {
           near: `${which === "before" ? "MIN" : "MAX"}(hour_start_ms) FILTER (WHERE kept)`, near_calls: "MAX(running) FILTER (WHERE kept)",
           far: "COUNT(*) > COALESCE(SUM(kept), 0)" })}
-      FROM (SELECT hour_start_ms, running, running <= ?4 OR n = 1 AS kept FROM (
+      FROM (SELECT hour_start_ms, running, running <= :near_calls OR n = 1 AS kept FROM (
         SELECT x.hour_start_ms, SUM(x.call_count) OVER (ORDER BY ${order} ROWS UNBOUNDED PRECEDING) AS running,
           ROW_NUMBER() OVER (ORDER BY ${order}) AS n
         FROM call_state x WHERE ${sameGroup("x", "cl")} AND ${which === "before"
@@ -198,22 +199,22 @@ export const CHUNK_SELECTION_SQL =
    * receive order, which is all the SPEC §2.2 tie-break compares (calls of one session).
    *
    * Bound (no transaction holds the database long, whatever a tenant sends): requests are taken in
-   * that order while the calls before each are fewer than ?1, the rows of work so far — new calls
+   * that order while the calls before each are fewer than :chunk_calls, the rows of work so far — new calls
    * plus the calls of every state row the chunk will load, from `call_count`, before any state JSON
-   * is read — are at most ?2, and the spans at most ?3; the first request is always taken so the
-   * rollup always advances. At most ?3 requests are candidates: what this statement reads grows
+   * is read — are at most :chunk_touched_calls, and the spans at most :chunk_spans; the first request is always taken so the
+   * rollup always advances. At most :chunk_spans requests are candidates: what this statement reads grows
    * with them (~90 rows each, whatever their size), and each request of a session adds a span
    * unless it shares one.
    *
    * Spans: per cluster (project, session, client, UTC hour of the new calls) the state rows the
    * flags need (see the file header): the time reach (lo − 2 (reach + 30 s) to hi + 2 (reach + 30 s)), or,
-   * when that holds more rows than the nearest ones within ?4 calls on a side and each tool of the
+   * when that holds more rows than the nearest ones within :near_calls calls on a side and each tool of the
    * cluster has at least 2 old calls in those near rows, only those (the tool's predecessor and its
    * predecessor are then loaded, and every call between them and the new ones: the flags that can
    * change are exact whatever the durations); and for the pairs the nearest row on each side unless
    * the cluster's own row already holds a call before (after) the new ones. Reading
    * the near rows' JSON for that check is itself bounded: clusters are checked in chunk order while
-   * the near rows' calls add up to at most ?2, the others take the time reach. Spans computed from
+   * the near rows' calls add up to at most :chunk_touched_calls, the others take the time reach. Spans computed from
    * the candidates hold every span the taken requests alone need (a later request only widens a
    * cluster, adds tools, lengthens durations), and loading more rows never changes a difference.
    */
@@ -226,7 +227,7 @@ export const CHUNK_SELECTION_SQL =
       FROM pending WINDOW w AS (ORDER BY turn, project_id IS (${chunkSql} ->> '$.leader'), batch_seq ROWS UNBOUNDED PRECEDING)),
     candidates AS MATERIALIZED (
       SELECT o.k, o.batch_seq, o.project_id, o.call_count, b.calls_json FROM ordered o JOIN call_batches b ON b.batch_seq = o.batch_seq
-      WHERE o.calls_before < ?1 AND o.k <= ?3),
+      WHERE o.calls_before < :chunk_calls AND o.k <= :chunk_spans),
     cand_calls AS MATERIALIZED (
       SELECT c.k, c.project_id, ${batchField("session_id")} AS session_id, ${batchField("client_name")} AS client_name,
         ${batchField("tool_name")} AS tool_name, ${hourStartSql(batchField("started_at_ms"))} AS h,
@@ -259,7 +260,7 @@ export const CHUNK_SELECTION_SQL =
       FROM reach_of cl),
     reaches AS MATERIALIZED (
       SELECT rc.*, SUM(before_far * COALESCE(before_near_calls, 0) + after_far * COALESCE(after_near_calls, 0)) OVER (
-          ORDER BY k, project_id, session_id, client_name, h ROWS UNBOUNDED PRECEDING) <= ?2 AS checked
+          ORDER BY k, project_id, session_id, client_name, h ROWS UNBOUNDED PRECEDING) <= :chunk_touched_calls AS checked
       FROM (
         SELECT n.*, ${side("near", "before_side")} AS before_near, ${side("near_calls", "before_side")} AS before_near_calls, COALESCE(${side("far", "before_side")}, 0) AS before_far,
           ${side("near", "after_side")} AS after_near, ${side("near_calls", "after_side")} AS after_near_calls, COALESCE(${side("far", "after_side")}, 0) AS after_far
@@ -303,7 +304,7 @@ export const CHUNK_SELECTION_SQL =
       SELECT k, SUM(touched) OVER w AS touched, SUM(spans) OVER w AS spans FROM costs WINDOW w AS (ORDER BY k ROWS UNBOUNDED PRECEDING)),
     chosen AS MATERIALIZED (
       SELECT c.k, c.batch_seq, c.project_id, c.call_count, rn.touched FROM candidates c JOIN running rn ON rn.k = c.k
-      WHERE c.k = 1 OR (rn.touched <= ?2 AND rn.spans <= ?3))
+      WHERE c.k = 1 OR (rn.touched <= :chunk_touched_calls AND rn.spans <= :chunk_spans))
     SELECT '${CALLS_CHUNK}', json_object(
       'batches', json(COALESCE((SELECT json_group_array(batch_seq) FROM chosen), '[]')),
       'spans', json(COALESCE((SELECT json_group_array(${tupleArraySql(CHUNK_SPAN)})
@@ -586,8 +587,10 @@ export function callChunkStatements(db: D1Database, bounds: CallChunkBounds): D1
     "applyHourDeltas", "applyPairDeltas", "dropEmptyPairs", "addSessionCounters", "appendCalls", "emptyTakenBatches",
   ] as const satisfies readonly (keyof typeof CALL_CHUNK_SQL)[];
   return [
-    db.prepare(CHUNK_SELECTION_SQL).bind(bounds.chunkCalls, bounds.chunkTouchedCalls, bounds.chunkSpans, bounds.nearCalls),
-    ...order.map((name) => db.prepare(CALL_CHUNK_SQL[name])),
+    namedStatement(db, CHUNK_SELECTION_SQL, {
+      chunk_calls: bounds.chunkCalls, chunk_touched_calls: bounds.chunkTouchedCalls, chunk_spans: bounds.chunkSpans, near_calls: bounds.nearCalls,
+    }),
+    ...order.map((name) => namedStatement(db, CALL_CHUNK_SQL[name])),
   ];
 }
 

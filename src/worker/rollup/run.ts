@@ -13,6 +13,7 @@ import { IDEMPOTENCY_WINDOW_MS, dayStartMs, hourStartMs } from "../time.ts";
 import { STARTUP_CHUNK_STATEMENTS, rollupStartupChunk } from "./startups.ts";
 import { TOOL_VERSIONS_PENDING_SQL, TOOL_VERSION_FOLD_STATEMENTS, runToolVersionFoldStep } from "./tool-versions.ts";
 import { log } from "../log.ts";
+import { namedStatement } from "../db/named-sql.ts";
 
 export interface RollupOptions {
   /**
@@ -141,10 +142,10 @@ export const EMPTIED_BATCHES_PER_RUN = 5_000;
 
 /**
  * Deletes the rows the chunks emptied once the Idempotency-Key window after their last request has
- * passed (?1 the run's scheduled time): until then their batch ids let ingest recognise a resend.
+ * passed (:scheduled_time_ms): until then their batch ids let ingest recognise a resend.
  */
 const DELETE_EMPTIED_BATCHES_SQL = `DELETE FROM call_batches WHERE batch_seq IN (
-  SELECT batch_seq FROM call_batches WHERE call_count = 0 AND last_received_at_ms < ?1 - ${IDEMPOTENCY_WINDOW_MS}
+  SELECT batch_seq FROM call_batches WHERE call_count = 0 AND last_received_at_ms < :scheduled_time_ms - ${IDEMPOTENCY_WINDOW_MS}
   ORDER BY batch_seq LIMIT ${EMPTIED_BATCHES_PER_RUN})`;
 
 /**
@@ -153,14 +154,14 @@ const DELETE_EMPTIED_BATCHES_SQL = `DELETE FROM call_batches WHERE batch_seq IN 
  */
 export const ROLLUP_FIXED_STATEMENTS = 5;
 
-/** What a run may find to do (?1 today's start, ?2 the hour's): each an SQL truth value. */
+/** What a run may find to do (:today_ms today's start, :hour_ms the hour's): each an SQL truth value. */
 const PENDING = {
   calls: `EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND ${FOLDABLE})`,
   recompute: `EXISTS (SELECT 1 FROM recomputes WHERE state <> 'done')`,
   startups: `EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${startupsWatermarkSql()} AND ${NOT_HELD})`,
   agreements: `EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)} AND ${NOT_HELD})`,
-  days: `EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < ?1 AND ${NOT_HELD})`,
-  versions: TOOL_VERSIONS_PENDING_SQL.replaceAll("?1", "?2"),
+  days: `EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < :today_ms AND ${NOT_HELD})`,
+  versions: TOOL_VERSIONS_PENDING_SQL,
 } as const;
 
 const PENDING_SQL = `SELECT
@@ -171,45 +172,45 @@ const PENDING_SQL = `SELECT
  * with calls was opened in the current one. Run before the chunks, so they take every request
  * received before the run started, and none can be appended to while they do.
  *
- * The same write takes the database's rollup lease (migration 0031) for holder ?3 until ?5 when the
- * run has work (?1 today, ?2 the hour: PENDING) and no other job holds it at ?4 (now): at most one
+ * The same write takes the database's rollup lease (migration 0031) for :holder until :lease_until_ms
+ * when the run has work (PENDING) and no other job holds it at :now_ms: at most one
  * rollup job per database at a time, and a run with work writes this row anyway whenever calls came
  * in since the last run, so the lease costs no row of its own then. A row back, with the holder,
- * whenever the row was written: the lease is this run's when the holder is ?3. A job that crashed
+ * whenever the row was written: the lease is this run's when the holder is :holder. A job that crashed
  * leaves its lease to expire.
  */
 const CLOSE_AND_TAKE_LEASE_SQL = `INSERT INTO rollup_state (name, value, lease_holder, lease_until_ms)
-  SELECT '${INGEST_EPOCH}', epoch + open, CASE WHEN take THEN ?3 ELSE holder END, CASE WHEN take THEN ?5 ELSE until_ms END
+  SELECT '${INGEST_EPOCH}', epoch + open, CASE WHEN take THEN :holder ELSE holder END, CASE WHEN take THEN :lease_until_ms ELSE until_ms END
   FROM (
     SELECT e.epoch, e.holder, e.until_ms, EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND epoch = e.epoch) AS open,
-      (${Object.values(PENDING).join("\n        OR ")}) AND NOT ${rollupLeaseHeldSql("?4")} AS take
+      (${Object.values(PENDING).join("\n        OR ")}) AND NOT ${rollupLeaseHeldSql(":now_ms")} AS take
     FROM (SELECT COALESCE(x.value, 0) AS epoch, x.lease_holder AS holder, x.lease_until_ms AS until_ms
       FROM (SELECT 1) LEFT JOIN rollup_state x ON x.name = '${INGEST_EPOCH}') AS e)
   WHERE open OR take
   ON CONFLICT (name) DO UPDATE SET value = excluded.value, lease_holder = excluded.lease_holder, lease_until_ms = excluded.lease_until_ms
   RETURNING lease_holder AS holder`;
-/** Renews holder ?1's lease until ?2: no row back when another job took it over (this one's had expired). */
-const RENEW_LEASE_SQL = `UPDATE rollup_state SET lease_until_ms = ?2
-  WHERE name = '${INGEST_EPOCH}' AND lease_holder = ?1 RETURNING 1 AS renewed`;
+/** Renews :holder's lease until :lease_until_ms: no row back when another job took it over (this one's had expired). */
+const RENEW_LEASE_SQL = `UPDATE rollup_state SET lease_until_ms = :lease_until_ms
+  WHERE name = '${INGEST_EPOCH}' AND lease_holder = :holder RETURNING 1 AS renewed`;
 /**
- * Ends holder ?1's lease at once, for a run that failed (as_of releases it otherwise): the next run
+ * Ends :holder's lease at once, for a run that failed (as_of releases it otherwise): the next run
  * need not wait for it to expire.
  */
-const RELEASE_LEASE_SQL = `UPDATE rollup_state SET lease_until_ms = 0 WHERE name = '${INGEST_EPOCH}' AND lease_holder = ?1`;
+const RELEASE_LEASE_SQL = `UPDATE rollup_state SET lease_until_ms = 0 WHERE name = '${INGEST_EPOCH}' AND lease_holder = :holder`;
 
 /** The first payload not folded in yet of one stream: everything received before it is in. */
 const firstPendingReceivedSql = (table: string, seq: string, watermarkSql: string) =>
-  `COALESCE((SELECT received_at_ms - 1 FROM ${table} WHERE ${seq} > ${watermarkSql} ORDER BY ${seq} LIMIT 1), ?1)`;
+  `COALESCE((SELECT received_at_ms - 1 FROM ${table} WHERE ${seq} > ${watermarkSql} ORDER BY ${seq} LIMIT 1), :scheduled_time_ms)`;
 
 // SPEC §2.6 as_of = the time the data is complete up to: the run's scheduled time when caught up,
 // else just before the earliest-received payload still pending (receive order follows *_seq).
-// It never moves backwards. The same write releases holder ?2's lease (NULL: a run without one):
+// It never moves backwards. The same write releases :holder's lease (NULL: a run without one):
 // the row then names it, unless another job has taken the lease over meanwhile (its lease stays).
 const AS_OF_SQL = `INSERT INTO rollup_state (name, value, lease_holder)
-  SELECT '${AS_OF}', MAX(${stateValueSql(AS_OF)}, MIN(?1,
-    COALESCE((SELECT received_at_ms - 1 FROM call_batches WHERE call_count > 0 ORDER BY batch_seq LIMIT 1), ?1),
+  SELECT '${AS_OF}', MAX(${stateValueSql(AS_OF)}, MIN(:scheduled_time_ms,
+    COALESCE((SELECT received_at_ms - 1 FROM call_batches WHERE call_count > 0 ORDER BY batch_seq LIMIT 1), :scheduled_time_ms),
     ${firstPendingReceivedSql("raw_startups", "startup_seq", startupsWatermarkSql())},
-    ${firstPendingReceivedSql("raw_agreements", "agreement_seq", stateValueSql(AGREEMENTS_WATERMARK))})), ?2
+    ${firstPendingReceivedSql("raw_agreements", "agreement_seq", stateValueSql(AGREEMENTS_WATERMARK))})), :holder
   WHERE true
   ON CONFLICT (name) DO UPDATE SET value = excluded.value, lease_holder = CASE
     WHEN excluded.lease_holder IS NOT NULL AND excluded.lease_holder IS (SELECT lease_holder FROM rollup_state WHERE name = '${INGEST_EPOCH}')
@@ -238,7 +239,7 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
   } catch (err) {
     // Released so that the next run need not wait for the lease to expire (best effort: it expires
     // anyway; nothing when the run never took it, or failed before its first batch committed).
-    await db.prepare(RELEASE_LEASE_SQL).bind(holder).run().catch(() => undefined);
+    await namedStatement(db, RELEASE_LEASE_SQL, { holder }).run().catch(() => undefined);
     throw err;
   }
 }
@@ -253,9 +254,11 @@ async function runFrom(
   // closed rows only), and the day marks are added once (before the lease and the probe, which look
   // for days to fold).
   const [, lease, probe] = await db.batch([
-    db.prepare(DAY_FOLD_SQL.markNewProjects).bind(todayMs),
-    db.prepare(CLOSE_AND_TAKE_LEASE_SQL).bind(todayMs, hourMs, holder, leaseFrom(), leaseFrom() + o.leaseMs),
-    db.prepare(PENDING_SQL).bind(todayMs, hourMs),
+    namedStatement(db, DAY_FOLD_SQL.markNewProjects, { today_ms: todayMs }),
+    namedStatement(db, CLOSE_AND_TAKE_LEASE_SQL, {
+      today_ms: todayMs, hour_ms: hourMs, holder, now_ms: leaseFrom(), lease_until_ms: leaseFrom() + o.leaseMs,
+    }),
+    namedStatement(db, PENDING_SQL, { today_ms: todayMs, hour_ms: hourMs }),
   ]);
   report.queries += 3;
   const pendingRow = probe?.results?.[0] as
@@ -282,7 +285,10 @@ async function runFrom(
 
 /** The run's last batch: the emptied rows' cleanup, and as_of, which releases the lease when the run took it. */
 async function finish(db: D1Database, scheduledTimeMs: number, holder: string | null): Promise<void> {
-  await db.batch([db.prepare(DELETE_EMPTIED_BATCHES_SQL).bind(scheduledTimeMs), db.prepare(AS_OF_SQL).bind(scheduledTimeMs, holder)]);
+  await db.batch([
+    namedStatement(db, DELETE_EMPTIED_BATCHES_SQL, { scheduled_time_ms: scheduledTimeMs }),
+    namedStatement(db, AS_OF_SQL, { scheduled_time_ms: scheduledTimeMs, holder }),
+  ]);
 }
 
 type Pending = Record<"startups" | "agreements" | "calls" | "recompute" | "days" | "versions", boolean>;
@@ -314,7 +320,7 @@ async function runHeld(
     const now = o.clock();
     if (now - leaseFrom() >= o.leaseMs / 2) {
       if (budget < statements + 1) return false;
-      const r = await db.prepare(RENEW_LEASE_SQL).bind(holder, now + o.leaseMs).first<{ renewed: number }>();
+      const r = await namedStatement(db, RENEW_LEASE_SQL, { holder, lease_until_ms: now + o.leaseMs }).first<{ renewed: number }>();
       budget -= 1;
       report.queries += 1;
       if (!r) {
