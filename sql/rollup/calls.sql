@@ -89,8 +89,8 @@ INSERT INTO rollup_state (name, value)
     costs AS (
       SELECT k, SUM(touched) AS touched, SUM(spans) AS spans FROM (
         SELECT k, call_count AS touched, 0 AS spans FROM candidates
-        UNION ALL SELECT k, call_count, 0 FROM covered
-        UNION ALL SELECT k, 0, 1 FROM spans)
+        UNION ALL SELECT k, call_count AS touched, 0 AS spans FROM covered
+        UNION ALL SELECT k, 0 AS touched, 1 AS spans FROM spans)
       GROUP BY k),
     running AS MATERIALIZED (
       SELECT k, SUM(touched) OVER w AS touched, SUM(spans) OVER w AS spans FROM costs WINDOW w AS (ORDER BY k ROWS UNBOUNDED PRECEDING)),
@@ -166,12 +166,10 @@ INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name
       FROM buckets GROUP BY project_id, hour_start_ms, tool_name, client_name),
     changes AS (
       -- A call without a session is a chain of one: an attempt, ok when the call is ok and not empty.
-      SELECT project_id, hour_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed,
-        response_bytes_sum, duration_ms_sum, 0 AS retries, calls_without_session AS first_call_attempts,
-        sessionless_good AS first_call_ok, calls_without_session, calls_without_args_hash
+      SELECT project_id, hour_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, 0 AS retries, calls_without_session AS first_call_attempts, sessionless_good AS first_call_ok, calls_without_session, calls_without_args_hash, response_bytes_sum, duration_ms_sum
       FROM buckets
       UNION ALL
-      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok, 0, 0
+      SELECT project_id, hour_start_ms, tool_name, client_name, 0 AS calls, 0 AS ok, 0 AS empty, 0 AS bad_args, 0 AS tool_error, 0 AS crashed, retries, first_call_attempts, first_call_ok, 0 AS calls_without_session, 0 AS calls_without_args_hash, 0 AS response_bytes_sum, 0 AS duration_ms_sum
       FROM (SELECT project_id, hour_start_ms, tool_name, client_name,
         1 * SUM(is_retry) AS retries, 1 * SUM(1 - is_retry) AS first_call_attempts,
         1 * SUM((1 - is_retry) * good * (1 - was_retried)) AS first_call_ok
@@ -182,7 +180,7 @@ INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name
           FROM all_calls WINDOW w AS (PARTITION BY project_id, session_id, client_name, tool_name ORDER BY started_at_ms, call_seq)))
       GROUP BY project_id, hour_start_ms, tool_name, client_name)
       UNION ALL
-      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok, 0, 0
+      SELECT project_id, hour_start_ms, tool_name, client_name, 0 AS calls, 0 AS ok, 0 AS empty, 0 AS bad_args, 0 AS tool_error, 0 AS crashed, retries, first_call_attempts, first_call_ok, 0 AS calls_without_session, 0 AS calls_without_args_hash, 0 AS response_bytes_sum, 0 AS duration_ms_sum
       FROM (SELECT project_id, hour_start_ms, tool_name, client_name,
         -1 * SUM(is_retry) AS retries, -1 * SUM(1 - is_retry) AS first_call_attempts,
         -1 * SUM((1 - is_retry) * good * (1 - was_retried)) AS first_call_ok

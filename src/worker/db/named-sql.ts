@@ -89,15 +89,18 @@ export function namedStatement(db: D1Database, sql: string, params: SqlParams = 
 }
 
 /**
- * A SELECT list of `columns`, in their order, each from `values[column]` (SQL), 0 when it has none:
- * the arms of a UNION ALL built from one list line up by name, so a column added to the list
- * cannot shift the others. Throws on a value for a column the list does not have.
+ * A SELECT list of `columns`, in their order, each from `values[column]` (SQL): the arms of a UNION
+ * ALL built from one list line up by name, so a column added to the list cannot shift the others.
+ * A column without a value takes `fill` (an arm that adds to some counters only: "0"); without
+ * `fill` every column needs one, so a column added to the list is never silently 0. Throws on a
+ * value for a column the list does not have.
  */
-export function columnsByName(columns: readonly string[], values: Readonly<Record<string, string>>): string {
+export function columnsByName(columns: readonly string[], values: Readonly<Record<string, string>>, fill?: string): string {
   const unknown = Object.keys(values).filter((c) => !columns.includes(c));
   if (unknown.length > 0) throw new Error(`columnsByName: no column ${unknown.join(", ")} in the list`);
   return columns.map((c) => {
-    const value = values[c] ?? "0";
+    const value = values[c] ?? fill;
+    if (value === undefined) throw new Error(`columnsByName: no value for column ${c}`);
     return value === c ? c : `${value} AS ${c}`;
   }).join(", ");
 }

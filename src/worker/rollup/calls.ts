@@ -56,7 +56,7 @@ import { CALL_BATCH_CALL, CALL_STATE_CALL, CHUNK_SPAN, PAIR_KEY, tupleArraySql, 
 import { COUNTER_NAMES } from "../metrics/counters.ts";
 import { RECOMPUTING_PROJECTS_SQL } from "../db/recomputes.ts";
 import { NOT_HELD } from "../db/moves.ts";
-import { namedStatement } from "../db/named-sql.ts";
+import { columnsByName, namedStatement } from "../db/named-sql.ts";
 
 /**
  * The counter columns an hour row's change carries: the one counter list (metrics/counters.ts). The
@@ -187,6 +187,9 @@ export const FOLDABLE = `${NOT_RECOMPUTING} AND ${NOT_HELD}`;
  */
 export const TURN_WINDOW_REQUESTS = 5_000;
 
+/** What each candidate request costs the chunk (`costs`: its calls and loaded rows' calls, its spans), by name. */
+const COST_COLUMNS = ["k", "touched", "spans"] as const;
+
 export const CHUNK_SELECTION_SQL =
   /**
    * Chooses the chunk and writes it to rollup_state (`calls_chunk`: the requests, the state rows to
@@ -296,9 +299,9 @@ export const CHUNK_SELECTION_SQL =
       GROUP BY x.project_id, x.session_id, x.client_name, x.hour_start_ms),
     costs AS (
       SELECT k, SUM(touched) AS touched, SUM(spans) AS spans FROM (
-        SELECT k, call_count AS touched, 0 AS spans FROM candidates
-        UNION ALL SELECT k, call_count, 0 FROM covered
-        UNION ALL SELECT k, 0, 1 FROM spans)
+        SELECT ${columnsByName(COST_COLUMNS, { k: "k", touched: "call_count" }, "0")} FROM candidates
+        UNION ALL SELECT ${columnsByName(COST_COLUMNS, { k: "k", touched: "call_count" }, "0")} FROM covered
+        UNION ALL SELECT ${columnsByName(COST_COLUMNS, { k: "k", spans: "1" }, "0")} FROM spans)
       GROUP BY k),
     running AS MATERIALIZED (
       SELECT k, SUM(touched) OVER w AS touched, SUM(spans) OVER w AS spans FROM costs WINDOW w AS (ORDER BY k ROWS UNBOUNDED PRECEDING)),
@@ -424,6 +427,21 @@ const mergeHistograms = (stored: string, added: string) => `CASE WHEN ${added} =
           SELECT key, value FROM json_each(${stored}) UNION ALL SELECT key, value FROM json_each(${added}))
         GROUP BY key ORDER BY CAST(key AS INTEGER))) END`;
 
+/** The columns of a change to an hour row: its key, then every counter (the arms of `changes` line up by name). */
+const HOUR_ROW_COLUMNS = ["project_id", "hour_start_ms", "tool_name", "client_name"] as const;
+const CHANGE_COLUMNS = [...HOUR_ROW_COLUMNS, ...COUNTERS];
+/** The counters a call's neighbours decide (retryContributions), the others its own. */
+const RETRY_COUNTERS: readonly string[] = ["retries", "first_call_attempts", "first_call_ok"];
+/** Each name as its own value (a column taken as it is). */
+const byName = (names: readonly string[]) => Object.fromEntries(names.map((n) => [n, n]));
+/** The arm of each call's own counters: a counter of the list that `buckets` does not compute fails every chunk, never counts 0. */
+const OWN_CHANGES = {
+  ...byName(HOUR_ROW_COLUMNS), ...byName(COUNTERS.filter((c) => !RETRY_COUNTERS.includes(c))),
+  retries: "0", first_call_attempts: "calls_without_session", first_call_ok: "sessionless_good",
+};
+/** The arms of the retry contributions, the other counters 0. */
+const RETRY_CHANGES = byName([...HOUR_ROW_COLUMNS, ...RETRY_COUNTERS]);
+
 /**
  * The chunk's change to each hour row it touches (one row per project, hour, tool and client, with
  * the new calls' latency buckets as a JSON object, SPEC §2.3): the new calls' outcomes and sums,
@@ -445,15 +463,13 @@ const DELTAS_CTES = `WITH ${loadedCtes("tool")},
       FROM buckets GROUP BY project_id, hour_start_ms, tool_name, client_name),
     changes AS (
       -- A call without a session is a chain of one: an attempt, ok when the call is ok and not empty.
-      SELECT project_id, hour_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed,
-        response_bytes_sum, duration_ms_sum, 0 AS retries, calls_without_session AS first_call_attempts,
-        sessionless_good AS first_call_ok, calls_without_session, calls_without_args_hash
+      SELECT ${columnsByName(CHANGE_COLUMNS, OWN_CHANGES)}
       FROM buckets
       UNION ALL
-      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok, 0, 0
+      SELECT ${columnsByName(CHANGE_COLUMNS, RETRY_CHANGES, "0")}
       FROM (${retryContributions("all_calls", 1)})
       UNION ALL
-      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok, 0, 0
+      SELECT ${columnsByName(CHANGE_COLUMNS, RETRY_CHANGES, "0")}
       FROM (${retryContributions("old_calls", -1)})),
     deltas AS MATERIALIZED (
       SELECT d.*, COALESCE(h.histogram, '{}') AS duration_histogram_json FROM (

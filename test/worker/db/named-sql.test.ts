@@ -42,15 +42,20 @@ describe("named parameters", () => {
 describe("columns by name", () => {
   const COLUMNS = ["k", "calls", "retries", "spans"] as const;
 
-  it("take each column from its value, 0 for the others, in the list's order", () => {
-    expect(columnsByName(COLUMNS, { spans: "1", k: "k", calls: "call_count" })).toBe("k, call_count AS calls, 0 AS retries, 1 AS spans");
-    expect(() => columnsByName(COLUMNS, { k: "k", span: "1" })).toThrow(/no column span/);
+  it("take each column from its value, the fill for the others, in the list's order", () => {
+    expect(columnsByName(COLUMNS, { spans: "1", k: "k", calls: "call_count" }, "0")).toBe("k, call_count AS calls, 0 AS retries, 1 AS spans");
+    expect(() => columnsByName(COLUMNS, { k: "k", span: "1" }, "0")).toThrow(/no column span/);
+  });
+
+  it("without a fill, need a value for every column (a column added to the list is never silently 0)", () => {
+    expect(() => columnsByName(COLUMNS, { k: "k", calls: "1", spans: "1" })).toThrow(/no value for column retries/);
+    expect(columnsByName(COLUMNS, { k: "k", calls: "c", retries: "r", spans: "s" })).toBe("k, c AS calls, r AS retries, s AS spans");
   });
 
   it("line up the arms of a UNION ALL by name, whatever order the values are written in", async () => {
     const { results } = await env.DB.prepare(`SELECT k, SUM(calls) AS calls, SUM(retries) AS retries, SUM(spans) AS spans FROM (
-        SELECT ${columnsByName(COLUMNS, { calls: "5", k: "1" })}
-        UNION ALL SELECT ${columnsByName(COLUMNS, { retries: "2", spans: "3", k: "1" })}) GROUP BY k`).all();
+        SELECT ${columnsByName(COLUMNS, { calls: "5", k: "1" }, "0")}
+        UNION ALL SELECT ${columnsByName(COLUMNS, { retries: "2", spans: "3", k: "1" }, "0")}) GROUP BY k`).all();
     expect(results).toEqual([{ k: 1, calls: 5, retries: 2, spans: 3 }]);
   });
 });
