@@ -10,6 +10,7 @@ import { DAY_FOLD_SQL } from "../src/worker/rollup/day-fold.ts";
 import { RECOMPUTE_SQL } from "../src/worker/rollup/recompute.ts";
 import { FOLD_SQL, RETENTION_SQL } from "../src/worker/rollup/retention.ts";
 import { RUN_SQL } from "../src/worker/rollup/run.ts";
+import { DECIDE_SCOPE_SQL } from "../src/worker/rollup/scope.ts";
 import { STARTUP_CHUNK_SQL } from "../src/worker/rollup/startups.ts";
 import { TOOL_VERSION_FOLD_SQL } from "../src/worker/rollup/tool-versions.ts";
 import { compileNamed } from "../src/worker/db/named-sql.ts";
@@ -20,7 +21,7 @@ type Statements = Record<string, string | Record<string, string>>;
 
 /** Each snapshot file and the statements it holds, in the order a run uses them. */
 const MODULES: Record<string, Statements> = {
-  "run.sql": { RUN_SQL },
+  "run.sql": { RUN_SQL, DECIDE_SCOPE_SQL },
   "calls.sql": { CHUNK_SELECTION_SQL, CALL_CHUNK_SQL },
   "startups.sql": { STARTUP_CHUNK_SQL },
   "agreements.sql": { AGREEMENT_CHUNK_SQL },

@@ -4,7 +4,7 @@
 INSERT INTO rollup_state (name, value)
     WITH pending AS MATERIALIZED (
       SELECT batch_seq, project_id, call_count, ROW_NUMBER() OVER (PARTITION BY project_id ORDER BY batch_seq) AS turn
-      FROM (SELECT batch_seq, project_id, call_count FROM call_batches WHERE call_count > 0 AND epoch IS NOT COALESCE((SELECT value FROM rollup_state WHERE name = 'ingest_epoch'), 0) AND project_id NOT IN (SELECT project_id FROM recomputes WHERE state <> 'done') AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY batch_seq LIMIT 5000)),
+      FROM (SELECT batch_seq, project_id, call_count FROM call_batches WHERE call_count > 0 AND epoch IS NOT COALESCE((SELECT value FROM rollup_state WHERE name = 'ingest_epoch'), 0) AND project_id NOT IN (SELECT value FROM json_each(:held_projects)) AND project_id NOT IN (SELECT value FROM json_each(:recomputing_projects)) ORDER BY batch_seq LIMIT 5000)),
     ordered AS MATERIALIZED (
       SELECT batch_seq, project_id, call_count, ROW_NUMBER() OVER w AS k, SUM(call_count) OVER w - call_count AS calls_before
       FROM pending WINDOW w AS (ORDER BY turn, project_id IS ((SELECT value FROM rollup_state WHERE name = 'calls_chunk') ->> '$.leader'), batch_seq ROWS UNBOUNDED PRECEDING)),
@@ -105,7 +105,7 @@ INSERT INTO rollup_state (name, value)
       'calls', (SELECT COALESCE(SUM(call_count), 0) FROM chosen),
       'touched', (SELECT COALESCE(MAX(touched), 0) FROM chosen),
       -- Counted up to one past the chosen ones only: a backlog of a million requests is not read to say "more".
-      'more', (SELECT COUNT(*) FROM (SELECT 1 FROM call_batches WHERE call_count > 0 AND epoch IS NOT COALESCE((SELECT value FROM rollup_state WHERE name = 'ingest_epoch'), 0) AND project_id NOT IN (SELECT project_id FROM recomputes WHERE state <> 'done') AND project_id NOT IN (SELECT project_id FROM project_holds)
+      'more', (SELECT COUNT(*) FROM (SELECT 1 FROM call_batches WHERE call_count > 0 AND epoch IS NOT COALESCE((SELECT value FROM rollup_state WHERE name = 'ingest_epoch'), 0) AND project_id NOT IN (SELECT value FROM json_each(:held_projects)) AND project_id NOT IN (SELECT value FROM json_each(:recomputing_projects))
         LIMIT (SELECT COUNT(*) FROM chosen) + 1)) > (SELECT COUNT(*) FROM chosen),
       'leader', (SELECT project_id FROM chosen WHERE k = 1))
     WHERE true

@@ -11,13 +11,13 @@ INSERT INTO day_marks (project_id, folded_to_ms, cursor_hour_ms, cursor_tool, cu
     ON CONFLICT (project_id) DO NOTHING;
 
 -- DAY_FOLD_SQL.pending
-SELECT EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < :today_ms AND project_id NOT IN (SELECT project_id FROM project_holds)) AS days;
+SELECT EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < :today_ms AND project_id NOT IN (SELECT value FROM json_each(:held_projects))) AS days;
 
 -- DAY_FOLD_SQL.addToDays
 INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, retries, first_call_attempts, first_call_ok, calls_without_session, calls_without_args_hash, response_bytes_sum, duration_ms_sum, duration_histogram_json)
     WITH mark AS MATERIALIZED (
     SELECT project_id, folded_to_ms, cursor_hour_ms, cursor_tool, cursor_client FROM day_marks
-    WHERE folded_to_ms < :today_ms AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY folded_to_ms, project_id LIMIT 1), taken AS MATERIALIZED (
+    WHERE folded_to_ms < :today_ms AND project_id NOT IN (SELECT value FROM json_each(:held_projects)) ORDER BY folded_to_ms, project_id LIMIT 1), taken AS MATERIALIZED (
     SELECT h.* FROM mark AS k JOIN tool_hour_metrics AS h ON h.project_id = k.project_id
       AND h.hour_start_ms >= COALESCE(k.cursor_hour_ms, k.folded_to_ms) AND h.hour_start_ms < k.folded_to_ms + 86400000
     WHERE k.cursor_hour_ms IS NULL OR (h.hour_start_ms, h.tool_name, h.client_name) > (k.cursor_hour_ms, k.cursor_tool, k.cursor_client)
@@ -43,7 +43,7 @@ INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, 
 -- DAY_FOLD_SQL.advanceMark
 WITH mark AS MATERIALIZED (
     SELECT project_id, folded_to_ms, cursor_hour_ms, cursor_tool, cursor_client FROM day_marks
-    WHERE folded_to_ms < :today_ms AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY folded_to_ms, project_id LIMIT 1), taken AS MATERIALIZED (
+    WHERE folded_to_ms < :today_ms AND project_id NOT IN (SELECT value FROM json_each(:held_projects)) ORDER BY folded_to_ms, project_id LIMIT 1), taken AS MATERIALIZED (
     SELECT h.* FROM mark AS k JOIN tool_hour_metrics AS h ON h.project_id = k.project_id
       AND h.hour_start_ms >= COALESCE(k.cursor_hour_ms, k.folded_to_ms) AND h.hour_start_ms < k.folded_to_ms + 86400000
     WHERE k.cursor_hour_ms IS NULL OR (h.hour_start_ms, h.tool_name, h.client_name) > (k.cursor_hour_ms, k.cursor_tool, k.cursor_client)

@@ -3,7 +3,7 @@
 // transaction that moves the `agreements_seq` watermark past the chunk, so each verdict counts
 // exactly once and the sums survive raw retention.
 import { AGREEMENTS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
-import { NOT_HELD } from "../db/moves.ts";
+import { NOT_HELD, decideScope, heldParams, type RunScope } from "./scope.ts";
 import { namedStatement } from "../db/named-sql.ts";
 import { dayStartSql } from "../time.ts";
 
@@ -31,11 +31,13 @@ export const AGREEMENT_CHUNK_SQL = {
 
 export const AGREEMENT_CHUNK_STATEMENTS = 3;
 
-export async function rollupAgreementChunk(db: D1Database, chunkAgreements: number): Promise<{ more: number }> {
+/** One verdicts chunk; `scope` the run's decision (decided now for a chunk run on its own). */
+export async function rollupAgreementChunk(db: D1Database, chunkAgreements: number, scope?: RunScope): Promise<{ more: number }> {
+  const held = heldParams(scope ?? (await decideScope(db)));
   const results = await db.batch([
-    namedStatement(db, AGREEMENT_CHUNK_SQL.addVerdicts, { chunk_agreements: chunkAgreements }),
-    namedStatement(db, AGREEMENT_CHUNK_SQL.advanceWatermark, { chunk_agreements: chunkAgreements }),
-    namedStatement(db, AGREEMENT_CHUNK_SQL.report),
+    namedStatement(db, AGREEMENT_CHUNK_SQL.addVerdicts, { chunk_agreements: chunkAgreements, ...held }),
+    namedStatement(db, AGREEMENT_CHUNK_SQL.advanceWatermark, { chunk_agreements: chunkAgreements, ...held }),
+    namedStatement(db, AGREEMENT_CHUNK_SQL.report, held),
   ]);
   const report = results[2]?.results?.[0] as { more: number } | undefined;
   if (!report) throw new Error("rollup: agreements chunk returned no report");

@@ -54,8 +54,7 @@ import { MAX_RETRY_REACH_MS, flagReachSql, isRetryOfSql } from "../retry-rule.ts
 import { CALLS_CHUNK, INGEST_EPOCH, nextCallSeqSql, stateValueSql } from "../db/rollup-state.ts";
 import { CALL_BATCH_CALL, CALL_STATE_CALL, CHUNK_SPAN, PAIR_KEY, tupleArraySql, tupleField } from "../db/tuples.ts";
 import { COUNTER_NAMES } from "../metrics/counters.ts";
-import { RECOMPUTING_PROJECTS_SQL } from "../db/recomputes.ts";
-import { NOT_HELD } from "../db/moves.ts";
+import { FOLDABLE, decideScope, scopeParams, type RunScope } from "./scope.ts";
 import { columnsByName, namedStatement } from "../db/named-sql.ts";
 
 /**
@@ -172,14 +171,6 @@ const shortSideSql = (before: 0 | 1) => `EXISTS (SELECT 1 FROM cluster_tools t
  */
 export const DURATIONS_BEFORE_MS = 2 * MAX_RETRY_REACH_MS;
 export const DURATIONS_AFTER_MS = MAX_RETRY_REACH_MS;
-
-/**
- * Requests of a project whose counters are being recomputed wait (recompute.ts): nothing may change
- * its raw calls or counters under the recompute; they are folded in once it is done.
- */
-export const NOT_RECOMPUTING = `project_id NOT IN ${RECOMPUTING_PROJECTS_SQL}`;
-/** Requests the chunks take: neither recomputed nor held by a move (its requests are moved unfolded, db/moves.ts). */
-export const FOLDABLE = `${NOT_RECOMPUTING} AND ${NOT_HELD}`;
 
 /**
  * How many of the oldest waiting requests take turns (their small columns only are read): a
@@ -597,14 +588,19 @@ export interface CallChunkBounds {
   nearCalls: number;
 }
 
-/** The statements of one calls chunk, in order; run them as one `db.batch()`. */
-export function callChunkStatements(db: D1Database, bounds: CallChunkBounds): D1PreparedStatement[] {
+/**
+ * The statements of one calls chunk, in order; run them as one `db.batch()`. Requests of the projects
+ * the run leaves alone wait (scope.ts: held by a move, whose requests are moved unfolded; being
+ * recomputed, which nothing may change under: they are folded in once it is done).
+ */
+export function callChunkStatements(db: D1Database, bounds: CallChunkBounds, scope: RunScope): D1PreparedStatement[] {
   const order = [
     "applyHourDeltas", "applyPairDeltas", "dropEmptyPairs", "addSessionCounters", "appendCalls", "emptyTakenBatches",
   ] as const satisfies readonly (keyof typeof CALL_CHUNK_SQL)[];
   return [
     namedStatement(db, CHUNK_SELECTION_SQL, {
       chunk_calls: bounds.chunkCalls, chunk_touched_calls: bounds.chunkTouchedCalls, chunk_spans: bounds.chunkSpans, near_calls: bounds.nearCalls,
+      ...scopeParams(scope),
     }),
     ...order.map((name) => namedStatement(db, CALL_CHUNK_SQL[name])),
   ];
@@ -615,10 +611,11 @@ export const CALL_CHUNK_STATEMENTS = 7;
 
 /**
  * Runs one calls chunk (one transaction: a failure anywhere rolls all of it back, and the next run
- * takes the same requests again); returns what it chose (calls 0 when nothing was waiting).
+ * takes the same requests again); returns what it chose (calls 0 when nothing was waiting). `scope`:
+ * the run's decision (decided now for a chunk run on its own).
  */
-export async function rollupCallChunk(db: D1Database, bounds: CallChunkBounds): Promise<CallChunkReport> {
-  const results = await db.batch(callChunkStatements(db, bounds));
+export async function rollupCallChunk(db: D1Database, bounds: CallChunkBounds, scope?: RunScope): Promise<CallChunkReport> {
+  const results = await db.batch(callChunkStatements(db, bounds, scope ?? (await decideScope(db))));
   const value = (results[0]?.results?.[0] as { value?: string } | undefined)?.value;
   if (typeof value !== "string") throw new Error("rollup: calls chunk returned no report");
   const chunk = JSON.parse(value) as Omit<CallChunkReport, "requests" | "rowsRead"> & { batches: number[] };

@@ -7,7 +7,7 @@
 import { addHistogramsSql } from "../db/day-triggers.ts";
 import { DAY_MS, dayStartSql } from "../time.ts";
 import { COUNTER_NAMES } from "../metrics/counters.ts";
-import { NOT_HELD } from "../db/moves.ts";
+import { NOT_HELD, decideScope, heldParams, type RunScope } from "./scope.ts";
 import { namedStatement } from "../db/named-sql.ts";
 
 /** Hour rows one step folds (one transaction). Default of RollupOptions.dayFoldRows. */
@@ -84,12 +84,16 @@ export const DAY_FOLD_SQL = {
 
 export const DAY_FOLD_STATEMENTS = 3;
 
-/** One fold step at the run's `todayMs` (a UTC day start); answers whether a finished day is left to fold. */
-export async function runDayFoldStep(db: D1Database, todayMs: number, rows = DAY_FOLD_ROWS): Promise<{ more: boolean }> {
+/**
+ * One fold step at the run's `todayMs` (a UTC day start); answers whether a finished day is left to
+ * fold. `scope`: the run's decision (decided now for a step run on its own).
+ */
+export async function runDayFoldStep(db: D1Database, todayMs: number, rows = DAY_FOLD_ROWS, scope?: RunScope): Promise<{ more: boolean }> {
+  const held = heldParams(scope ?? (await decideScope(db)));
   const results = await db.batch([
-    namedStatement(db, DAY_FOLD_SQL.addToDays, { today_ms: todayMs, fold_rows: rows }),
-    namedStatement(db, DAY_FOLD_SQL.advanceMark, { today_ms: todayMs, fold_rows: rows }),
-    namedStatement(db, DAY_FOLD_SQL.pending, { today_ms: todayMs }),
+    namedStatement(db, DAY_FOLD_SQL.addToDays, { today_ms: todayMs, fold_rows: rows, ...held }),
+    namedStatement(db, DAY_FOLD_SQL.advanceMark, { today_ms: todayMs, fold_rows: rows, ...held }),
+    namedStatement(db, DAY_FOLD_SQL.pending, { today_ms: todayMs, ...held }),
   ]);
   const report = results[2]?.results?.[0] as { days: number } | undefined;
   if (!report) throw new Error("rollup: day fold returned no report");

@@ -32,8 +32,9 @@
 //             per step, from the scratch pairs, deleting them;
 //   done.
 // No double counting: while a project is being recomputed the rollup leaves its waiting requests
-// in call_batches (calls.ts, RECOMPUTING_PROJECTS_SQL), so neither its raw calls nor its counters
-// change under the recompute; once it is done the rollup folds them in by differences, as always.
+// in call_batches (scope.ts: a run steps only the recomputes it decided to leave the calls of
+// alone), so neither its raw calls nor its counters change under the recompute; once it is done the
+// rollup folds them in by differences, as always.
 // If retention moves `raw_kept_from_ms` while counting, the counting starts again (clearing first).
 import { dayStartSql, DAY_MS, hourStartSql } from "../time.ts";
 import { MAX_RETRY_REACH_MS } from "../retry-rule.ts";
@@ -44,6 +45,7 @@ import {
 import type { RecomputeState } from "../db/recomputes.ts";
 import { CALL_COLUMNS, SESSION_SEQUENCE, callFlagsSql } from "./calls.ts";
 import { namedStatement } from "../db/named-sql.ts";
+import { decideScope, type RunScope } from "./scope.ts";
 
 /**
  * How far before the first recomputed day the raw calls are read: a call's predecessor that it
@@ -97,6 +99,10 @@ const SCRATCH_LEFT = `(EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = 
 const HOURS_LEFT = `EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = :project_id)`;
 
 export const RECOMPUTE_SQL = {
+  /** The oldest recompute under way among those the run leaves the calls of alone (scope.ts). */
+  next: `SELECT project_id, state FROM recomputes WHERE state <> 'done' AND project_id IN (SELECT value FROM json_each(:recomputing_projects))
+    ORDER BY requested_at_ms, project_id LIMIT 1`,
+
   /**
    * Chooses the step of project :project_id if it is still in state :state (else kind 'none', so a step raced by
    * another run does nothing): :step_bound is the step's bound (calls when counting, rows or keys otherwise),
@@ -271,12 +277,13 @@ const STATEMENTS_OF: Record<Exclude<RecomputeState, "done">, (keyof typeof RECOM
 };
 
 /**
- * Runs one step of the oldest recompute under way (one transaction); null when none is. `nowMs`
- * is recorded as the time a recompute finished.
+ * Runs one step of the oldest recompute under way of the run's decision `scope` (decided now for a
+ * step run on its own), in one transaction; null when none is. `nowMs` is recorded as the time a
+ * recompute finished.
  */
-export async function runRecomputeStep(db: D1Database, nowMs: number, bounds: RecomputeBounds): Promise<RecomputeStepReport | null> {
-  const next = await db
-    .prepare(`SELECT project_id, state FROM recomputes WHERE state <> 'done' ORDER BY requested_at_ms, project_id LIMIT 1`)
+export async function runRecomputeStep(db: D1Database, nowMs: number, bounds: RecomputeBounds, scope?: RunScope): Promise<RecomputeStepReport | null> {
+  const { recomputing } = scope ?? (await decideScope(db));
+  const next = await namedStatement(db, RECOMPUTE_SQL.next, { recomputing_projects: JSON.stringify(recomputing) })
     .first<{ project_id: string; state: Exclude<RecomputeState, "done"> }>();
   if (!next) return null;
   const { project_id: projectId, state } = next;

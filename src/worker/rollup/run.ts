@@ -4,14 +4,16 @@
 // `as_of`. Whatever is left waits for the next run; each chunk is its own transaction behind its
 // watermark, so nothing is lost or counted twice when an invocation stops (or dies) half-way.
 import { AGREEMENT_CHUNK_STATEMENTS, rollupAgreementChunk } from "./agreements.ts";
-import { CALL_CHUNK_STATEMENTS, FOLDABLE, rollupCallChunk } from "./calls.ts";
-import { NOT_HELD } from "../db/moves.ts";
+import { CALL_CHUNK_STATEMENTS, rollupCallChunk } from "./calls.ts";
+import { DECIDING_SCOPE, RUN_SCOPE_CTE, foldableSql, notHeldSql, parseScope, type RunScope } from "./scope.ts";
 import { DAY_FOLD_ROWS, DAY_FOLD_SQL, DAY_FOLD_STATEMENTS, runDayFoldStep } from "./day-fold.ts";
 import { RECOMPUTE_STEP_STATEMENTS, runRecomputeStep } from "./recompute.ts";
-import { AGREEMENTS_WATERMARK, AS_OF, INGEST_EPOCH, rollupLeaseHeldSql, stateValueSql, startupsWatermarkSql } from "../db/rollup-state.ts";
+import {
+  AGREEMENTS_WATERMARK, AS_OF, INGEST_EPOCH, RELEASE_LEASE_SQL, TAKE_LEASE_SQL, rollupLeaseHeldSql, stateValueSql, startupsWatermarkSql,
+} from "../db/rollup-state.ts";
 import { IDEMPOTENCY_WINDOW_MS, dayStartMs, hourStartMs } from "../time.ts";
 import { STARTUP_CHUNK_STATEMENTS, rollupStartupChunk } from "./startups.ts";
-import { TOOL_VERSIONS_PENDING_SQL, TOOL_VERSION_FOLD_STATEMENTS, runToolVersionFoldStep } from "./tool-versions.ts";
+import { TOOL_VERSION_FOLD_STATEMENTS, runToolVersionFoldStep, toolVersionsPendingSql } from "./tool-versions.ts";
 import { log } from "../log.ts";
 import { namedStatement } from "../db/named-sql.ts";
 
@@ -154,18 +156,26 @@ const DELETE_EMPTIED_BATCHES_SQL = `DELETE FROM call_batches WHERE batch_seq IN 
  */
 export const ROLLUP_FIXED_STATEMENTS = 5;
 
-/** What a run may find to do (:today_ms today's start, :hour_ms the hour's): each an SQL truth value. */
+/**
+ * What a run may find to do (:today_ms today's start, :hour_ms the hour's), each an SQL truth
+ * value, of the projects it does not leave alone: read in the transaction that decides which
+ * (`run_scope`, scope.ts), with the lease.
+ */
 const PENDING = {
-  calls: `EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND ${FOLDABLE})`,
-  recompute: `EXISTS (SELECT 1 FROM recomputes WHERE state <> 'done')`,
-  startups: `EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${startupsWatermarkSql()} AND ${NOT_HELD})`,
-  agreements: `EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)} AND ${NOT_HELD})`,
-  days: `EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < :today_ms AND ${NOT_HELD})`,
-  versions: TOOL_VERSIONS_PENDING_SQL,
+  calls: `EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND ${foldableSql(DECIDING_SCOPE)})`,
+  recompute: `json_array_length(${DECIDING_SCOPE.recomputing}) > 0`,
+  startups: `EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${startupsWatermarkSql()} AND ${notHeldSql(DECIDING_SCOPE)})`,
+  agreements: `EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)} AND ${notHeldSql(DECIDING_SCOPE)})`,
+  days: `EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < :today_ms AND ${notHeldSql(DECIDING_SCOPE)})`,
+  versions: toolVersionsPendingSql(DECIDING_SCOPE),
 } as const;
 
-const PENDING_SQL = `SELECT
-  ${Object.entries(PENDING).map(([name, sql]) => `${sql} AS ${name}`).join(",\n  ")}`;
+/** The probe: what is pending, and the run's decision on which projects it leaves alone (scope.ts), which every later statement is bound with. */
+const PENDING_SQL = `WITH ${RUN_SCOPE_CTE}
+SELECT
+  ${Object.entries(PENDING).map(([name, sql]) => `${sql} AS ${name}`).join(",\n  ")},
+  held_projects, recomputing_projects
+FROM run_scope`;
 
 /**
  * Closes the call_batches rows open so far (migration 0025): advances the ingest epoch when a row
@@ -180,6 +190,7 @@ const PENDING_SQL = `SELECT
  * leaves its lease to expire.
  */
 const CLOSE_AND_TAKE_LEASE_SQL = `INSERT INTO rollup_state (name, value, lease_holder, lease_until_ms)
+  WITH ${RUN_SCOPE_CTE}
   SELECT '${INGEST_EPOCH}', epoch + open, CASE WHEN take THEN :holder ELSE holder END, CASE WHEN take THEN :lease_until_ms ELSE until_ms END
   FROM (
     SELECT e.epoch, e.holder, e.until_ms, EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND epoch = e.epoch) AS open,
@@ -192,12 +203,6 @@ const CLOSE_AND_TAKE_LEASE_SQL = `INSERT INTO rollup_state (name, value, lease_h
 /** Renews :holder's lease until :lease_until_ms: no row back when another job took it over (this one's had expired). */
 const RENEW_LEASE_SQL = `UPDATE rollup_state SET lease_until_ms = :lease_until_ms
   WHERE name = '${INGEST_EPOCH}' AND lease_holder = :holder RETURNING 1 AS renewed`;
-/**
- * Ends :holder's lease at once, for a run that failed (as_of releases it otherwise): the next run
- * need not wait for it to expire.
- */
-const RELEASE_LEASE_SQL = `UPDATE rollup_state SET lease_until_ms = 0 WHERE name = '${INGEST_EPOCH}' AND lease_holder = :holder`;
-
 /** The first payload not folded in yet of one stream: everything received before it is in. */
 const firstPendingReceivedSql = (table: string, seq: string, watermarkSql: string) =>
   `COALESCE((SELECT received_at_ms - 1 FROM ${table} WHERE ${seq} > ${watermarkSql} ORDER BY ${seq} LIMIT 1), :scheduled_time_ms)`;
@@ -219,7 +224,7 @@ const AS_OF_SQL = `INSERT INTO rollup_state (name, value, lease_holder)
 /** The run's own statements, by name (the SQL snapshots in sql/rollup/ read them). */
 export const RUN_SQL = {
   closeOpenBatchesAndTakeLease: CLOSE_AND_TAKE_LEASE_SQL, pending: PENDING_SQL, renewLease: RENEW_LEASE_SQL,
-  releaseLease: RELEASE_LEASE_SQL, deleteEmptiedBatches: DELETE_EMPTIED_BATCHES_SQL, asOf: AS_OF_SQL,
+  releaseLease: RELEASE_LEASE_SQL, deleteEmptiedBatches: DELETE_EMPTIED_BATCHES_SQL, asOf: AS_OF_SQL, takeLeaseForAnotherJob: TAKE_LEASE_SQL,
 } as const;
 
 export async function runRollup(db: D1Database, scheduledTimeMs: number, options: RollupOptions = {}): Promise<RollupRunReport> {
@@ -262,7 +267,7 @@ async function runFrom(
   ]);
   report.queries += 3;
   const pendingRow = probe?.results?.[0] as
-    | { calls: number; recompute: number; startups: number; agreements: number; days: number; versions: number }
+    | { calls: number; recompute: number; startups: number; agreements: number; days: number; versions: number; held_projects: string; recomputing_projects: string }
     | undefined;
   const pending = {
     startups: !!pendingRow?.startups, agreements: !!pendingRow?.agreements, calls: !!pendingRow?.calls, recompute: !!pendingRow?.recompute,
@@ -280,7 +285,7 @@ async function runFrom(
     report.leaseHeld = true;
     return report;
   }
-  return runHeld(db, scheduledTimeMs, o, report, pending, holder, leaseFrom, renewed);
+  return runHeld(db, scheduledTimeMs, o, report, pending, parseScope(pendingRow), holder, leaseFrom, renewed);
 }
 
 /** The run's last batch: the emptied rows' cleanup, and as_of, which releases the lease when the run took it. */
@@ -294,7 +299,7 @@ async function finish(db: D1Database, scheduledTimeMs: number, holder: string | 
 type Pending = Record<"startups" | "agreements" | "calls" | "recompute" | "days" | "versions", boolean>;
 
 async function runHeld(
-  db: D1Database, scheduledTimeMs: number, o: Required<RollupOptions>, report: RollupRunReport, pending: Pending, holder: string,
+  db: D1Database, scheduledTimeMs: number, o: Required<RollupOptions>, report: RollupRunReport, pending: Pending, scope: RunScope, holder: string,
   leaseFrom: () => number, renewed: (t: number) => void,
 ): Promise<RollupRunReport> {
   const todayMs = dayStartMs(scheduledTimeMs);
@@ -345,7 +350,7 @@ async function runHeld(
   for (;;) {
     let ran = false;
     if (pending.startups && budget >= STARTUP_CHUNK_STATEMENTS && (await between(STARTUP_CHUNK_STATEMENTS))) {
-      const r = await timed(rollupStartupChunk(db, o.chunkStartups, undefined, hourMs));
+      const r = await timed(rollupStartupChunk(db, o.chunkStartups, undefined, hourMs, scope));
       budget -= STARTUP_CHUNK_STATEMENTS;
       report.queries += STARTUP_CHUNK_STATEMENTS;
       report.newStartups += r.new_startups;
@@ -354,14 +359,14 @@ async function runHeld(
       ran = true;
     }
     if (pending.agreements && budget >= AGREEMENT_CHUNK_STATEMENTS && (await between(AGREEMENT_CHUNK_STATEMENTS))) {
-      const r = await timed(rollupAgreementChunk(db, o.chunkAgreements));
+      const r = await timed(rollupAgreementChunk(db, o.chunkAgreements, scope));
       budget -= AGREEMENT_CHUNK_STATEMENTS;
       report.queries += AGREEMENT_CHUNK_STATEMENTS;
       pending.agreements = !!r.more;
       ran = true;
     }
     if (pending.calls && budget >= CALL_CHUNK_STATEMENTS && (await between(CALL_CHUNK_STATEMENTS))) {
-      const r = await timed(rollupCallChunk(db, o));
+      const r = await timed(rollupCallChunk(db, o, scope));
       budget -= CALL_CHUNK_STATEMENTS;
       report.queries += CALL_CHUNK_STATEMENTS;
       report.newCalls += r.calls;
@@ -376,13 +381,13 @@ async function runHeld(
       ran = true;
     }
     if (pending.versions && budget >= TOOL_VERSION_FOLD_STATEMENTS && (await between(TOOL_VERSION_FOLD_STATEMENTS))) {
-      pending.versions = (await timed(runToolVersionFoldStep(db, hourMs))).more;
+      pending.versions = (await timed(runToolVersionFoldStep(db, hourMs, scope))).more;
       budget -= TOOL_VERSION_FOLD_STATEMENTS;
       report.queries += TOOL_VERSION_FOLD_STATEMENTS;
       ran = true;
     }
     if (pending.days && budget >= DAY_FOLD_STATEMENTS && (await between(DAY_FOLD_STATEMENTS))) {
-      const r = await timed(runDayFoldStep(db, todayMs, o.dayFoldRows));
+      const r = await timed(runDayFoldStep(db, todayMs, o.dayFoldRows, scope));
       budget -= DAY_FOLD_STATEMENTS;
       report.queries += DAY_FOLD_STATEMENTS;
       report.dayFoldSteps += 1;
@@ -390,14 +395,15 @@ async function runHeld(
       ran = true;
     }
     if (pending.recompute && budget >= RECOMPUTE_STEP_STATEMENTS && (await between(RECOMPUTE_STEP_STATEMENTS))) {
-      const r = await timed(runRecomputeStep(db, scheduledTimeMs, o));
+      const r = await timed(runRecomputeStep(db, scheduledTimeMs, o, scope));
       const statements = r?.statements ?? 1;
       budget -= statements;
       report.queries += statements;
       if (r === null) pending.recompute = false;
       else report.recomputeSteps += 1;
       if (r?.done) {
-        // The project's waiting requests can be folded in now.
+        // The project's waiting requests can be folded in now: this run's own step finished it.
+        scope = { ...scope, recomputing: scope.recomputing.filter((p) => p !== r.project_id) };
         report.recomputesDone += 1;
         pending.calls = true;
       }

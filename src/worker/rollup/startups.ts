@@ -9,7 +9,7 @@
 
 import { STARTUPS_CHUNK, TOOL_VERSIONS_WATERMARK, startupsWatermarkSql } from "../db/rollup-state.ts";
 import { TOOL_VERSIONS_PENDING_SQL } from "./tool-versions.ts";
-import { NOT_HELD } from "../db/moves.ts";
+import { NOT_HELD, decideScope, heldParams, type RunScope } from "./scope.ts";
 import { namedStatement } from "../db/named-sql.ts";
 
 const watermark = startupsWatermarkSql();
@@ -140,16 +140,22 @@ export const STARTUP_CHUNK_STATEMENTS = 7;
  */
 export const MAX_STARTUP_CHUNK_ROWS = 5_000;
 
-/** One startups chunk; `hourMs` is the run's hour start, for the report's `versions`. */
-export async function rollupStartupChunk(db: D1Database, chunkStartups: number, maxRows = MAX_STARTUP_CHUNK_ROWS, hourMs = 0): Promise<StartupChunkReport> {
+/**
+ * One startups chunk; `hourMs` is the run's hour start, for the report's `versions`; `scope` the
+ * run's decision on the projects it leaves alone (decided now for a chunk run on its own).
+ */
+export async function rollupStartupChunk(
+  db: D1Database, chunkStartups: number, maxRows = MAX_STARTUP_CHUNK_ROWS, hourMs = 0, scope?: RunScope,
+): Promise<StartupChunkReport> {
+  const held = heldParams(scope ?? (await decideScope(db)));
   const results = await db.batch([
-    namedStatement(db, STARTUP_CHUNK_SQL.chooseStartups, { chunk_startups: chunkStartups, chunk_rows: maxRows }),
-    namedStatement(db, STARTUP_CHUNK_SQL.deleteReplacedTools),
-    namedStatement(db, STARTUP_CHUNK_SQL.insertRegisteredTools),
+    namedStatement(db, STARTUP_CHUNK_SQL.chooseStartups, { chunk_startups: chunkStartups, chunk_rows: maxRows, ...held }),
+    namedStatement(db, STARTUP_CHUNK_SQL.deleteReplacedTools, held),
+    namedStatement(db, STARTUP_CHUNK_SQL.insertRegisteredTools, held),
     namedStatement(db, STARTUP_CHUNK_SQL.startToolVersionsWatermark),
-    namedStatement(db, STARTUP_CHUNK_SQL.upsertDeclarations),
-    namedStatement(db, STARTUP_CHUNK_SQL.setSessionSchemaBytes),
-    namedStatement(db, STARTUP_CHUNK_SQL.report, { hour_ms: hourMs }),
+    namedStatement(db, STARTUP_CHUNK_SQL.upsertDeclarations, held),
+    namedStatement(db, STARTUP_CHUNK_SQL.setSessionSchemaBytes, held),
+    namedStatement(db, STARTUP_CHUNK_SQL.report, { hour_ms: hourMs, ...held }),
   ]);
   const report = results[6]?.results?.[0] as StartupChunkReport | undefined;
   if (!report) throw new Error("rollup: startups chunk returned no report");

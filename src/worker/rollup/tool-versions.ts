@@ -5,7 +5,7 @@
 // of a finished hour is always taken, so the fold always advances.
 import { TOOL_VERSIONS_WATERMARK, startupsWatermarkSql, toolVersionsWatermarkSql } from "../db/rollup-state.ts";
 import { versionsOfStartupsSql } from "../db/tool-versions.ts";
-import { NOT_HELD } from "../db/moves.ts";
+import { BOUND_SCOPE, NOT_HELD, decideScope, heldParams, notHeldSql, type RunScope } from "./scope.ts";
 import { namedStatement } from "../db/named-sql.ts";
 
 const watermark = toolVersionsWatermarkSql();
@@ -16,10 +16,14 @@ export const TOOL_VERSION_FOLD_ROWS = 5_000;
 /** Startups one fold step looks at. */
 export const TOOL_VERSION_FOLD_STARTUPS = 200;
 
-/** Whether a startup waits for the fold: the first above the watermark was folded in and received before the hour :hour_ms. */
-export const TOOL_VERSIONS_PENDING_SQL = `EXISTS (SELECT 1 FROM (
-    SELECT received_at_ms FROM raw_startups WHERE startup_seq > ${watermark} AND startup_seq <= ${folded} AND ${NOT_HELD} ORDER BY startup_seq LIMIT 1)
+/**
+ * Whether a startup waits for the fold: the first above the watermark was folded in and received
+ * before the hour :hour_ms (`lists`: where the run's decision is read, scope.ts).
+ */
+export const toolVersionsPendingSql = (lists = BOUND_SCOPE) => `EXISTS (SELECT 1 FROM (
+    SELECT received_at_ms FROM raw_startups WHERE startup_seq > ${watermark} AND startup_seq <= ${folded} AND ${notHeldSql(lists)} ORDER BY startup_seq LIMIT 1)
     WHERE received_at_ms < :hour_ms)`;
+export const TOOL_VERSIONS_PENDING_SQL = toolVersionsPendingSql();
 
 // :hour_ms the run's hour start, :fold_startups startups, :fold_rows rows of work: the run of
 // startups above the watermark received before :hour_ms, within both bounds. Each statement derives the same chunk (the upsert does
@@ -54,13 +58,17 @@ export const TOOL_VERSION_FOLD_SQL = {
 
 export const TOOL_VERSION_FOLD_STATEMENTS = 3;
 
-/** One fold step at the run's hour `hourMs`; answers whether a startup of a finished hour is left. */
-export async function runToolVersionFoldStep(db: D1Database, hourMs: number): Promise<{ more: boolean }> {
-  const fold = { hour_ms: hourMs, fold_startups: TOOL_VERSION_FOLD_STARTUPS, fold_rows: TOOL_VERSION_FOLD_ROWS };
+/**
+ * One fold step at the run's hour `hourMs`; answers whether a startup of a finished hour is left.
+ * `scope`: the run's decision (decided now for a step run on its own).
+ */
+export async function runToolVersionFoldStep(db: D1Database, hourMs: number, scope?: RunScope): Promise<{ more: boolean }> {
+  const held = heldParams(scope ?? (await decideScope(db)));
+  const fold = { hour_ms: hourMs, fold_startups: TOOL_VERSION_FOLD_STARTUPS, fold_rows: TOOL_VERSION_FOLD_ROWS, ...held };
   const results = await db.batch([
     namedStatement(db, TOOL_VERSION_FOLD_SQL.upsertToolVersions, fold),
     namedStatement(db, TOOL_VERSION_FOLD_SQL.advanceWatermark, fold),
-    namedStatement(db, TOOL_VERSION_FOLD_SQL.report, { hour_ms: hourMs }),
+    namedStatement(db, TOOL_VERSION_FOLD_SQL.report, { hour_ms: hourMs, ...held }),
   ]);
   const report = results[2]?.results?.[0] as { more: number } | undefined;
   if (!report) throw new Error("rollup: tool versions fold returned no report");

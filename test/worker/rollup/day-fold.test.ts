@@ -230,8 +230,8 @@ describe("the read of day rows with unfolded hours", () => {
 
 describe("the day fold's query plans", () => {
   it("finds the marks before today by their index, not a scan of every project's mark", async () => {
-    const step = { today_ms: D0, fold_rows: 100 };
-    for (const [sql, params] of [[DAY_FOLD_SQL.pending, { today_ms: D0 }], [DAY_FOLD_SQL.addToDays, step], [DAY_FOLD_SQL.advanceMark, step]] as const) {
+    const step = { today_ms: D0, fold_rows: 100, held_projects: "[]" };
+    for (const [sql, params] of [[DAY_FOLD_SQL.pending, { today_ms: D0, held_projects: "[]" }], [DAY_FOLD_SQL.addToDays, step], [DAY_FOLD_SQL.advanceMark, step]] as const) {
       const { results } = await namedStatement(db, `EXPLAIN QUERY PLAN ${sql}`, params).all<{ detail: string }>();
       const plan = results.map((r) => r.detail);
       expect(plan.some((d) => /SEARCH (day_marks|k) USING (COVERING )?INDEX day_marks_by_day \(folded_to_ms<\?\)/.test(d)), plan.join("\n")).toBe(true);
