@@ -2,19 +2,16 @@
 
 -- RUN_SQL.closeOpenBatchesAndTakeLease
 INSERT INTO rollup_state (name, value, lease_holder, lease_until_ms)
-  WITH run_scope AS MATERIALIZED (SELECT
-      (SELECT json_group_array(project_id) FROM project_holds) AS held_projects,
-      (SELECT json_group_array(project_id) FROM recomputes WHERE state <> 'done') AS recomputing_projects)
   SELECT 'ingest_epoch', epoch + open, CASE WHEN take THEN :holder ELSE holder END, CASE WHEN take THEN :lease_until_ms ELSE until_ms END
   FROM (
     SELECT e.epoch, e.holder, e.until_ms, EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND epoch = e.epoch) AS open,
-      (EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND project_id NOT IN (SELECT value FROM json_each((SELECT held_projects FROM run_scope))) AND project_id NOT IN (SELECT value FROM json_each((SELECT recomputing_projects FROM run_scope))))
-        OR json_array_length((SELECT recomputing_projects FROM run_scope)) > 0
-        OR EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT value FROM json_each((SELECT held_projects FROM run_scope))))
-        OR EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'agreements_seq'), 0) AND project_id NOT IN (SELECT value FROM json_each((SELECT held_projects FROM run_scope))))
-        OR EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < :today_ms AND project_id NOT IN (SELECT value FROM json_each((SELECT held_projects FROM run_scope))))
+      (EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND project_id NOT IN (SELECT project_id FROM project_holds) AND project_id NOT IN (SELECT project_id FROM recomputes WHERE state <> 'done'))
+        OR EXISTS (SELECT project_id FROM recomputes WHERE state <> 'done')
+        OR EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT project_id FROM project_holds))
+        OR EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'agreements_seq'), 0) AND project_id NOT IN (SELECT project_id FROM project_holds))
+        OR EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < :today_ms AND project_id NOT IN (SELECT project_id FROM project_holds))
         OR EXISTS (SELECT 1 FROM (
-    SELECT received_at_ms FROM raw_startups WHERE startup_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'tool_versions_seq'), COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0))) AND startup_seq <= COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT value FROM json_each((SELECT held_projects FROM run_scope))) ORDER BY startup_seq LIMIT 1)
+    SELECT received_at_ms FROM raw_startups WHERE startup_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'tool_versions_seq'), COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0))) AND startup_seq <= COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY startup_seq LIMIT 1)
     WHERE received_at_ms < :hour_ms)) AND NOT COALESCE((SELECT e.lease_until_ms > :now_ms
       AND e.lease_holder IS NOT (SELECT a.lease_holder FROM rollup_state a WHERE a.name = 'as_of_ms')
     FROM rollup_state e WHERE e.name = 'ingest_epoch'), 0) AS take
@@ -22,23 +19,19 @@ INSERT INTO rollup_state (name, value, lease_holder, lease_until_ms)
       FROM (SELECT 1) LEFT JOIN rollup_state x ON x.name = 'ingest_epoch') AS e)
   WHERE open OR take
   ON CONFLICT (name) DO UPDATE SET value = excluded.value, lease_holder = excluded.lease_holder, lease_until_ms = excluded.lease_until_ms
-  RETURNING lease_holder AS holder;
+  RETURNING lease_holder AS holder, (SELECT json_group_array(project_id) FROM project_holds) AS held_projects,
+    (SELECT json_group_array(project_id) FROM recomputes WHERE state <> 'done') AS recomputing_projects;
 
 -- RUN_SQL.pending
-WITH run_scope AS MATERIALIZED (SELECT
-      (SELECT json_group_array(project_id) FROM project_holds) AS held_projects,
-      (SELECT json_group_array(project_id) FROM recomputes WHERE state <> 'done') AS recomputing_projects)
 SELECT
-  EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND project_id NOT IN (SELECT value FROM json_each((SELECT held_projects FROM run_scope))) AND project_id NOT IN (SELECT value FROM json_each((SELECT recomputing_projects FROM run_scope)))) AS calls,
-  json_array_length((SELECT recomputing_projects FROM run_scope)) > 0 AS recompute,
-  EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT value FROM json_each((SELECT held_projects FROM run_scope)))) AS startups,
-  EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'agreements_seq'), 0) AND project_id NOT IN (SELECT value FROM json_each((SELECT held_projects FROM run_scope)))) AS agreements,
-  EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < :today_ms AND project_id NOT IN (SELECT value FROM json_each((SELECT held_projects FROM run_scope)))) AS days,
+  EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND project_id NOT IN (SELECT project_id FROM project_holds) AND project_id NOT IN (SELECT project_id FROM recomputes WHERE state <> 'done')) AS calls,
+  EXISTS (SELECT project_id FROM recomputes WHERE state <> 'done') AS recompute,
+  EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT project_id FROM project_holds)) AS startups,
+  EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'agreements_seq'), 0) AND project_id NOT IN (SELECT project_id FROM project_holds)) AS agreements,
+  EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < :today_ms AND project_id NOT IN (SELECT project_id FROM project_holds)) AS days,
   EXISTS (SELECT 1 FROM (
-    SELECT received_at_ms FROM raw_startups WHERE startup_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'tool_versions_seq'), COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0))) AND startup_seq <= COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT value FROM json_each((SELECT held_projects FROM run_scope))) ORDER BY startup_seq LIMIT 1)
-    WHERE received_at_ms < :hour_ms) AS versions,
-  held_projects, recomputing_projects
-FROM run_scope;
+    SELECT received_at_ms FROM raw_startups WHERE startup_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'tool_versions_seq'), COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0))) AND startup_seq <= COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY startup_seq LIMIT 1)
+    WHERE received_at_ms < :hour_ms) AS versions;
 
 -- RUN_SQL.renewLease
 UPDATE rollup_state SET lease_until_ms = :lease_until_ms
@@ -72,6 +65,5 @@ INSERT INTO rollup_state (name, value, lease_holder, lease_until_ms)
   RETURNING lease_holder AS holder;
 
 -- DECIDE_SCOPE_SQL
-WITH run_scope AS MATERIALIZED (SELECT
-      (SELECT json_group_array(project_id) FROM project_holds) AS held_projects,
-      (SELECT json_group_array(project_id) FROM recomputes WHERE state <> 'done') AS recomputing_projects) SELECT held_projects, recomputing_projects FROM run_scope;
+SELECT (SELECT json_group_array(project_id) FROM project_holds) AS held_projects,
+    (SELECT json_group_array(project_id) FROM recomputes WHERE state <> 'done') AS recomputing_projects;

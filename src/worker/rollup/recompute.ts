@@ -45,7 +45,7 @@ import {
 import type { RecomputeState } from "../db/recomputes.ts";
 import { CALL_COLUMNS, SESSION_SEQUENCE, callFlagsSql } from "./calls.ts";
 import { namedStatement } from "../db/named-sql.ts";
-import { decideScope, type RunScope } from "./scope.ts";
+import { BOUND_SCOPE, decideScope, type RunScope } from "./scope.ts";
 
 /**
  * How far before the first recomputed day the raw calls are read: a call's predecessor that it
@@ -100,7 +100,7 @@ const HOURS_LEFT = `EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = :pr
 
 export const RECOMPUTE_SQL = {
   /** The oldest recompute under way among those the run leaves the calls of alone (scope.ts). */
-  next: `SELECT project_id, state FROM recomputes WHERE state <> 'done' AND project_id IN (SELECT value FROM json_each(:recomputing_projects))
+  next: `SELECT project_id, state FROM recomputes WHERE state <> 'done' AND project_id IN ${BOUND_SCOPE.recomputing}
     ORDER BY requested_at_ms, project_id LIMIT 1`,
 
   /**

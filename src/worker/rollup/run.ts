@@ -5,7 +5,7 @@
 // watermark, so nothing is lost or counted twice when an invocation stops (or dies) half-way.
 import { AGREEMENT_CHUNK_STATEMENTS, rollupAgreementChunk } from "./agreements.ts";
 import { CALL_CHUNK_STATEMENTS, rollupCallChunk } from "./calls.ts";
-import { DECIDING_SCOPE, RUN_SCOPE_CTE, foldableSql, notHeldSql, parseScope, type RunScope } from "./scope.ts";
+import { DECIDING_SCOPE, SCOPE_COLUMNS, foldableSql, notHeldSql, parseScope, type RunScope } from "./scope.ts";
 import { DAY_FOLD_ROWS, DAY_FOLD_SQL, DAY_FOLD_STATEMENTS, runDayFoldStep } from "./day-fold.ts";
 import { RECOMPUTE_STEP_STATEMENTS, runRecomputeStep } from "./recompute.ts";
 import {
@@ -159,23 +159,19 @@ export const ROLLUP_FIXED_STATEMENTS = 5;
 /**
  * What a run may find to do (:today_ms today's start, :hour_ms the hour's), each an SQL truth
  * value, of the projects it does not leave alone: read in the transaction that decides which
- * (`run_scope`, scope.ts), with the lease.
+ * (scope.ts), with the lease.
  */
 const PENDING = {
   calls: `EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND ${foldableSql(DECIDING_SCOPE)})`,
-  recompute: `json_array_length(${DECIDING_SCOPE.recomputing}) > 0`,
+  recompute: `EXISTS ${DECIDING_SCOPE.recomputing}`,
   startups: `EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${startupsWatermarkSql()} AND ${notHeldSql(DECIDING_SCOPE)})`,
   agreements: `EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)} AND ${notHeldSql(DECIDING_SCOPE)})`,
   days: `EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < :today_ms AND ${notHeldSql(DECIDING_SCOPE)})`,
   versions: toolVersionsPendingSql(DECIDING_SCOPE),
 } as const;
 
-/** The probe: what is pending, and the run's decision on which projects it leaves alone (scope.ts), which every later statement is bound with. */
-const PENDING_SQL = `WITH ${RUN_SCOPE_CTE}
-SELECT
-  ${Object.entries(PENDING).map(([name, sql]) => `${sql} AS ${name}`).join(",\n  ")},
-  held_projects, recomputing_projects
-FROM run_scope`;
+const PENDING_SQL = `SELECT
+  ${Object.entries(PENDING).map(([name, sql]) => `${sql} AS ${name}`).join(",\n  ")}`;
 
 /**
  * Closes the call_batches rows open so far (migration 0025): advances the ingest epoch when a row
@@ -186,11 +182,11 @@ FROM run_scope`;
  * when the run has work (PENDING) and no other job holds it at :now_ms: at most one
  * rollup job per database at a time, and a run with work writes this row anyway whenever calls came
  * in since the last run, so the lease costs no row of its own then. A row back, with the holder,
- * whenever the row was written: the lease is this run's when the holder is :holder. A job that crashed
- * leaves its lease to expire.
+ * whenever the row was written: the lease is this run's when the holder is :holder, and the row
+ * carries the run's decision on which projects it leaves alone (scope.ts), which every later
+ * statement of the run is bound with. A job that crashed leaves its lease to expire.
  */
 const CLOSE_AND_TAKE_LEASE_SQL = `INSERT INTO rollup_state (name, value, lease_holder, lease_until_ms)
-  WITH ${RUN_SCOPE_CTE}
   SELECT '${INGEST_EPOCH}', epoch + open, CASE WHEN take THEN :holder ELSE holder END, CASE WHEN take THEN :lease_until_ms ELSE until_ms END
   FROM (
     SELECT e.epoch, e.holder, e.until_ms, EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND epoch = e.epoch) AS open,
@@ -199,7 +195,7 @@ const CLOSE_AND_TAKE_LEASE_SQL = `INSERT INTO rollup_state (name, value, lease_h
       FROM (SELECT 1) LEFT JOIN rollup_state x ON x.name = '${INGEST_EPOCH}') AS e)
   WHERE open OR take
   ON CONFLICT (name) DO UPDATE SET value = excluded.value, lease_holder = excluded.lease_holder, lease_until_ms = excluded.lease_until_ms
-  RETURNING lease_holder AS holder`;
+  RETURNING lease_holder AS holder, ${SCOPE_COLUMNS}`;
 /** Renews :holder's lease until :lease_until_ms: no row back when another job took it over (this one's had expired). */
 const RENEW_LEASE_SQL = `UPDATE rollup_state SET lease_until_ms = :lease_until_ms
   WHERE name = '${INGEST_EPOCH}' AND lease_holder = :holder RETURNING 1 AS renewed`;
@@ -267,7 +263,7 @@ async function runFrom(
   ]);
   report.queries += 3;
   const pendingRow = probe?.results?.[0] as
-    | { calls: number; recompute: number; startups: number; agreements: number; days: number; versions: number; held_projects: string; recomputing_projects: string }
+    | { calls: number; recompute: number; startups: number; agreements: number; days: number; versions: number }
     | undefined;
   const pending = {
     startups: !!pendingRow?.startups, agreements: !!pendingRow?.agreements, calls: !!pendingRow?.calls, recompute: !!pendingRow?.recompute,
@@ -281,11 +277,12 @@ async function runFrom(
     report.caughtUp = true;
     return report;
   }
-  if ((lease?.results?.[0] as { holder?: string } | undefined)?.holder !== holder) {
+  const taken = lease?.results?.[0] as { holder?: string; held_projects?: string; recomputing_projects?: string } | undefined;
+  if (taken?.holder !== holder) {
     report.leaseHeld = true;
     return report;
   }
-  return runHeld(db, scheduledTimeMs, o, report, pending, parseScope(pendingRow), holder, leaseFrom, renewed);
+  return runHeld(db, scheduledTimeMs, o, report, pending, parseScope(taken), holder, leaseFrom, renewed);
 }
 
 /** The run's last batch: the emptied rows' cleanup, and as_of, which releases the lease when the run took it. */

@@ -1,5 +1,5 @@
-// Which projects a rollup run leaves alone, decided once per run, in the transaction that takes its
-// lease (run.ts): the projects a move holds (db/moves.ts: their rows are being copied, or wait for
+// Which projects a rollup run leaves alone, decided once per run, by the statement that takes its
+// lease (run.ts, which returns the decision): the projects a move holds (db/moves.ts: their rows are being copied, or wait for
 // the move to release them) and, for the calls, those being recomputed (recompute.ts). Every later
 // statement of the run reads that decision, bound as two JSON lists (:held_projects,
 // :recomputing_projects), never project_holds or recomputes again.
@@ -16,23 +16,25 @@
 /** The run's decision: the project ids it leaves alone. */
 export type RunScope = { held: string[]; recomputing: string[] };
 
-/** Where a statement reads the decision: the run's bound lists, or, in the statements that make it, `run_scope`. */
-export type ScopeLists = { held: string; recomputing: string };
-export const BOUND_SCOPE: ScopeLists = { held: ":held_projects", recomputing: ":recomputing_projects" };
-export const DECIDING_SCOPE: ScopeLists = {
-  held: "(SELECT held_projects FROM run_scope)", recomputing: "(SELECT recomputing_projects FROM run_scope)",
+/**
+ * Where a statement reads the decision, as subqueries listing project ids: the run's bound lists,
+ * or, in the transaction that makes it (the lease's statement and the probe, run.ts), the tables.
+ */
+export type ScopeSets = { held: string; recomputing: string };
+/** The rows the decision is made of: the holds of moves, the recomputes under way. */
+const HOLDS = "FROM project_holds";
+const RECOMPUTING = "FROM recomputes WHERE state <> 'done'";
+export const BOUND_SCOPE: ScopeSets = {
+  held: "(SELECT value FROM json_each(:held_projects))", recomputing: "(SELECT value FROM json_each(:recomputing_projects))",
+};
+export const DECIDING_SCOPE: ScopeSets = {
+  held: `(SELECT project_id ${HOLDS})`, recomputing: `(SELECT project_id ${RECOMPUTING})`,
 };
 
-/** The decision, as a CTE of the statements that make it (the lease's and the probe's, one transaction). */
-export const RUN_SCOPE_CTE = `run_scope AS MATERIALIZED (SELECT
-      (SELECT json_group_array(project_id) FROM project_holds) AS held_projects,
-      (SELECT json_group_array(project_id) FROM recomputes WHERE state <> 'done') AS recomputing_projects)`;
-
 /** A row of a project no move holds. */
-export const notHeldSql = (lists: ScopeLists = BOUND_SCOPE) => `project_id NOT IN (SELECT value FROM json_each(${lists.held}))`;
+export const notHeldSql = (sets: ScopeSets = BOUND_SCOPE) => `project_id NOT IN ${sets.held}`;
 /** A request the calls chunks may take: its project is neither held nor being recomputed. */
-export const foldableSql = (lists: ScopeLists = BOUND_SCOPE) =>
-  `${notHeldSql(lists)} AND project_id NOT IN (SELECT value FROM json_each(${lists.recomputing}))`;
+export const foldableSql = (sets: ScopeSets = BOUND_SCOPE) => `${notHeldSql(sets)} AND project_id NOT IN ${sets.recomputing}`;
 
 export const NOT_HELD = notHeldSql();
 export const FOLDABLE = foldableSql();
@@ -51,8 +53,10 @@ export function parseScope(row: { held_projects?: unknown; recomputing_projects?
   return { held: list(row.held_projects), recomputing: list(row.recomputing_projects) };
 }
 
-/** The decision on its own, for a chunk or step run outside a run (its tests). */
-export const DECIDE_SCOPE_SQL = `WITH ${RUN_SCOPE_CTE} SELECT held_projects, recomputing_projects FROM run_scope`;
+/** The decision as the lease's statement returns it, and on its own for a chunk or step run outside a run (its tests). */
+export const SCOPE_COLUMNS = `(SELECT json_group_array(project_id) ${HOLDS}) AS held_projects,
+    (SELECT json_group_array(project_id) ${RECOMPUTING}) AS recomputing_projects`;
+export const DECIDE_SCOPE_SQL = `SELECT ${SCOPE_COLUMNS}`;
 
 export async function decideScope(db: D1Database): Promise<RunScope> {
   return parseScope(await db.prepare(DECIDE_SCOPE_SQL).first());

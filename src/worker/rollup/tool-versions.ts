@@ -18,10 +18,10 @@ export const TOOL_VERSION_FOLD_STARTUPS = 200;
 
 /**
  * Whether a startup waits for the fold: the first above the watermark was folded in and received
- * before the hour :hour_ms (`lists`: where the run's decision is read, scope.ts).
+ * before the hour :hour_ms (`sets`: where the run's decision is read, scope.ts).
  */
-export const toolVersionsPendingSql = (lists = BOUND_SCOPE) => `EXISTS (SELECT 1 FROM (
-    SELECT received_at_ms FROM raw_startups WHERE startup_seq > ${watermark} AND startup_seq <= ${folded} AND ${notHeldSql(lists)} ORDER BY startup_seq LIMIT 1)
+export const toolVersionsPendingSql = (sets = BOUND_SCOPE) => `EXISTS (SELECT 1 FROM (
+    SELECT received_at_ms FROM raw_startups WHERE startup_seq > ${watermark} AND startup_seq <= ${folded} AND ${notHeldSql(sets)} ORDER BY startup_seq LIMIT 1)
     WHERE received_at_ms < :hour_ms)`;
 export const TOOL_VERSIONS_PENDING_SQL = toolVersionsPendingSql();
 
