@@ -10,8 +10,10 @@ import { DAY_FOLD_SQL } from "../src/worker/rollup/day-fold.ts";
 import { RECOMPUTE_SQL } from "../src/worker/rollup/recompute.ts";
 import { FOLD_SQL, RETENTION_SQL } from "../src/worker/rollup/retention.ts";
 import { RUN_SQL } from "../src/worker/rollup/run.ts";
+import { DECIDE_SCOPE_SQL } from "../src/worker/rollup/scope.ts";
 import { STARTUP_CHUNK_SQL } from "../src/worker/rollup/startups.ts";
 import { TOOL_VERSION_FOLD_SQL } from "../src/worker/rollup/tool-versions.ts";
+import { compileNamed } from "../src/worker/db/named-sql.ts";
 
 export const SQL_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "sql", "rollup");
 
@@ -19,7 +21,7 @@ type Statements = Record<string, string | Record<string, string>>;
 
 /** Each snapshot file and the statements it holds, in the order a run uses them. */
 const MODULES: Record<string, Statements> = {
-  "run.sql": { RUN_SQL },
+  "run.sql": { RUN_SQL, DECIDE_SCOPE_SQL },
   "calls.sql": { CHUNK_SELECTION_SQL, CALL_CHUNK_SQL },
   "startups.sql": { STARTUP_CHUNK_SQL },
   "agreements.sql": { AGREEMENT_CHUNK_SQL },
@@ -29,8 +31,16 @@ const MODULES: Record<string, Statements> = {
   "retention.sql": { RETENTION_SQL, FOLD_SQL },
 };
 
-/** One statement as it reads in a snapshot: its name, then the SQL with each line's trailing space removed. */
+/**
+ * One statement as it reads in a snapshot: its name, then the SQL with each line's trailing space
+ * removed. Its parameters are by name: it must compile (no positional `?`).
+ */
 function block(name: string, sql: string): string {
+  try {
+    compileNamed(sql);
+  } catch (err) {
+    throw new Error(`sql-snapshots: ${name}: ${(err as Error).message}`);
+  }
   const lines = sql.split("\n").map((l) => l.trimEnd());
   return `-- ${name}\n${lines.join("\n").trim()};\n`;
 }

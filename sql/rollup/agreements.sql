@@ -3,15 +3,15 @@
 -- AGREEMENT_CHUNK_SQL.addVerdicts
 INSERT INTO agreement_days (project_id, day_start_ms, field, tool_a, tool_b, checks, disagreements)
     SELECT project_id, (CAST((checked_at_ms) / 86400000 AS INTEGER) * 86400000) AS day_start_ms, field, tool_a, tool_b, COUNT(*), SUM(agreed = 0)
-    FROM (SELECT * FROM raw_agreements WHERE agreement_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'agreements_seq'), 0) AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY agreement_seq LIMIT ?1) WHERE true
+    FROM (SELECT * FROM raw_agreements WHERE agreement_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'agreements_seq'), 0) AND project_id NOT IN (SELECT value FROM json_each(:held_projects)) ORDER BY agreement_seq LIMIT :chunk_agreements) WHERE true
     GROUP BY project_id, day_start_ms, field, tool_a, tool_b
     ON CONFLICT (project_id, day_start_ms, field, tool_a, tool_b) DO UPDATE SET
       checks = checks + excluded.checks, disagreements = disagreements + excluded.disagreements;
 
 -- AGREEMENT_CHUNK_SQL.advanceWatermark
 INSERT INTO rollup_state (name, value)
-    SELECT 'agreements_seq', top FROM (SELECT MAX(agreement_seq) AS top FROM (SELECT * FROM raw_agreements WHERE agreement_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'agreements_seq'), 0) AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY agreement_seq LIMIT ?1)) WHERE top IS NOT NULL
+    SELECT 'agreements_seq', top FROM (SELECT MAX(agreement_seq) AS top FROM (SELECT * FROM raw_agreements WHERE agreement_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'agreements_seq'), 0) AND project_id NOT IN (SELECT value FROM json_each(:held_projects)) ORDER BY agreement_seq LIMIT :chunk_agreements)) WHERE top IS NOT NULL
     ON CONFLICT (name) DO UPDATE SET value = excluded.value;
 
 -- AGREEMENT_CHUNK_SQL.report
-SELECT EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'agreements_seq'), 0) AND project_id NOT IN (SELECT project_id FROM project_holds)) AS more;
+SELECT EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'agreements_seq'), 0) AND project_id NOT IN (SELECT value FROM json_each(:held_projects))) AS more;

@@ -4,13 +4,13 @@
 INSERT INTO rollup_state (name, value)
     WITH pending AS MATERIALIZED (
       SELECT batch_seq, project_id, call_count, ROW_NUMBER() OVER (PARTITION BY project_id ORDER BY batch_seq) AS turn
-      FROM (SELECT batch_seq, project_id, call_count FROM call_batches WHERE call_count > 0 AND epoch IS NOT COALESCE((SELECT value FROM rollup_state WHERE name = 'ingest_epoch'), 0) AND project_id NOT IN (SELECT project_id FROM recomputes WHERE state <> 'done') AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY batch_seq LIMIT 5000)),
+      FROM (SELECT batch_seq, project_id, call_count FROM call_batches WHERE call_count > 0 AND epoch IS NOT COALESCE((SELECT value FROM rollup_state WHERE name = 'ingest_epoch'), 0) AND project_id NOT IN (SELECT value FROM json_each(:held_projects)) AND project_id NOT IN (SELECT value FROM json_each(:recomputing_projects)) ORDER BY batch_seq LIMIT 5000)),
     ordered AS MATERIALIZED (
       SELECT batch_seq, project_id, call_count, ROW_NUMBER() OVER w AS k, SUM(call_count) OVER w - call_count AS calls_before
       FROM pending WINDOW w AS (ORDER BY turn, project_id IS ((SELECT value FROM rollup_state WHERE name = 'calls_chunk') ->> '$.leader'), batch_seq ROWS UNBOUNDED PRECEDING)),
     candidates AS MATERIALIZED (
       SELECT o.k, o.batch_seq, o.project_id, o.call_count, b.calls_json FROM ordered o JOIN call_batches b ON b.batch_seq = o.batch_seq
-      WHERE o.calls_before < ?1 AND o.k <= ?3),
+      WHERE o.calls_before < :chunk_calls AND o.k <= :chunk_spans),
     cand_calls AS MATERIALIZED (
       SELECT c.k, c.project_id, j.value ->> 0 AS session_id, j.value ->> 1 AS client_name,
         j.value ->> 2 AS tool_name, (CAST((j.value ->> 3) / 3600000 AS INTEGER) * 3600000) AS h,
@@ -34,19 +34,19 @@ INSERT INTO rollup_state (name, value)
     -- A side is read only when rows can lie in it (`near` holds the nearest row before within reach).
     sides AS MATERIALIZED (
       SELECT cl.*, CASE WHEN cl.wide_from < cl.h AND cl.near ->> 3 IS NOT NULL THEN (SELECT json_array(MIN(hour_start_ms) FILTER (WHERE kept), MAX(running) FILTER (WHERE kept), COUNT(*) > COALESCE(SUM(kept), 0))
-      FROM (SELECT hour_start_ms, running, running <= ?4 OR n = 1 AS kept FROM (
+      FROM (SELECT hour_start_ms, running, running <= :near_calls OR n = 1 AS kept FROM (
         SELECT x.hour_start_ms, SUM(x.call_count) OVER (ORDER BY x.hour_start_ms DESC ROWS UNBOUNDED PRECEDING) AS running,
           ROW_NUMBER() OVER (ORDER BY x.hour_start_ms DESC) AS n
         FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name AND x.hour_start_ms < cl.h AND x.hour_start_ms >= cl.wide_from))) END AS before_side,
         CASE WHEN cl.wide_to > cl.h THEN (SELECT json_array(MAX(hour_start_ms) FILTER (WHERE kept), MAX(running) FILTER (WHERE kept), COUNT(*) > COALESCE(SUM(kept), 0))
-      FROM (SELECT hour_start_ms, running, running <= ?4 OR n = 1 AS kept FROM (
+      FROM (SELECT hour_start_ms, running, running <= :near_calls OR n = 1 AS kept FROM (
         SELECT x.hour_start_ms, SUM(x.call_count) OVER (ORDER BY x.hour_start_ms ASC ROWS UNBOUNDED PRECEDING) AS running,
           ROW_NUMBER() OVER (ORDER BY x.hour_start_ms ASC) AS n
         FROM call_state x WHERE x.project_id = cl.project_id AND x.session_id = cl.session_id AND x.client_name = cl.client_name AND x.hour_start_ms > cl.h AND x.hour_start_ms <= cl.wide_to))) END AS after_side
       FROM reach_of cl),
     reaches AS MATERIALIZED (
       SELECT rc.*, SUM(before_far * COALESCE(before_near_calls, 0) + after_far * COALESCE(after_near_calls, 0)) OVER (
-          ORDER BY k, project_id, session_id, client_name, h ROWS UNBOUNDED PRECEDING) <= ?2 AS checked
+          ORDER BY k, project_id, session_id, client_name, h ROWS UNBOUNDED PRECEDING) <= :chunk_touched_calls AS checked
       FROM (
         SELECT n.*, before_side ->> 0 AS before_near, before_side ->> 1 AS before_near_calls, COALESCE(before_side ->> 2, 0) AS before_far,
           after_side ->> 0 AS after_near, after_side ->> 1 AS after_near_calls, COALESCE(after_side ->> 2, 0) AS after_far
@@ -89,14 +89,14 @@ INSERT INTO rollup_state (name, value)
     costs AS (
       SELECT k, SUM(touched) AS touched, SUM(spans) AS spans FROM (
         SELECT k, call_count AS touched, 0 AS spans FROM candidates
-        UNION ALL SELECT k, call_count, 0 FROM covered
-        UNION ALL SELECT k, 0, 1 FROM spans)
+        UNION ALL SELECT k, call_count AS touched, 0 AS spans FROM covered
+        UNION ALL SELECT k, 0 AS touched, 1 AS spans FROM spans)
       GROUP BY k),
     running AS MATERIALIZED (
       SELECT k, SUM(touched) OVER w AS touched, SUM(spans) OVER w AS spans FROM costs WINDOW w AS (ORDER BY k ROWS UNBOUNDED PRECEDING)),
     chosen AS MATERIALIZED (
       SELECT c.k, c.batch_seq, c.project_id, c.call_count, rn.touched FROM candidates c JOIN running rn ON rn.k = c.k
-      WHERE c.k = 1 OR (rn.touched <= ?2 AND rn.spans <= ?3))
+      WHERE c.k = 1 OR (rn.touched <= :chunk_touched_calls AND rn.spans <= :chunk_spans))
     SELECT 'calls_chunk', json_object(
       'batches', json(COALESCE((SELECT json_group_array(batch_seq) FROM chosen), '[]')),
       'spans', json(COALESCE((SELECT json_group_array(json_array(project_id, session_id, client_name, from_ms, to_ms, reach_from_ms, reach_to_ms, group_lo_ms))
@@ -105,7 +105,7 @@ INSERT INTO rollup_state (name, value)
       'calls', (SELECT COALESCE(SUM(call_count), 0) FROM chosen),
       'touched', (SELECT COALESCE(MAX(touched), 0) FROM chosen),
       -- Counted up to one past the chosen ones only: a backlog of a million requests is not read to say "more".
-      'more', (SELECT COUNT(*) FROM (SELECT 1 FROM call_batches WHERE call_count > 0 AND epoch IS NOT COALESCE((SELECT value FROM rollup_state WHERE name = 'ingest_epoch'), 0) AND project_id NOT IN (SELECT project_id FROM recomputes WHERE state <> 'done') AND project_id NOT IN (SELECT project_id FROM project_holds)
+      'more', (SELECT COUNT(*) FROM (SELECT 1 FROM call_batches WHERE call_count > 0 AND epoch IS NOT COALESCE((SELECT value FROM rollup_state WHERE name = 'ingest_epoch'), 0) AND project_id NOT IN (SELECT value FROM json_each(:held_projects)) AND project_id NOT IN (SELECT value FROM json_each(:recomputing_projects))
         LIMIT (SELECT COUNT(*) FROM chosen) + 1)) > (SELECT COUNT(*) FROM chosen),
       'leader', (SELECT project_id FROM chosen WHERE k = 1))
     WHERE true
@@ -166,12 +166,10 @@ INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name
       FROM buckets GROUP BY project_id, hour_start_ms, tool_name, client_name),
     changes AS (
       -- A call without a session is a chain of one: an attempt, ok when the call is ok and not empty.
-      SELECT project_id, hour_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed,
-        response_bytes_sum, duration_ms_sum, 0 AS retries, calls_without_session AS first_call_attempts,
-        sessionless_good AS first_call_ok, calls_without_session, calls_without_args_hash
+      SELECT project_id, hour_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, 0 AS retries, calls_without_session AS first_call_attempts, sessionless_good AS first_call_ok, calls_without_session, calls_without_args_hash, response_bytes_sum, duration_ms_sum
       FROM buckets
       UNION ALL
-      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok, 0, 0
+      SELECT project_id, hour_start_ms, tool_name, client_name, 0 AS calls, 0 AS ok, 0 AS empty, 0 AS bad_args, 0 AS tool_error, 0 AS crashed, retries, first_call_attempts, first_call_ok, 0 AS calls_without_session, 0 AS calls_without_args_hash, 0 AS response_bytes_sum, 0 AS duration_ms_sum
       FROM (SELECT project_id, hour_start_ms, tool_name, client_name,
         1 * SUM(is_retry) AS retries, 1 * SUM(1 - is_retry) AS first_call_attempts,
         1 * SUM((1 - is_retry) * good * (1 - was_retried)) AS first_call_ok
@@ -182,7 +180,7 @@ INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name
           FROM all_calls WINDOW w AS (PARTITION BY project_id, session_id, client_name, tool_name ORDER BY started_at_ms, call_seq)))
       GROUP BY project_id, hour_start_ms, tool_name, client_name)
       UNION ALL
-      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok, 0, 0
+      SELECT project_id, hour_start_ms, tool_name, client_name, 0 AS calls, 0 AS ok, 0 AS empty, 0 AS bad_args, 0 AS tool_error, 0 AS crashed, retries, first_call_attempts, first_call_ok, 0 AS calls_without_session, 0 AS calls_without_args_hash, 0 AS response_bytes_sum, 0 AS duration_ms_sum
       FROM (SELECT project_id, hour_start_ms, tool_name, client_name,
         -1 * SUM(is_retry) AS retries, -1 * SUM(1 - is_retry) AS first_call_attempts,
         -1 * SUM((1 - is_retry) * good * (1 - was_retried)) AS first_call_ok

@@ -2,7 +2,7 @@
 
 -- DAY_FOLD_SQL.markNewProjects
 INSERT INTO day_marks (project_id, folded_to_ms, cursor_hour_ms, cursor_tool, cursor_client)
-    SELECT p.project_id, COALESCE((CAST((l.hour_start_ms) / 86400000 AS INTEGER) * 86400000), ?1), l.hour_start_ms, l.tool_name, l.client_name
+    SELECT p.project_id, COALESCE((CAST((l.hour_start_ms) / 86400000 AS INTEGER) * 86400000), :today_ms), l.hour_start_ms, l.tool_name, l.client_name
     FROM (SELECT DISTINCT project_id FROM call_batches WHERE call_count > 0) AS p
     LEFT JOIN tool_hour_metrics AS l ON l.project_id = p.project_id AND (l.hour_start_ms, l.tool_name, l.client_name) = (
       SELECT h.hour_start_ms, h.tool_name, h.client_name FROM tool_hour_metrics AS h WHERE h.project_id = p.project_id
@@ -11,17 +11,17 @@ INSERT INTO day_marks (project_id, folded_to_ms, cursor_hour_ms, cursor_tool, cu
     ON CONFLICT (project_id) DO NOTHING;
 
 -- DAY_FOLD_SQL.pending
-SELECT EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < ?1 AND project_id NOT IN (SELECT project_id FROM project_holds)) AS days;
+SELECT EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < :today_ms AND project_id NOT IN (SELECT value FROM json_each(:held_projects))) AS days;
 
 -- DAY_FOLD_SQL.addToDays
 INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, retries, first_call_attempts, first_call_ok, calls_without_session, calls_without_args_hash, response_bytes_sum, duration_ms_sum, duration_histogram_json)
     WITH mark AS MATERIALIZED (
     SELECT project_id, folded_to_ms, cursor_hour_ms, cursor_tool, cursor_client FROM day_marks
-    WHERE folded_to_ms < ?1 AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY folded_to_ms, project_id LIMIT 1), taken AS MATERIALIZED (
+    WHERE folded_to_ms < :today_ms AND project_id NOT IN (SELECT value FROM json_each(:held_projects)) ORDER BY folded_to_ms, project_id LIMIT 1), taken AS MATERIALIZED (
     SELECT h.* FROM mark AS k JOIN tool_hour_metrics AS h ON h.project_id = k.project_id
       AND h.hour_start_ms >= COALESCE(k.cursor_hour_ms, k.folded_to_ms) AND h.hour_start_ms < k.folded_to_ms + 86400000
     WHERE k.cursor_hour_ms IS NULL OR (h.hour_start_ms, h.tool_name, h.client_name) > (k.cursor_hour_ms, k.cursor_tool, k.cursor_client)
-    ORDER BY h.hour_start_ms, h.tool_name, h.client_name LIMIT ?2),
+    ORDER BY h.hour_start_ms, h.tool_name, h.client_name LIMIT :fold_rows),
     buckets AS (
       SELECT t.tool_name, t.client_name, j.key AS bucket, SUM(j.value) AS n FROM taken AS t, json_each(t.duration_histogram_json) AS j
       GROUP BY t.tool_name, t.client_name, j.key HAVING SUM(j.value) <> 0),
@@ -43,19 +43,19 @@ INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, 
 -- DAY_FOLD_SQL.advanceMark
 WITH mark AS MATERIALIZED (
     SELECT project_id, folded_to_ms, cursor_hour_ms, cursor_tool, cursor_client FROM day_marks
-    WHERE folded_to_ms < ?1 AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY folded_to_ms, project_id LIMIT 1), taken AS MATERIALIZED (
+    WHERE folded_to_ms < :today_ms AND project_id NOT IN (SELECT value FROM json_each(:held_projects)) ORDER BY folded_to_ms, project_id LIMIT 1), taken AS MATERIALIZED (
     SELECT h.* FROM mark AS k JOIN tool_hour_metrics AS h ON h.project_id = k.project_id
       AND h.hour_start_ms >= COALESCE(k.cursor_hour_ms, k.folded_to_ms) AND h.hour_start_ms < k.folded_to_ms + 86400000
     WHERE k.cursor_hour_ms IS NULL OR (h.hour_start_ms, h.tool_name, h.client_name) > (k.cursor_hour_ms, k.cursor_tool, k.cursor_client)
-    ORDER BY h.hour_start_ms, h.tool_name, h.client_name LIMIT ?2),
+    ORDER BY h.hour_start_ms, h.tool_name, h.client_name LIMIT :fold_rows),
     last AS (SELECT hour_start_ms, tool_name, client_name FROM taken ORDER BY hour_start_ms DESC, tool_name DESC, client_name DESC LIMIT 1),
     step AS (SELECT COUNT(*) AS rows FROM taken)
     UPDATE day_marks SET (folded_to_ms, cursor_hour_ms, cursor_tool, cursor_client) = (
-      SELECT CASE WHEN step.rows = ?2 THEN k.folded_to_ms
-          ELSE MIN(?1, (CAST((COALESCE((SELECT MIN(h.hour_start_ms) FROM tool_hour_metrics AS h
-            WHERE h.project_id = k.project_id AND h.hour_start_ms >= k.folded_to_ms + 86400000), ?1)) / 86400000 AS INTEGER) * 86400000)) END,
-        CASE WHEN step.rows = ?2 THEN (SELECT hour_start_ms FROM last) END,
-        CASE WHEN step.rows = ?2 THEN (SELECT tool_name FROM last) END,
-        CASE WHEN step.rows = ?2 THEN (SELECT client_name FROM last) END
+      SELECT CASE WHEN step.rows = :fold_rows THEN k.folded_to_ms
+          ELSE MIN(:today_ms, (CAST((COALESCE((SELECT MIN(h.hour_start_ms) FROM tool_hour_metrics AS h
+            WHERE h.project_id = k.project_id AND h.hour_start_ms >= k.folded_to_ms + 86400000), :today_ms)) / 86400000 AS INTEGER) * 86400000)) END,
+        CASE WHEN step.rows = :fold_rows THEN (SELECT hour_start_ms FROM last) END,
+        CASE WHEN step.rows = :fold_rows THEN (SELECT tool_name FROM last) END,
+        CASE WHEN step.rows = :fold_rows THEN (SELECT client_name FROM last) END
       FROM mark AS k, step)
     WHERE project_id = (SELECT project_id FROM mark);

@@ -2,7 +2,7 @@
 
 -- RETENTION_SQL.keptFrom
 INSERT INTO rollup_state (name, value)
-    SELECT 'raw_kept_from_ms', ?1 WHERE COALESCE((SELECT value FROM rollup_state WHERE name = 'as_of_ms'), 0) >= ?2
+    SELECT 'raw_kept_from_ms', :cutoff_ms WHERE COALESCE((SELECT value FROM rollup_state WHERE name = 'as_of_ms'), 0) >= :min_as_of_ms
     ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value);
 
 -- RETENTION_SQL.deleteCalls
@@ -10,12 +10,12 @@ DELETE FROM call_state WHERE (project_id, session_id, client_name, hour_start_ms
     SELECT project_id, session_id, client_name, hour_start_ms FROM (
       SELECT *, SUM(call_count) OVER (ROWS UNBOUNDED PRECEDING) - call_count AS calls_before FROM (
         SELECT x.project_id, x.session_id, x.client_name, x.hour_start_ms, x.call_count FROM call_state x
-        WHERE x.hour_start_ms + 3600000 <= ?1
+        WHERE x.hour_start_ms + 3600000 <= :cutoff_ms
           AND EXISTS (SELECT 1 FROM call_state y
             WHERE y.project_id = x.project_id AND y.session_id = x.session_id AND y.client_name = x.client_name
-              AND y.hour_start_ms > x.hour_start_ms AND y.hour_start_ms + 3600000 <= ?1)
-        LIMIT ?2))
-    WHERE calls_before < ?3);
+              AND y.hour_start_ms > x.hour_start_ms AND y.hour_start_ms + 3600000 <= :cutoff_ms)
+        LIMIT :max_rows))
+    WHERE calls_before < :max_calls);
 
 -- RETENTION_SQL.trimKeptCalls
 UPDATE call_state SET call_count = 1, min_started_at_ms = max_started_at_ms, latest_per_tool_json = '[0]',
@@ -27,43 +27,43 @@ UPDATE call_state SET call_count = 1, min_started_at_ms = max_started_at_ms, lat
       SELECT project_id, session_id, client_name, hour_start_ms FROM (
         SELECT *, SUM(call_count) OVER (ROWS UNBOUNDED PRECEDING) - call_count AS calls_before FROM (
           SELECT x.project_id, x.session_id, x.client_name, x.hour_start_ms, x.call_count FROM call_state x
-          WHERE x.hour_start_ms + 3600000 <= ?1 AND x.call_count > 1
+          WHERE x.hour_start_ms + 3600000 <= :cutoff_ms AND x.call_count > 1
             AND NOT EXISTS (SELECT 1 FROM call_state y
               WHERE y.project_id = x.project_id AND y.session_id = x.session_id AND y.client_name = x.client_name
-                AND y.hour_start_ms > x.hour_start_ms AND y.hour_start_ms + 3600000 <= ?1)
-          LIMIT ?2))
-      WHERE calls_before < ?3);
+                AND y.hour_start_ms > x.hour_start_ms AND y.hour_start_ms + 3600000 <= :cutoff_ms)
+          LIMIT :max_rows))
+      WHERE calls_before < :max_calls);
 
 -- RETENTION_SQL.deleteStartups
 DELETE FROM raw_startups WHERE startup_seq IN (
     SELECT startup_seq FROM raw_startups
     WHERE startup_seq <= COALESCE((SELECT value FROM rollup_state WHERE name = 'tool_versions_seq'), COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)))
-      AND startup_seq < COALESCE((SELECT startup_seq FROM raw_startups WHERE received_at_ms >= ?1 ORDER BY startup_seq LIMIT 1), 9e18)
-    ORDER BY startup_seq LIMIT ?2);
+      AND startup_seq < COALESCE((SELECT startup_seq FROM raw_startups WHERE received_at_ms >= :cutoff_ms ORDER BY startup_seq LIMIT 1), 9e18)
+    ORDER BY startup_seq LIMIT :max_rows);
 
 -- RETENTION_SQL.deleteAgreements
 DELETE FROM raw_agreements WHERE agreement_seq IN (
     SELECT agreement_seq FROM raw_agreements
     WHERE agreement_seq <= COALESCE((SELECT value FROM rollup_state WHERE name = 'agreements_seq'), 0)
-      AND agreement_seq < COALESCE((SELECT agreement_seq FROM raw_agreements WHERE received_at_ms >= ?1 ORDER BY agreement_seq LIMIT 1), 9e18)
-    ORDER BY agreement_seq LIMIT ?2);
+      AND agreement_seq < COALESCE((SELECT agreement_seq FROM raw_agreements WHERE received_at_ms >= :cutoff_ms ORDER BY agreement_seq LIMIT 1), 9e18)
+    ORDER BY agreement_seq LIMIT :max_rows);
 
 -- FOLD_SQL.nextDays
 WITH RECURSIVE projects_from (id) AS (
-      SELECT ?1
+      SELECT :cursor_project_id
       UNION ALL
       SELECT (SELECT MIN(project_id) FROM tool_hour_metrics WHERE project_id > projects_from.id) FROM projects_from WHERE id IS NOT NULL),
     old_rows AS (
       SELECT h.project_id, h.hour_start_ms FROM projects_from AS p JOIN tool_hour_metrics AS h
-        ON h.project_id = p.id AND h.hour_start_ms >= (CASE WHEN p.id = ?1 THEN ?2 ELSE 0 END) AND h.hour_start_ms < ?3
-      LIMIT ?4)
+        ON h.project_id = p.id AND h.hour_start_ms >= (CASE WHEN p.id = :cursor_project_id THEN :cursor_hour_ms ELSE 0 END) AND h.hour_start_ms < :horizon_ms
+      LIMIT :max_rows)
     SELECT project_id, hour_start_ms - hour_start_ms % 86400000 AS day_start_ms, COUNT(*) AS hour_rows
     FROM old_rows GROUP BY project_id, day_start_ms ORDER BY project_id, day_start_ms;
 
 -- FOLD_SQL.foldDays
 WITH units AS MATERIALIZED (
       SELECT u.value ->> 0 AS project_id, u.value ->> 1 AS day_start_ms
-      FROM json_each(?1) AS u),
+      FROM json_each(:units) AS u),
     unit_hours AS MATERIALIZED (
       SELECT h.*, u.day_start_ms FROM units AS u JOIN tool_hour_metrics AS h
         ON h.project_id = u.project_id AND h.hour_start_ms >= u.day_start_ms AND h.hour_start_ms < u.day_start_ms + 86400000),

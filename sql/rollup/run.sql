@@ -2,55 +2,68 @@
 
 -- RUN_SQL.closeOpenBatchesAndTakeLease
 INSERT INTO rollup_state (name, value, lease_holder, lease_until_ms)
-  SELECT 'ingest_epoch', epoch + open, CASE WHEN take THEN ?3 ELSE holder END, CASE WHEN take THEN ?5 ELSE until_ms END
+  SELECT 'ingest_epoch', epoch + open, CASE WHEN take THEN :holder ELSE holder END, CASE WHEN take THEN :lease_until_ms ELSE until_ms END
   FROM (
     SELECT e.epoch, e.holder, e.until_ms, EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND epoch = e.epoch) AS open,
-      (EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND project_id NOT IN (SELECT project_id FROM recomputes WHERE state <> 'done') AND project_id NOT IN (SELECT project_id FROM project_holds))
-        OR EXISTS (SELECT 1 FROM recomputes WHERE state <> 'done')
+      (EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND project_id NOT IN (SELECT project_id FROM project_holds) AND project_id NOT IN (SELECT project_id FROM recomputes WHERE state <> 'done'))
+        OR EXISTS (SELECT project_id FROM recomputes WHERE state <> 'done')
         OR EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT project_id FROM project_holds))
         OR EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'agreements_seq'), 0) AND project_id NOT IN (SELECT project_id FROM project_holds))
-        OR EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < ?1 AND project_id NOT IN (SELECT project_id FROM project_holds))
+        OR EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < :today_ms AND project_id NOT IN (SELECT project_id FROM project_holds))
         OR EXISTS (SELECT 1 FROM (
     SELECT received_at_ms FROM raw_startups WHERE startup_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'tool_versions_seq'), COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0))) AND startup_seq <= COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY startup_seq LIMIT 1)
-    WHERE received_at_ms < ?2)) AND NOT COALESCE((SELECT e.lease_until_ms > ?4
+    WHERE received_at_ms < :hour_ms)) AND NOT COALESCE((SELECT e.lease_until_ms > :now_ms
       AND e.lease_holder IS NOT (SELECT a.lease_holder FROM rollup_state a WHERE a.name = 'as_of_ms')
     FROM rollup_state e WHERE e.name = 'ingest_epoch'), 0) AS take
     FROM (SELECT COALESCE(x.value, 0) AS epoch, x.lease_holder AS holder, x.lease_until_ms AS until_ms
       FROM (SELECT 1) LEFT JOIN rollup_state x ON x.name = 'ingest_epoch') AS e)
   WHERE open OR take
   ON CONFLICT (name) DO UPDATE SET value = excluded.value, lease_holder = excluded.lease_holder, lease_until_ms = excluded.lease_until_ms
-  RETURNING lease_holder AS holder;
+  RETURNING lease_holder AS holder, (SELECT json_group_array(project_id) FROM project_holds) AS held_projects,
+    (SELECT json_group_array(project_id) FROM recomputes WHERE state <> 'done') AS recomputing_projects;
 
 -- RUN_SQL.pending
 SELECT
-  EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND project_id NOT IN (SELECT project_id FROM recomputes WHERE state <> 'done') AND project_id NOT IN (SELECT project_id FROM project_holds)) AS calls,
-  EXISTS (SELECT 1 FROM recomputes WHERE state <> 'done') AS recompute,
+  EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND project_id NOT IN (SELECT project_id FROM project_holds) AND project_id NOT IN (SELECT project_id FROM recomputes WHERE state <> 'done')) AS calls,
+  EXISTS (SELECT project_id FROM recomputes WHERE state <> 'done') AS recompute,
   EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT project_id FROM project_holds)) AS startups,
   EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'agreements_seq'), 0) AND project_id NOT IN (SELECT project_id FROM project_holds)) AS agreements,
-  EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < ?1 AND project_id NOT IN (SELECT project_id FROM project_holds)) AS days,
+  EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < :today_ms AND project_id NOT IN (SELECT project_id FROM project_holds)) AS days,
   EXISTS (SELECT 1 FROM (
     SELECT received_at_ms FROM raw_startups WHERE startup_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'tool_versions_seq'), COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0))) AND startup_seq <= COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY startup_seq LIMIT 1)
-    WHERE received_at_ms < ?2) AS versions;
+    WHERE received_at_ms < :hour_ms) AS versions;
 
 -- RUN_SQL.renewLease
-UPDATE rollup_state SET lease_until_ms = ?2
-  WHERE name = 'ingest_epoch' AND lease_holder = ?1 RETURNING 1 AS renewed;
+UPDATE rollup_state SET lease_until_ms = :lease_until_ms
+  WHERE name = 'ingest_epoch' AND lease_holder = :holder RETURNING 1 AS renewed;
 
 -- RUN_SQL.releaseLease
-UPDATE rollup_state SET lease_until_ms = 0 WHERE name = 'ingest_epoch' AND lease_holder = ?1;
+UPDATE rollup_state SET lease_until_ms = 0 WHERE name = 'ingest_epoch' AND lease_holder = :holder;
 
 -- RUN_SQL.deleteEmptiedBatches
 DELETE FROM call_batches WHERE batch_seq IN (
-  SELECT batch_seq FROM call_batches WHERE call_count = 0 AND last_received_at_ms < ?1 - 3600000
+  SELECT batch_seq FROM call_batches WHERE call_count = 0 AND last_received_at_ms < :scheduled_time_ms - 3600000
   ORDER BY batch_seq LIMIT 5000);
 
 -- RUN_SQL.asOf
 INSERT INTO rollup_state (name, value, lease_holder)
-  SELECT 'as_of_ms', MAX(COALESCE((SELECT value FROM rollup_state WHERE name = 'as_of_ms'), 0), MIN(?1,
-    COALESCE((SELECT received_at_ms - 1 FROM call_batches WHERE call_count > 0 ORDER BY batch_seq LIMIT 1), ?1),
-    COALESCE((SELECT received_at_ms - 1 FROM raw_startups WHERE startup_seq > COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) ORDER BY startup_seq LIMIT 1), ?1),
-    COALESCE((SELECT received_at_ms - 1 FROM raw_agreements WHERE agreement_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'agreements_seq'), 0) ORDER BY agreement_seq LIMIT 1), ?1))), ?2
+  SELECT 'as_of_ms', MAX(COALESCE((SELECT value FROM rollup_state WHERE name = 'as_of_ms'), 0), MIN(:scheduled_time_ms,
+    COALESCE((SELECT received_at_ms - 1 FROM call_batches WHERE call_count > 0 ORDER BY batch_seq LIMIT 1), :scheduled_time_ms),
+    COALESCE((SELECT received_at_ms - 1 FROM raw_startups WHERE startup_seq > COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) ORDER BY startup_seq LIMIT 1), :scheduled_time_ms),
+    COALESCE((SELECT received_at_ms - 1 FROM raw_agreements WHERE agreement_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'agreements_seq'), 0) ORDER BY agreement_seq LIMIT 1), :scheduled_time_ms))), :holder
   WHERE true
   ON CONFLICT (name) DO UPDATE SET value = excluded.value, lease_holder = CASE
     WHEN excluded.lease_holder IS NOT NULL AND excluded.lease_holder IS (SELECT lease_holder FROM rollup_state WHERE name = 'ingest_epoch')
     THEN excluded.lease_holder ELSE rollup_state.lease_holder END;
+
+-- RUN_SQL.takeLeaseForAnotherJob
+INSERT INTO rollup_state (name, value, lease_holder, lease_until_ms)
+  SELECT 'ingest_epoch', 0, :holder, :lease_until_ms WHERE NOT COALESCE((SELECT e.lease_until_ms > :now_ms
+      AND e.lease_holder IS NOT (SELECT a.lease_holder FROM rollup_state a WHERE a.name = 'as_of_ms')
+    FROM rollup_state e WHERE e.name = 'ingest_epoch'), 0)
+  ON CONFLICT (name) DO UPDATE SET lease_holder = excluded.lease_holder, lease_until_ms = excluded.lease_until_ms
+  RETURNING lease_holder AS holder;
+
+-- DECIDE_SCOPE_SQL
+SELECT (SELECT json_group_array(project_id) FROM project_holds) AS held_projects,
+    (SELECT json_group_array(project_id) FROM recomputes WHERE state <> 'done') AS recomputing_projects;

@@ -7,16 +7,16 @@ INSERT INTO rollup_state (name, value)
       SELECT startup_seq, ROW_NUMBER() OVER w AS n, SUM(cost) OVER w AS running FROM (
         SELECT startup_seq, json_array_length(tools_json)
           + (SELECT COALESCE(SUM(json_array_length(d.value, '$.tools')), 0) FROM json_each(agree_declared_json) AS d) AS cost
-        FROM raw_startups WHERE startup_seq > COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY startup_seq LIMIT ?1)
+        FROM raw_startups WHERE startup_seq > COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT value FROM json_each(:held_projects)) ORDER BY startup_seq LIMIT :chunk_startups)
       WINDOW w AS (ORDER BY startup_seq ROWS UNBOUNDED PRECEDING))
-    WHERE n = 1 OR running <= ?2)
+    WHERE n = 1 OR running <= :chunk_rows)
     SELECT 'startups_chunk', json_object('from', COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)), 'end', COALESCE((SELECT MAX(startup_seq) FROM chosen), COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)))) WHERE true
     ON CONFLICT (name) DO UPDATE SET value = excluded.value;
 
 -- STARTUP_CHUNK_SQL.deleteReplacedTools
 WITH chunk AS MATERIALIZED (
     SELECT startup_seq FROM raw_startups
-    WHERE startup_seq > ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.from') AND startup_seq <= ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.end') AND project_id NOT IN (SELECT project_id FROM project_holds)), latest AS MATERIALIZED (
+    WHERE startup_seq > ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.from') AND startup_seq <= ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.end') AND project_id NOT IN (SELECT value FROM json_each(:held_projects))), latest AS MATERIALIZED (
     SELECT r.project_id, r.startup_seq, r.tools_json FROM raw_startups r
     WHERE r.startup_seq IN (
       SELECT MAX(s.startup_seq) FROM chunk s CROSS JOIN raw_startups r2 ON r2.startup_seq = s.startup_seq GROUP BY r2.project_id))
@@ -29,7 +29,7 @@ INSERT INTO registered_tools (project_id, tool_name, schema_bytes, schema_hash,
       description_hash, description_norm, requires_authorization, requires_verified_identity, startup_seq)
     WITH chunk AS MATERIALIZED (
     SELECT startup_seq FROM raw_startups
-    WHERE startup_seq > ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.from') AND startup_seq <= ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.end') AND project_id NOT IN (SELECT project_id FROM project_holds)), latest AS MATERIALIZED (
+    WHERE startup_seq > ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.from') AND startup_seq <= ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.end') AND project_id NOT IN (SELECT value FROM json_each(:held_projects))), latest AS MATERIALIZED (
     SELECT r.project_id, r.startup_seq, r.tools_json FROM raw_startups r
     WHERE r.startup_seq IN (
       SELECT MAX(s.startup_seq) FROM chunk s CROSS JOIN raw_startups r2 ON r2.startup_seq = s.startup_seq GROUP BY r2.project_id))
@@ -59,7 +59,7 @@ INSERT INTO rollup_state (name, value)
 INSERT INTO agreement_declarations (project_id, field, tool_name, last_declared_ms)
     WITH chunk AS MATERIALIZED (
     SELECT startup_seq FROM raw_startups
-    WHERE startup_seq > ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.from') AND startup_seq <= ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.end') AND project_id NOT IN (SELECT project_id FROM project_holds))
+    WHERE startup_seq > ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.from') AND startup_seq <= ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.end') AND project_id NOT IN (SELECT value FROM json_each(:held_projects)))
     SELECT r.project_id, json_extract(d.value, '$.field'), n.value, MAX(r.received_at_ms)
     FROM chunk s CROSS JOIN raw_startups r ON r.startup_seq = s.startup_seq,
       json_each(r.agree_declared_json) AS d, json_each(d.value, '$.tools') AS n
@@ -72,7 +72,7 @@ INSERT INTO agreement_declarations (project_id, field, tool_name, last_declared_
 INSERT INTO sessions (project_id, session_id, first_seen_ms, last_seen_ms, client_name, schema_bytes_sum)
     WITH chunk AS MATERIALIZED (
     SELECT startup_seq FROM raw_startups
-    WHERE startup_seq > ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.from') AND startup_seq <= ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.end') AND project_id NOT IN (SELECT project_id FROM project_holds))
+    WHERE startup_seq > ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.from') AND startup_seq <= ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.end') AND project_id NOT IN (SELECT value FROM json_each(:held_projects)))
     SELECT r.project_id, r.session_id,
       (SELECT MIN(r2.received_at_ms) FROM chunk s CROSS JOIN raw_startups r2 ON r2.startup_seq = s.startup_seq
         WHERE r2.project_id = r.project_id AND r2.session_id = r.session_id),
@@ -90,9 +90,9 @@ INSERT INTO sessions (project_id, session_id, first_seen_ms, last_seen_ms, clien
 -- STARTUP_CHUNK_SQL.report
 WITH chunk AS MATERIALIZED (
     SELECT startup_seq FROM raw_startups
-    WHERE startup_seq > ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.from') AND startup_seq <= ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.end') AND project_id NOT IN (SELECT project_id FROM project_holds))
+    WHERE startup_seq > ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.from') AND startup_seq <= ((SELECT value FROM rollup_state WHERE name = 'startups_chunk') ->> '$.end') AND project_id NOT IN (SELECT value FROM json_each(:held_projects)))
     SELECT (SELECT COUNT(*) FROM chunk) AS new_startups,
       EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > (SELECT MAX(startup_seq) FROM chunk)) AS more,
       EXISTS (SELECT 1 FROM (
-    SELECT received_at_ms FROM raw_startups WHERE startup_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'tool_versions_seq'), COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0))) AND startup_seq <= COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY startup_seq LIMIT 1)
-    WHERE received_at_ms < ?1) AS versions;
+    SELECT received_at_ms FROM raw_startups WHERE startup_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'tool_versions_seq'), COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0))) AND startup_seq <= COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT value FROM json_each(:held_projects)) ORDER BY startup_seq LIMIT 1)
+    WHERE received_at_ms < :hour_ms) AS versions;

@@ -6,10 +6,10 @@ INSERT INTO tool_versions (project_id, tool_name, schema_hash, description_hash,
     WITH tv_chunk AS MATERIALIZED (
     SELECT startup_seq FROM (
       SELECT startup_seq, ROW_NUMBER() OVER w AS n, SUM(cost) OVER w AS running, SUM(late) OVER w AS lates FROM (
-        SELECT startup_seq, json_array_length(tools_json) AS cost, received_at_ms >= ?1 AS late
-        FROM raw_startups WHERE startup_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'tool_versions_seq'), COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0))) AND startup_seq <= COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY startup_seq LIMIT ?2)
+        SELECT startup_seq, json_array_length(tools_json) AS cost, received_at_ms >= :hour_ms AS late
+        FROM raw_startups WHERE startup_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'tool_versions_seq'), COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0))) AND startup_seq <= COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT value FROM json_each(:held_projects)) ORDER BY startup_seq LIMIT :fold_startups)
       WINDOW w AS (ORDER BY startup_seq ROWS UNBOUNDED PRECEDING))
-    WHERE lates = 0 AND (n = 1 OR running <= ?3))
+    WHERE lates = 0 AND (n = 1 OR running <= :fold_rows))
     SELECT * FROM (SELECT project_id, tool_name, schema_hash, description_hash, MAX(latest_norm) AS description_norm,
       MIN(received_at_ms) AS first_seen_ms, MAX(received_at_ms) AS last_seen_ms, COUNT(DISTINCT startup_seq) AS startups
     FROM (
@@ -31,14 +31,14 @@ INSERT INTO rollup_state (name, value)
     WITH tv_chunk AS MATERIALIZED (
     SELECT startup_seq FROM (
       SELECT startup_seq, ROW_NUMBER() OVER w AS n, SUM(cost) OVER w AS running, SUM(late) OVER w AS lates FROM (
-        SELECT startup_seq, json_array_length(tools_json) AS cost, received_at_ms >= ?1 AS late
-        FROM raw_startups WHERE startup_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'tool_versions_seq'), COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0))) AND startup_seq <= COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY startup_seq LIMIT ?2)
+        SELECT startup_seq, json_array_length(tools_json) AS cost, received_at_ms >= :hour_ms AS late
+        FROM raw_startups WHERE startup_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'tool_versions_seq'), COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0))) AND startup_seq <= COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT value FROM json_each(:held_projects)) ORDER BY startup_seq LIMIT :fold_startups)
       WINDOW w AS (ORDER BY startup_seq ROWS UNBOUNDED PRECEDING))
-    WHERE lates = 0 AND (n = 1 OR running <= ?3))
+    WHERE lates = 0 AND (n = 1 OR running <= :fold_rows))
     SELECT 'tool_versions_seq', top FROM (SELECT MAX(startup_seq) AS top FROM tv_chunk) WHERE top IS NOT NULL
     ON CONFLICT (name) DO UPDATE SET value = excluded.value;
 
 -- TOOL_VERSION_FOLD_SQL.report
 SELECT EXISTS (SELECT 1 FROM (
-    SELECT received_at_ms FROM raw_startups WHERE startup_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'tool_versions_seq'), COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0))) AND startup_seq <= COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT project_id FROM project_holds) ORDER BY startup_seq LIMIT 1)
-    WHERE received_at_ms < ?1) AS more;
+    SELECT received_at_ms FROM raw_startups WHERE startup_seq > COALESCE((SELECT value FROM rollup_state WHERE name = 'tool_versions_seq'), COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0))) AND startup_seq <= COALESCE((SELECT value ->> '$.end' FROM rollup_state WHERE name = 'startups_chunk'), COALESCE((SELECT value FROM rollup_state WHERE name = 'startups_seq'), 0)) AND project_id NOT IN (SELECT value FROM json_each(:held_projects)) ORDER BY startup_seq LIMIT 1)
+    WHERE received_at_ms < :hour_ms) AS more;

@@ -149,9 +149,12 @@ export function setProjectDatabaseStatement(db: D1Database, projectId: string, d
 // Holds (in the source and the target)
 // ---------------------------------------------------------------------------------------------
 
-/** SQL listing the projects this database holds for a move: the rollup, alert evaluation and delivery skip them. */
+/**
+ * SQL listing the projects this database holds for a move: alert evaluation and delivery skip them
+ * (the rollup too, deciding once per run which: rollup/scope.ts).
+ */
 export const HELD_PROJECTS_SQL = "(SELECT project_id FROM project_holds)";
-/** A row of a project no move holds here (the rollup's filter). */
+/** A row of a project no move holds here (alert evaluation's and delivery's filter). */
 export const NOT_HELD = `project_id NOT IN ${HELD_PROJECTS_SQL}`;
 
 export type HoldRow = {

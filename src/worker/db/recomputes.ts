@@ -5,12 +5,6 @@
 export const RECOMPUTE_STATES = ["clearing", "counting", "hours", "pairs", "done"] as const;
 export type RecomputeState = (typeof RECOMPUTE_STATES)[number];
 
-/**
- * SQL listing the projects being recomputed: the rollup leaves their waiting requests in
- * call_batches until the recompute is done, so nothing changes their counters or raw calls under it.
- */
-export const RECOMPUTING_PROJECTS_SQL = `(SELECT project_id FROM recomputes WHERE state <> 'done')`;
-
 export interface RecomputeRow {
   project_id: string;
   requested_at_ms: number;

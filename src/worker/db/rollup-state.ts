@@ -1,4 +1,5 @@
 // The rows of `rollup_state` (the rollup's bookkeeping: watermarks, as_of, the calls chunk, the lease), by name, and the SQL reading them.
+import { namedStatement } from "./named-sql.ts";
 
 /**
  * The last call_seq handed out before the calls chunks kept it in their own row (see nextCallSeqSql):
@@ -46,6 +47,37 @@ export const INGEST_EPOCH = "ingest_epoch";
 export const rollupLeaseHeldSql = (now: string) => `COALESCE((SELECT e.lease_until_ms > ${now}
       AND e.lease_holder IS NOT (SELECT a.lease_holder FROM rollup_state a WHERE a.name = '${AS_OF}')
     FROM rollup_state e WHERE e.name = '${INGEST_EPOCH}'), 0)`;
+/**
+ * Ends :holder's lease at once: a run that failed (as_of releases it otherwise), so the next run
+ * need not wait for it to expire, or another job done with it.
+ */
+export const RELEASE_LEASE_SQL = `UPDATE rollup_state SET lease_until_ms = 0 WHERE name = '${INGEST_EPOCH}' AND lease_holder = :holder`;
+
+/**
+ * Takes the database's rollup lease for another job (a move's hold, release and unhold: rollup/scope.ts)
+ * for :holder until :lease_until_ms unless a job holds it at :now_ms; a row back when taken. A run
+ * whose lease had expired while it still ran finds it taken over at its next renewal, and stops.
+ */
+export const TAKE_LEASE_SQL = `INSERT INTO rollup_state (name, value, lease_holder, lease_until_ms)
+  SELECT '${INGEST_EPOCH}', 0, :holder, :lease_until_ms WHERE NOT ${rollupLeaseHeldSql(":now_ms")}
+  ON CONFLICT (name) DO UPDATE SET lease_holder = excluded.lease_holder, lease_until_ms = excluded.lease_until_ms
+  RETURNING lease_holder AS holder`;
+
+/**
+ * Runs `job` while holding `db`'s rollup lease as `holder` (no rollup run works there meanwhile), then
+ * releases it; null, without running it, while another job holds the lease. `nowMs`: real time, as
+ * the runs' leases are.
+ */
+export async function withRollupLease<T>(db: D1Database, holder: string, nowMs: number, leaseMs: number, job: () => Promise<T>): Promise<{ value: T } | null> {
+  const taken = await namedStatement(db, TAKE_LEASE_SQL, { holder, now_ms: nowMs, lease_until_ms: nowMs + leaseMs }).first();
+  if (!taken) return null;
+  try {
+    return { value: await job() };
+  } finally {
+    await namedStatement(db, RELEASE_LEASE_SQL, { holder }).run().catch(() => undefined);
+  }
+}
+
 /** Retention may have deleted raw calls that start before this (epoch ms, hour-aligned). */
 export const RAW_KEPT_FROM = "raw_kept_from_ms";
 

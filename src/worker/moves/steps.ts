@@ -48,6 +48,7 @@ import {
   type MoveRow,
 } from "../db/moves.ts";
 import { errorName, log } from "../log.ts";
+import { withRollupLease } from "../db/rollup-state.ts";
 
 /** Rows one step reads and writes at most: a page of a few hundred rows is one batch well under a second. */
 export const MOVE_PAGE_ROWS = 200;
@@ -73,6 +74,14 @@ export const MOVE_MAX_FAILURES = 5;
 export const MOVE_RETRY_MS = 30_000;
 /** A job holds the move this long at most (a job that dies lets the next one in after it). */
 export const MOVE_LEASE_MS = 120_000;
+/**
+ * Wait before a step that changes a database's holds is tried again while a rollup run holds that
+ * database's lease: a run decides once which projects it leaves alone (rollup/scope.ts), so holds
+ * change only between runs.
+ */
+export const MOVE_ROLLUP_WAIT_MS = 10_000;
+/** How long such a step holds the rollup lease at most (a job that dies lets the next run in after it). */
+const HOLDS_LEASE_MS = 60_000;
 /** Steps one job runs (each ≤ 5 D1 statements: under the 50 per invocation of the free plan). */
 export const MOVE_STEPS_PER_JOB = 8;
 
@@ -84,6 +93,8 @@ export type MoveOptions = {
   maxFailures?: number;
   retryMs?: number;
   maxSteps?: number;
+  /** Real time, for the rollup leases (compared with the runs' own). */
+  clock?: () => number;
 };
 
 const DEFAULTS: Required<MoveOptions> = {
@@ -94,6 +105,7 @@ const DEFAULTS: Required<MoveOptions> = {
   maxFailures: MOVE_MAX_FAILURES,
   retryMs: MOVE_RETRY_MS,
   maxSteps: MOVE_STEPS_PER_JOB,
+  clock: () => Date.now(),
 };
 
 export type MoveJobReport = {
@@ -204,6 +216,17 @@ async function runStep(ctx: Context, move: MoveRow): Promise<StepResult> {
   }
 }
 
+/**
+ * Runs `job`, which changes `db`'s holds, while no rollup run works on `db` (its lease: runs decide
+ * once which projects they leave alone, rollup/scope.ts); false when one does (the step waits).
+ */
+async function changingHolds(ctx: Context, move: MoveRow, db: D1Database, job: () => Promise<void>): Promise<boolean> {
+  return (await withRollupLease(db, `move:${move.move_id}`, ctx.o.clock(), HOLDS_LEASE_MS, job)) !== null;
+}
+
+/** The step again once the rollup run that holds the lease may be done. */
+const waitForRollup = (ctx: Context): StepResult => ({ change: { wait_until_ms: ctx.nowMs + MOVE_ROLLUP_WAIT_MS }, rows: 0 });
+
 /** The source holds the project (with its watermarks), the target holds it too; then the settle wait. */
 async function hold(ctx: Context, move: MoveRow): Promise<StepResult> {
   const unknown = unknownTables(await tablesWithProjectRows(ctx.source));
@@ -212,8 +235,10 @@ async function hold(ctx: Context, move: MoveRow): Promise<StepResult> {
   if ((await resolveProjectDatabase(ctx.env, move.project_id)).name !== move.source) throw new MoveRefused("the project is no longer in the source database");
   const recompute = await readRecompute(ctx.source, move.project_id);
   if (recompute && recompute.state !== "done") throw new MoveRefused("a recompute of the project is under way");
-  await holdProject(ctx.source, move.project_id, move.move_id, "source");
-  await holdProject(ctx.target, move.project_id, move.move_id, "target");
+  // One database at a time: a hold taken is kept when the step waits or is run again.
+  for (const [db, role] of [[ctx.source, "source"], [ctx.target, "target"]] as const) {
+    if (!(await changingHolds(ctx, move, db, async () => void (await holdProject(db, move.project_id, move.move_id, role))))) return waitForRollup(ctx);
+  }
   return { change: { phase: "settle", wait_until_ms: ctx.nowMs + ctx.o.settleMs }, rows: 0 };
 }
 
@@ -332,7 +357,9 @@ async function release(ctx: Context, move: MoveRow): Promise<StepResult> {
   const hold = await findHold(ctx.target, move.project_id);
   if (hold && hold.move_id === move.move_id) {
     // Every raw row of the project in the target arrived after the hold: all are renumbered.
-    await ctx.target.batch(releaseHoldStatements(ctx.target, { ...hold, startups_seq: 0, agreements_seq: 0, tool_versions_seq: 0 }, { callsSeq: move.source_calls_seq ?? 0 }));
+    const released = await changingHolds(ctx, move, ctx.target, async () =>
+      void (await ctx.target.batch(releaseHoldStatements(ctx.target, { ...hold, startups_seq: 0, agreements_seq: 0, tool_versions_seq: 0 }, { callsSeq: move.source_calls_seq ?? 0 }))));
+    if (!released) return waitForRollup(ctx);
   }
   await setHoldRoleStatement(ctx.source, move.project_id, move.move_id, "leaving").run();
   return { change: { phase: "cleanup", step_table: DELETED_TABLES[0] }, rows: 0 };
@@ -367,6 +394,9 @@ async function deleteStep(ctx: Context, move: MoveRow, db: D1Database, name: str
 /** A failed move gives the project back to the source's rollup: what the hold kept from being folded is numbered above the watermarks again. */
 async function unhold(ctx: Context, move: MoveRow): Promise<StepResult> {
   const hold = await findHold(ctx.source, move.project_id);
-  if (hold && hold.move_id === move.move_id) await ctx.source.batch(releaseHoldStatements(ctx.source, hold, null));
+  if (hold && hold.move_id === move.move_id) {
+    const released = await changingHolds(ctx, move, ctx.source, async () => void (await ctx.source.batch(releaseHoldStatements(ctx.source, hold, null))));
+    if (!released) return waitForRollup(ctx);
+  }
   return { change: { phase: "finished", finished_at_ms: ctx.nowMs }, rows: 0 };
 }

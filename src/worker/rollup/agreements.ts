@@ -3,15 +3,16 @@
 // transaction that moves the `agreements_seq` watermark past the chunk, so each verdict counts
 // exactly once and the sums survive raw retention.
 import { AGREEMENTS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
-import { NOT_HELD } from "../db/moves.ts";
+import { NOT_HELD, decideScope, heldParams, type RunScope } from "./scope.ts";
+import { namedStatement } from "../db/named-sql.ts";
 import { dayStartSql } from "../time.ts";
 
 const watermark = stateValueSql(AGREEMENTS_WATERMARK);
 /**
- * The chunk: the next ?1 verdicts above the watermark (the same rows in each statement of the batch),
+ * The chunk: the next :chunk_agreements verdicts above the watermark (the same rows in each statement of the batch),
  * of projects no move holds (their verdicts are moved unfolded, db/moves.ts).
  */
-const chunk = `(SELECT * FROM raw_agreements WHERE agreement_seq > ${watermark} AND ${NOT_HELD} ORDER BY agreement_seq LIMIT ?1)`;
+const chunk = `(SELECT * FROM raw_agreements WHERE agreement_seq > ${watermark} AND ${NOT_HELD} ORDER BY agreement_seq LIMIT :chunk_agreements)`;
 
 export const AGREEMENT_CHUNK_SQL = {
   addVerdicts: `INSERT INTO agreement_days (project_id, day_start_ms, field, tool_a, tool_b, checks, disagreements)
@@ -30,11 +31,13 @@ export const AGREEMENT_CHUNK_SQL = {
 
 export const AGREEMENT_CHUNK_STATEMENTS = 3;
 
-export async function rollupAgreementChunk(db: D1Database, chunkAgreements: number): Promise<{ more: number }> {
+/** One verdicts chunk; `scope` the run's decision (decided now for a chunk run on its own). */
+export async function rollupAgreementChunk(db: D1Database, chunkAgreements: number, scope?: RunScope): Promise<{ more: number }> {
+  const held = heldParams(scope ?? (await decideScope(db)));
   const results = await db.batch([
-    db.prepare(AGREEMENT_CHUNK_SQL.addVerdicts).bind(chunkAgreements),
-    db.prepare(AGREEMENT_CHUNK_SQL.advanceWatermark).bind(chunkAgreements),
-    db.prepare(AGREEMENT_CHUNK_SQL.report),
+    namedStatement(db, AGREEMENT_CHUNK_SQL.addVerdicts, { chunk_agreements: chunkAgreements, ...held }),
+    namedStatement(db, AGREEMENT_CHUNK_SQL.advanceWatermark, { chunk_agreements: chunkAgreements, ...held }),
+    namedStatement(db, AGREEMENT_CHUNK_SQL.report, held),
   ]);
   const report = results[2]?.results?.[0] as { more: number } | undefined;
   if (!report) throw new Error("rollup: agreements chunk returned no report");

@@ -54,8 +54,8 @@ import { MAX_RETRY_REACH_MS, flagReachSql, isRetryOfSql } from "../retry-rule.ts
 import { CALLS_CHUNK, INGEST_EPOCH, nextCallSeqSql, stateValueSql } from "../db/rollup-state.ts";
 import { CALL_BATCH_CALL, CALL_STATE_CALL, CHUNK_SPAN, PAIR_KEY, tupleArraySql, tupleField } from "../db/tuples.ts";
 import { COUNTER_NAMES } from "../metrics/counters.ts";
-import { RECOMPUTING_PROJECTS_SQL } from "../db/recomputes.ts";
-import { NOT_HELD } from "../db/moves.ts";
+import { FOLDABLE, decideScope, scopeParams, type RunScope } from "./scope.ts";
+import { columnsByName, namedStatement } from "../db/named-sql.ts";
 
 /**
  * The counter columns an hour row's change carries: the one counter list (metrics/counters.ts). The
@@ -143,14 +143,14 @@ const nearestRowSql = (side: "before" | "after", cl = "cl") =>
 /**
  * One side of a cluster, over the state rows between its hour and its time reach, nearest first,
  * with the running count of their calls: `[near, near_calls, far]` — the farthest hour and the calls
- * of the rows within ?4 calls (the nearest row always), and whether rows lie beyond them in reach.
+ * of the rows within :near_calls calls (the nearest row always), and whether rows lie beyond them in reach.
  */
 const nearSideSql = (which: "before" | "after") => {
   const order = `x.hour_start_ms ${which === "before" ? "DESC" : "ASC"}`;
   return `(SELECT ${tupleArraySql(NEAR_SIDE, {
           near: `${which === "before" ? "MIN" : "MAX"}(hour_start_ms) FILTER (WHERE kept)`, near_calls: "MAX(running) FILTER (WHERE kept)",
           far: "COUNT(*) > COALESCE(SUM(kept), 0)" })}
-      FROM (SELECT hour_start_ms, running, running <= ?4 OR n = 1 AS kept FROM (
+      FROM (SELECT hour_start_ms, running, running <= :near_calls OR n = 1 AS kept FROM (
         SELECT x.hour_start_ms, SUM(x.call_count) OVER (ORDER BY ${order} ROWS UNBOUNDED PRECEDING) AS running,
           ROW_NUMBER() OVER (ORDER BY ${order}) AS n
         FROM call_state x WHERE ${sameGroup("x", "cl")} AND ${which === "before"
@@ -173,18 +173,13 @@ export const DURATIONS_BEFORE_MS = 2 * MAX_RETRY_REACH_MS;
 export const DURATIONS_AFTER_MS = MAX_RETRY_REACH_MS;
 
 /**
- * Requests of a project whose counters are being recomputed wait (recompute.ts): nothing may change
- * its raw calls or counters under the recompute; they are folded in once it is done.
- */
-export const NOT_RECOMPUTING = `project_id NOT IN ${RECOMPUTING_PROJECTS_SQL}`;
-/** Requests the chunks take: neither recomputed nor held by a move (its requests are moved unfolded, db/moves.ts). */
-export const FOLDABLE = `${NOT_RECOMPUTING} AND ${NOT_HELD}`;
-
-/**
  * How many of the oldest waiting requests take turns (their small columns only are read): a
  * project's backlog longer than this hides newer requests of the others until it shrinks.
  */
 export const TURN_WINDOW_REQUESTS = 5_000;
+
+/** What each candidate request costs the chunk (`costs`: its calls and loaded rows' calls, its spans), by name. */
+const COST_COLUMNS = ["k", "touched", "spans"] as const;
 
 export const CHUNK_SELECTION_SQL =
   /**
@@ -198,22 +193,22 @@ export const CHUNK_SELECTION_SQL =
    * receive order, which is all the SPEC §2.2 tie-break compares (calls of one session).
    *
    * Bound (no transaction holds the database long, whatever a tenant sends): requests are taken in
-   * that order while the calls before each are fewer than ?1, the rows of work so far — new calls
+   * that order while the calls before each are fewer than :chunk_calls, the rows of work so far — new calls
    * plus the calls of every state row the chunk will load, from `call_count`, before any state JSON
-   * is read — are at most ?2, and the spans at most ?3; the first request is always taken so the
-   * rollup always advances. At most ?3 requests are candidates: what this statement reads grows
+   * is read — are at most :chunk_touched_calls, and the spans at most :chunk_spans; the first request is always taken so the
+   * rollup always advances. At most :chunk_spans requests are candidates: what this statement reads grows
    * with them (~90 rows each, whatever their size), and each request of a session adds a span
    * unless it shares one.
    *
    * Spans: per cluster (project, session, client, UTC hour of the new calls) the state rows the
    * flags need (see the file header): the time reach (lo − 2 (reach + 30 s) to hi + 2 (reach + 30 s)), or,
-   * when that holds more rows than the nearest ones within ?4 calls on a side and each tool of the
+   * when that holds more rows than the nearest ones within :near_calls calls on a side and each tool of the
    * cluster has at least 2 old calls in those near rows, only those (the tool's predecessor and its
    * predecessor are then loaded, and every call between them and the new ones: the flags that can
    * change are exact whatever the durations); and for the pairs the nearest row on each side unless
    * the cluster's own row already holds a call before (after) the new ones. Reading
    * the near rows' JSON for that check is itself bounded: clusters are checked in chunk order while
-   * the near rows' calls add up to at most ?2, the others take the time reach. Spans computed from
+   * the near rows' calls add up to at most :chunk_touched_calls, the others take the time reach. Spans computed from
    * the candidates hold every span the taken requests alone need (a later request only widens a
    * cluster, adds tools, lengthens durations), and loading more rows never changes a difference.
    */
@@ -226,7 +221,7 @@ export const CHUNK_SELECTION_SQL =
       FROM pending WINDOW w AS (ORDER BY turn, project_id IS (${chunkSql} ->> '$.leader'), batch_seq ROWS UNBOUNDED PRECEDING)),
     candidates AS MATERIALIZED (
       SELECT o.k, o.batch_seq, o.project_id, o.call_count, b.calls_json FROM ordered o JOIN call_batches b ON b.batch_seq = o.batch_seq
-      WHERE o.calls_before < ?1 AND o.k <= ?3),
+      WHERE o.calls_before < :chunk_calls AND o.k <= :chunk_spans),
     cand_calls AS MATERIALIZED (
       SELECT c.k, c.project_id, ${batchField("session_id")} AS session_id, ${batchField("client_name")} AS client_name,
         ${batchField("tool_name")} AS tool_name, ${hourStartSql(batchField("started_at_ms"))} AS h,
@@ -259,7 +254,7 @@ export const CHUNK_SELECTION_SQL =
       FROM reach_of cl),
     reaches AS MATERIALIZED (
       SELECT rc.*, SUM(before_far * COALESCE(before_near_calls, 0) + after_far * COALESCE(after_near_calls, 0)) OVER (
-          ORDER BY k, project_id, session_id, client_name, h ROWS UNBOUNDED PRECEDING) <= ?2 AS checked
+          ORDER BY k, project_id, session_id, client_name, h ROWS UNBOUNDED PRECEDING) <= :chunk_touched_calls AS checked
       FROM (
         SELECT n.*, ${side("near", "before_side")} AS before_near, ${side("near_calls", "before_side")} AS before_near_calls, COALESCE(${side("far", "before_side")}, 0) AS before_far,
           ${side("near", "after_side")} AS after_near, ${side("near_calls", "after_side")} AS after_near_calls, COALESCE(${side("far", "after_side")}, 0) AS after_far
@@ -295,15 +290,15 @@ export const CHUNK_SELECTION_SQL =
       GROUP BY x.project_id, x.session_id, x.client_name, x.hour_start_ms),
     costs AS (
       SELECT k, SUM(touched) AS touched, SUM(spans) AS spans FROM (
-        SELECT k, call_count AS touched, 0 AS spans FROM candidates
-        UNION ALL SELECT k, call_count, 0 FROM covered
-        UNION ALL SELECT k, 0, 1 FROM spans)
+        SELECT ${columnsByName(COST_COLUMNS, { k: "k", touched: "call_count" }, "0")} FROM candidates
+        UNION ALL SELECT ${columnsByName(COST_COLUMNS, { k: "k", touched: "call_count" }, "0")} FROM covered
+        UNION ALL SELECT ${columnsByName(COST_COLUMNS, { k: "k", spans: "1" }, "0")} FROM spans)
       GROUP BY k),
     running AS MATERIALIZED (
       SELECT k, SUM(touched) OVER w AS touched, SUM(spans) OVER w AS spans FROM costs WINDOW w AS (ORDER BY k ROWS UNBOUNDED PRECEDING)),
     chosen AS MATERIALIZED (
       SELECT c.k, c.batch_seq, c.project_id, c.call_count, rn.touched FROM candidates c JOIN running rn ON rn.k = c.k
-      WHERE c.k = 1 OR (rn.touched <= ?2 AND rn.spans <= ?3))
+      WHERE c.k = 1 OR (rn.touched <= :chunk_touched_calls AND rn.spans <= :chunk_spans))
     SELECT '${CALLS_CHUNK}', json_object(
       'batches', json(COALESCE((SELECT json_group_array(batch_seq) FROM chosen), '[]')),
       'spans', json(COALESCE((SELECT json_group_array(${tupleArraySql(CHUNK_SPAN)})
@@ -423,6 +418,21 @@ const mergeHistograms = (stored: string, added: string) => `CASE WHEN ${added} =
           SELECT key, value FROM json_each(${stored}) UNION ALL SELECT key, value FROM json_each(${added}))
         GROUP BY key ORDER BY CAST(key AS INTEGER))) END`;
 
+/** The columns of a change to an hour row: its key, then every counter (the arms of `changes` line up by name). */
+const HOUR_ROW_COLUMNS = ["project_id", "hour_start_ms", "tool_name", "client_name"] as const;
+const CHANGE_COLUMNS = [...HOUR_ROW_COLUMNS, ...COUNTERS];
+/** The counters a call's neighbours decide (retryContributions), the others its own. */
+const RETRY_COUNTERS: readonly string[] = ["retries", "first_call_attempts", "first_call_ok"];
+/** Each name as its own value (a column taken as it is). */
+const byName = (names: readonly string[]) => Object.fromEntries(names.map((n) => [n, n]));
+/** The arm of each call's own counters: a counter of the list that `buckets` does not compute fails every chunk, never counts 0. */
+const OWN_CHANGES = {
+  ...byName(HOUR_ROW_COLUMNS), ...byName(COUNTERS.filter((c) => !RETRY_COUNTERS.includes(c))),
+  retries: "0", first_call_attempts: "calls_without_session", first_call_ok: "sessionless_good",
+};
+/** The arms of the retry contributions, the other counters 0. */
+const RETRY_CHANGES = byName([...HOUR_ROW_COLUMNS, ...RETRY_COUNTERS]);
+
 /**
  * The chunk's change to each hour row it touches (one row per project, hour, tool and client, with
  * the new calls' latency buckets as a JSON object, SPEC §2.3): the new calls' outcomes and sums,
@@ -444,15 +454,13 @@ const DELTAS_CTES = `WITH ${loadedCtes("tool")},
       FROM buckets GROUP BY project_id, hour_start_ms, tool_name, client_name),
     changes AS (
       -- A call without a session is a chain of one: an attempt, ok when the call is ok and not empty.
-      SELECT project_id, hour_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed,
-        response_bytes_sum, duration_ms_sum, 0 AS retries, calls_without_session AS first_call_attempts,
-        sessionless_good AS first_call_ok, calls_without_session, calls_without_args_hash
+      SELECT ${columnsByName(CHANGE_COLUMNS, OWN_CHANGES)}
       FROM buckets
       UNION ALL
-      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok, 0, 0
+      SELECT ${columnsByName(CHANGE_COLUMNS, RETRY_CHANGES, "0")}
       FROM (${retryContributions("all_calls", 1)})
       UNION ALL
-      SELECT project_id, hour_start_ms, tool_name, client_name, 0, 0, 0, 0, 0, 0, 0, 0, retries, first_call_attempts, first_call_ok, 0, 0
+      SELECT ${columnsByName(CHANGE_COLUMNS, RETRY_CHANGES, "0")}
       FROM (${retryContributions("old_calls", -1)})),
     deltas AS MATERIALIZED (
       SELECT d.*, COALESCE(h.histogram, '{}') AS duration_histogram_json FROM (
@@ -580,14 +588,21 @@ export interface CallChunkBounds {
   nearCalls: number;
 }
 
-/** The statements of one calls chunk, in order; run them as one `db.batch()`. */
-export function callChunkStatements(db: D1Database, bounds: CallChunkBounds): D1PreparedStatement[] {
+/**
+ * The statements of one calls chunk, in order; run them as one `db.batch()`. Requests of the projects
+ * the run leaves alone wait (scope.ts: held by a move, whose requests are moved unfolded; being
+ * recomputed, which nothing may change under: they are folded in once it is done).
+ */
+export function callChunkStatements(db: D1Database, bounds: CallChunkBounds, scope: RunScope): D1PreparedStatement[] {
   const order = [
     "applyHourDeltas", "applyPairDeltas", "dropEmptyPairs", "addSessionCounters", "appendCalls", "emptyTakenBatches",
   ] as const satisfies readonly (keyof typeof CALL_CHUNK_SQL)[];
   return [
-    db.prepare(CHUNK_SELECTION_SQL).bind(bounds.chunkCalls, bounds.chunkTouchedCalls, bounds.chunkSpans, bounds.nearCalls),
-    ...order.map((name) => db.prepare(CALL_CHUNK_SQL[name])),
+    namedStatement(db, CHUNK_SELECTION_SQL, {
+      chunk_calls: bounds.chunkCalls, chunk_touched_calls: bounds.chunkTouchedCalls, chunk_spans: bounds.chunkSpans, near_calls: bounds.nearCalls,
+      ...scopeParams(scope),
+    }),
+    ...order.map((name) => namedStatement(db, CALL_CHUNK_SQL[name])),
   ];
 }
 
@@ -596,10 +611,11 @@ export const CALL_CHUNK_STATEMENTS = 7;
 
 /**
  * Runs one calls chunk (one transaction: a failure anywhere rolls all of it back, and the next run
- * takes the same requests again); returns what it chose (calls 0 when nothing was waiting).
+ * takes the same requests again); returns what it chose (calls 0 when nothing was waiting). `scope`:
+ * the run's decision (decided now for a chunk run on its own).
  */
-export async function rollupCallChunk(db: D1Database, bounds: CallChunkBounds): Promise<CallChunkReport> {
-  const results = await db.batch(callChunkStatements(db, bounds));
+export async function rollupCallChunk(db: D1Database, bounds: CallChunkBounds, scope?: RunScope): Promise<CallChunkReport> {
+  const results = await db.batch(callChunkStatements(db, bounds, scope ?? (await decideScope(db))));
   const value = (results[0]?.results?.[0] as { value?: string } | undefined)?.value;
   if (typeof value !== "string") throw new Error("rollup: calls chunk returned no report");
   const chunk = JSON.parse(value) as Omit<CallChunkReport, "requests" | "rowsRead"> & { batches: number[] };

@@ -7,16 +7,17 @@
 import { addHistogramsSql } from "../db/day-triggers.ts";
 import { DAY_MS, dayStartSql } from "../time.ts";
 import { COUNTER_NAMES } from "../metrics/counters.ts";
-import { NOT_HELD } from "../db/moves.ts";
+import { NOT_HELD, decideScope, heldParams, type RunScope } from "./scope.ts";
+import { namedStatement } from "../db/named-sql.ts";
 
 /** Hour rows one step folds (one transaction). Default of RollupOptions.dayFoldRows. */
 export const DAY_FOLD_ROWS = 5_000;
 
-// ?1 the run's UTC day start (only days before it are folded), ?2 the step's rows. A project a move
+// :today_ms the run's UTC day start (only days before it are folded), :fold_rows the step's rows. A project a move
 // holds is left as it is (its rows are being copied, db/moves.ts).
 const MARK = `mark AS MATERIALIZED (
     SELECT project_id, folded_to_ms, cursor_hour_ms, cursor_tool, cursor_client FROM day_marks
-    WHERE folded_to_ms < ?1 AND ${NOT_HELD} ORDER BY folded_to_ms, project_id LIMIT 1)`;
+    WHERE folded_to_ms < :today_ms AND ${NOT_HELD} ORDER BY folded_to_ms, project_id LIMIT 1)`;
 
 // Every statement of the step derives the same rows from the mark (the step changes neither the
 // hour rows nor the mark before its last statement).
@@ -24,18 +25,18 @@ const TAKEN = `taken AS MATERIALIZED (
     SELECT h.* FROM mark AS k JOIN tool_hour_metrics AS h ON h.project_id = k.project_id
       AND h.hour_start_ms >= COALESCE(k.cursor_hour_ms, k.folded_to_ms) AND h.hour_start_ms < k.folded_to_ms + ${DAY_MS}
     WHERE k.cursor_hour_ms IS NULL OR (h.hour_start_ms, h.tool_name, h.client_name) > (k.cursor_hour_ms, k.cursor_tool, k.cursor_client)
-    ORDER BY h.hour_start_ms, h.tool_name, h.client_name LIMIT ?2)`;
+    ORDER BY h.hour_start_ms, h.tool_name, h.client_name LIMIT :fold_rows)`;
 
 const COLUMNS = COUNTER_NAMES.join(", ");
 
 export const DAY_FOLD_SQL = {
   /**
-   * Marks for the projects of the waiting requests that have none (?1 the run's UTC day start): at
+   * Marks for the projects of the waiting requests that have none (:today_ms the run's UTC day start): at
    * the project's last hour row in key order, so that every row it has now stays in its day row and
    * every later one is folded (a project without hour rows: from today).
    */
   markNewProjects: `INSERT INTO day_marks (project_id, folded_to_ms, cursor_hour_ms, cursor_tool, cursor_client)
-    SELECT p.project_id, COALESCE(${dayStartSql("l.hour_start_ms")}, ?1), l.hour_start_ms, l.tool_name, l.client_name
+    SELECT p.project_id, COALESCE(${dayStartSql("l.hour_start_ms")}, :today_ms), l.hour_start_ms, l.tool_name, l.client_name
     FROM (SELECT DISTINCT project_id FROM call_batches WHERE call_count > 0) AS p
     LEFT JOIN tool_hour_metrics AS l ON l.project_id = p.project_id AND (l.hour_start_ms, l.tool_name, l.client_name) = (
       SELECT h.hour_start_ms, h.tool_name, h.client_name FROM tool_hour_metrics AS h WHERE h.project_id = p.project_id
@@ -44,7 +45,7 @@ export const DAY_FOLD_SQL = {
     ON CONFLICT (project_id) DO NOTHING`,
 
   /** Whether a project has a finished day not folded yet. */
-  pending: `SELECT EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < ?1 AND ${NOT_HELD}) AS days`,
+  pending: `SELECT EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < :today_ms AND ${NOT_HELD}) AS days`,
 
   addToDays: `INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, ${COLUMNS}, duration_histogram_json)
     WITH ${MARK}, ${TAKEN},
@@ -71,24 +72,28 @@ export const DAY_FOLD_SQL = {
     last AS (SELECT hour_start_ms, tool_name, client_name FROM taken ORDER BY hour_start_ms DESC, tool_name DESC, client_name DESC LIMIT 1),
     step AS (SELECT COUNT(*) AS rows FROM taken)
     UPDATE day_marks SET (folded_to_ms, cursor_hour_ms, cursor_tool, cursor_client) = (
-      SELECT CASE WHEN step.rows = ?2 THEN k.folded_to_ms
-          ELSE MIN(?1, ${dayStartSql(`COALESCE((SELECT MIN(h.hour_start_ms) FROM tool_hour_metrics AS h
-            WHERE h.project_id = k.project_id AND h.hour_start_ms >= k.folded_to_ms + ${DAY_MS}), ?1)`)}) END,
-        CASE WHEN step.rows = ?2 THEN (SELECT hour_start_ms FROM last) END,
-        CASE WHEN step.rows = ?2 THEN (SELECT tool_name FROM last) END,
-        CASE WHEN step.rows = ?2 THEN (SELECT client_name FROM last) END
+      SELECT CASE WHEN step.rows = :fold_rows THEN k.folded_to_ms
+          ELSE MIN(:today_ms, ${dayStartSql(`COALESCE((SELECT MIN(h.hour_start_ms) FROM tool_hour_metrics AS h
+            WHERE h.project_id = k.project_id AND h.hour_start_ms >= k.folded_to_ms + ${DAY_MS}), :today_ms)`)}) END,
+        CASE WHEN step.rows = :fold_rows THEN (SELECT hour_start_ms FROM last) END,
+        CASE WHEN step.rows = :fold_rows THEN (SELECT tool_name FROM last) END,
+        CASE WHEN step.rows = :fold_rows THEN (SELECT client_name FROM last) END
       FROM mark AS k, step)
     WHERE project_id = (SELECT project_id FROM mark)`,
 } as const;
 
 export const DAY_FOLD_STATEMENTS = 3;
 
-/** One fold step at the run's `todayMs` (a UTC day start); answers whether a finished day is left to fold. */
-export async function runDayFoldStep(db: D1Database, todayMs: number, rows = DAY_FOLD_ROWS): Promise<{ more: boolean }> {
+/**
+ * One fold step at the run's `todayMs` (a UTC day start); answers whether a finished day is left to
+ * fold. `scope`: the run's decision (decided now for a step run on its own).
+ */
+export async function runDayFoldStep(db: D1Database, todayMs: number, rows = DAY_FOLD_ROWS, scope?: RunScope): Promise<{ more: boolean }> {
+  const held = heldParams(scope ?? (await decideScope(db)));
   const results = await db.batch([
-    db.prepare(DAY_FOLD_SQL.addToDays).bind(todayMs, rows),
-    db.prepare(DAY_FOLD_SQL.advanceMark).bind(todayMs, rows),
-    db.prepare(DAY_FOLD_SQL.pending).bind(todayMs),
+    namedStatement(db, DAY_FOLD_SQL.addToDays, { today_ms: todayMs, fold_rows: rows, ...held }),
+    namedStatement(db, DAY_FOLD_SQL.advanceMark, { today_ms: todayMs, fold_rows: rows, ...held }),
+    namedStatement(db, DAY_FOLD_SQL.pending, { today_ms: todayMs, ...held }),
   ]);
   const report = results[2]?.results?.[0] as { days: number } | undefined;
   if (!report) throw new Error("rollup: day fold returned no report");

@@ -32,8 +32,9 @@
 //             per step, from the scratch pairs, deleting them;
 //   done.
 // No double counting: while a project is being recomputed the rollup leaves its waiting requests
-// in call_batches (calls.ts, RECOMPUTING_PROJECTS_SQL), so neither its raw calls nor its counters
-// change under the recompute; once it is done the rollup folds them in by differences, as always.
+// in call_batches (scope.ts: a run steps only the recomputes it decided to leave the calls of
+// alone), so neither its raw calls nor its counters change under the recompute; once it is done the
+// rollup folds them in by differences, as always.
 // If retention moves `raw_kept_from_ms` while counting, the counting starts again (clearing first).
 import { dayStartSql, DAY_MS, hourStartSql } from "../time.ts";
 import { MAX_RETRY_REACH_MS } from "../retry-rule.ts";
@@ -43,6 +44,8 @@ import {
 } from "../db/tuples.ts";
 import type { RecomputeState } from "../db/recomputes.ts";
 import { CALL_COLUMNS, SESSION_SEQUENCE, callFlagsSql } from "./calls.ts";
+import { namedStatement } from "../db/named-sql.ts";
+import { BOUND_SCOPE, decideScope, type RunScope } from "./scope.ts";
 
 /**
  * How far before the first recomputed day the raw calls are read: a call's predecessor that it
@@ -60,10 +63,10 @@ const recomputeFromSql = (keptFrom: string) => `((${keptFrom} + ${RECOMPUTE_LOOK
 const KEPT_FROM_SQL = stateValueSql(RAW_KEPT_FROM);
 const stateField = (name: (typeof CALL_STATE_CALL)[number]) => tupleField(CALL_STATE_CALL, name, "j.value");
 
-/** The recompute of project ?1, with its step's kind (`kind`) and its cursor and last key. */
+/** The recompute of project :project_id, with its step's kind (`kind`) and its cursor and last key. */
 const stepCte = (kinds: string[]) => `st AS MATERIALIZED (
       SELECT step ->> '$.kind' AS kind, step, from_ms, cursor, step -> '$.last' AS last FROM recomputes
-      WHERE project_id = ?1 AND step ->> '$.kind' IN (${kinds.map((k) => `'${k}'`).join(", ")}))`;
+      WHERE project_id = :project_id AND step ->> '$.kind' IN (${kinds.map((k) => `'${k}'`).join(", ")}))`;
 
 /** The key `layout` of the row `alias` as a row value. */
 const keyOf = (layout: TupleLayout, alias: string) => `(${layout.map((c) => `${alias}.${c}`).join(", ")})`;
@@ -76,7 +79,7 @@ const inStepSql = (layout: TupleLayout, alias: string) =>
   `${afterSql(layout, alias, "st.cursor")} AND ${keyOf(layout, alias)} <= ${keyIn(layout, "st.last")}`;
 
 /** The recompute's own row, read without correlation inside the choice. */
-const OWN_ROW = `own AS MATERIALIZED (SELECT cursor, from_ms FROM recomputes WHERE project_id = ?1)`;
+const OWN_ROW = `own AS MATERIALIZED (SELECT cursor, from_ms FROM recomputes WHERE project_id = :project_id)`;
 
 /** The session calls of the counted sequences: every call_state row from the lookback on. */
 const countedCallsCtes = (kinds: string) => `${stepCte([kinds])},
@@ -88,34 +91,38 @@ const countedCallsCtes = (kinds: string) => `${stepCte([kinds])},
         ${stateField("started_at_ms")} AS started_at_ms, ${stateField("duration_ms")} AS duration_ms,
         (${stateField("outcome")} = 'ok' AND ${stateField("is_empty")} = 0) AS good, ${stateField("args_hash")} AS args_hash,
         ${stateField("call_seq")} AS call_seq
-      FROM st, sequences s JOIN call_state x ON x.project_id = ?1 AND x.session_id = s.session_id AND x.client_name = s.client_name
+      FROM st, sequences s JOIN call_state x ON x.project_id = :project_id AND x.session_id = s.session_id AND x.client_name = s.client_name
         AND x.hour_start_ms >= ${hourStartSql(`st.from_ms - ${RECOMPUTE_LOOKBACK_MS}`)}, json_each(x.calls_json) AS j)`;
 
-/** Whether scratch rows of project ?1 are left (the advance statement's checks). */
-const SCRATCH_LEFT = `(EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = ?1) OR EXISTS (SELECT 1 FROM recompute_pairs WHERE project_id = ?1))`;
-const HOURS_LEFT = `EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = ?1)`;
+/** Whether scratch rows of project :project_id are left (the advance statement's checks). */
+const SCRATCH_LEFT = `(EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = :project_id) OR EXISTS (SELECT 1 FROM recompute_pairs WHERE project_id = :project_id))`;
+const HOURS_LEFT = `EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = :project_id)`;
 
 export const RECOMPUTE_SQL = {
+  /** The oldest recompute under way among those the run leaves the calls of alone (scope.ts). */
+  next: `SELECT project_id, state FROM recomputes WHERE state <> 'done' AND project_id IN ${BOUND_SCOPE.recomputing}
+    ORDER BY requested_at_ms, project_id LIMIT 1`,
+
   /**
-   * Chooses the step of project ?1 if it is still in state ?2 (else kind 'none', so a step raced by
-   * another run does nothing): ?3 is the step's bound (calls when counting, rows or keys otherwise),
-   * ?4 the most sequences one counting step looks at.
+   * Chooses the step of project :project_id if it is still in state :state (else kind 'none', so a step raced by
+   * another run does nothing): :step_bound is the step's bound (calls when counting, rows or keys otherwise),
+   * :max_sequences the most sequences one counting step looks at.
    */
   choose: `UPDATE recomputes SET step = CASE
-      WHEN state <> ?2 THEN json_object('kind', 'none')
+      WHEN state <> :state THEN json_object('kind', 'none')
       WHEN state = 'clearing' THEN json_object('kind', 'clearing')
       WHEN state = 'counting' AND kept_from_ms IS NOT ${KEPT_FROM_SQL} THEN json_object('kind', 'restart')
       WHEN state = 'counting' THEN (
         WITH ${OWN_ROW},
         sequences AS MATERIALIZED (
           SELECT x.session_id, x.client_name, SUM(x.call_count) AS calls FROM own, call_state x
-          WHERE x.project_id = ?1 AND x.hour_start_ms >= ${hourStartSql(`own.from_ms - ${RECOMPUTE_LOOKBACK_MS}`)}
+          WHERE x.project_id = :project_id AND x.hour_start_ms >= ${hourStartSql(`own.from_ms - ${RECOMPUTE_LOOKBACK_MS}`)}
             AND ${afterSql(RECOMPUTE_SEQUENCE, "x", "own.cursor")}
-          GROUP BY x.session_id, x.client_name ORDER BY x.session_id, x.client_name LIMIT ?4),
+          GROUP BY x.session_id, x.client_name ORDER BY x.session_id, x.client_name LIMIT :max_sequences),
         running AS MATERIALIZED (
           SELECT session_id, client_name, calls, ROW_NUMBER() OVER w AS k, SUM(calls) OVER w AS running
           FROM sequences WINDOW w AS (ORDER BY session_id, client_name ROWS UNBOUNDED PRECEDING)),
-        chosen AS MATERIALIZED (SELECT * FROM running WHERE k = 1 OR running <= ?3)
+        chosen AS MATERIALIZED (SELECT * FROM running WHERE k = 1 OR running <= :step_bound)
         SELECT CASE WHEN COUNT(*) = 0 THEN json_object('kind', 'counted') ELSE json_object('kind', 'counting',
             'groups', json_group_array(${tupleArraySql(RECOMPUTE_SEQUENCE)}), 'calls', SUM(calls),
             'last', json((SELECT ${tupleArraySql(RECOMPUTE_SEQUENCE)} FROM chosen ORDER BY k DESC LIMIT 1))) END
@@ -124,8 +131,8 @@ export const RECOMPUTE_SQL = {
         WITH ${OWN_ROW},
         keys AS MATERIALIZED (
           SELECT m.hour_start_ms, m.tool_name, m.client_name FROM own, tool_hour_metrics m
-          WHERE m.project_id = ?1 AND m.hour_start_ms >= own.from_ms AND ${afterSql(HOUR_ROW_KEY, "m", "own.cursor")}
-          ORDER BY m.hour_start_ms, m.tool_name, m.client_name LIMIT ?3)
+          WHERE m.project_id = :project_id AND m.hour_start_ms >= own.from_ms AND ${afterSql(HOUR_ROW_KEY, "m", "own.cursor")}
+          ORDER BY m.hour_start_ms, m.tool_name, m.client_name LIMIT :step_bound)
         SELECT CASE WHEN COUNT(*) = 0 THEN json_object('kind', 'hours_done') ELSE json_object('kind', 'hours', 'rows', COUNT(*),
             'last', json((SELECT ${tupleArraySql(HOUR_ROW_KEY)} FROM keys
               ORDER BY hour_start_ms DESC, tool_name DESC, client_name DESC LIMIT 1))) END
@@ -135,25 +142,25 @@ export const RECOMPUTE_SQL = {
         keys AS MATERIALIZED (
           SELECT day_start_ms, client_name FROM (
             SELECT p.day_start_ms, p.client_name FROM own, pair_days p
-            WHERE p.project_id = ?1 AND p.day_start_ms >= own.from_ms AND ${afterSql(PAIR_DAY_KEY, "p", "own.cursor")}
+            WHERE p.project_id = :project_id AND p.day_start_ms >= own.from_ms AND ${afterSql(PAIR_DAY_KEY, "p", "own.cursor")}
             UNION
             SELECT s.day_start_ms, s.client_name FROM own, recompute_pairs s
-            WHERE s.project_id = ?1 AND ${afterSql(PAIR_DAY_KEY, "s", "own.cursor")})
-          ORDER BY day_start_ms, client_name LIMIT ?3)
+            WHERE s.project_id = :project_id AND ${afterSql(PAIR_DAY_KEY, "s", "own.cursor")})
+          ORDER BY day_start_ms, client_name LIMIT :step_bound)
         SELECT CASE WHEN COUNT(*) = 0 THEN json_object('kind', 'pairs_done') ELSE json_object('kind', 'pairs', 'keys', COUNT(*),
             'last', json((SELECT ${tupleArraySql(PAIR_DAY_KEY)} FROM keys ORDER BY day_start_ms DESC, client_name DESC LIMIT 1))) END
         FROM keys)
       ELSE json_object('kind', 'none') END
-    WHERE project_id = ?1
+    WHERE project_id = :project_id
     RETURNING step`,
 
-  /** Clearing: up to ?2 scratch rows of the project, each table. */
+  /** Clearing: up to :max_rows scratch rows of the project, each table. */
   clearHours: `DELETE FROM recompute_hours WHERE (project_id, hour_start_ms, tool_name, client_name) IN (
       SELECT project_id, hour_start_ms, tool_name, client_name FROM recompute_hours
-      WHERE project_id = ?1 AND EXISTS (SELECT 1 FROM recomputes WHERE project_id = ?1 AND step ->> '$.kind' = 'clearing') LIMIT ?2)`,
+      WHERE project_id = :project_id AND EXISTS (SELECT 1 FROM recomputes WHERE project_id = :project_id AND step ->> '$.kind' = 'clearing') LIMIT :max_rows)`,
   clearPairs: `DELETE FROM recompute_pairs WHERE (project_id, day_start_ms, client_name, pair) IN (
       SELECT project_id, day_start_ms, client_name, pair FROM recompute_pairs
-      WHERE project_id = ?1 AND EXISTS (SELECT 1 FROM recomputes WHERE project_id = ?1 AND step ->> '$.kind' = 'clearing') LIMIT ?2)`,
+      WHERE project_id = :project_id AND EXISTS (SELECT 1 FROM recomputes WHERE project_id = :project_id AND step ->> '$.kind' = 'clearing') LIMIT :max_rows)`,
 
   /** Counting: the session calls' figures per hour row, from the calls starting on `from_ms` or later. */
   countHours: `INSERT INTO recompute_hours (project_id, hour_start_ms, tool_name, client_name, retries, chains, first_ok, good)
@@ -188,33 +195,33 @@ export const RECOMPUTE_SQL = {
         m.ok - m.empty - COALESCE(s.good, 0) + COALESCE(s.first_ok, 0) AS first_call_ok
       FROM st, tool_hour_metrics m LEFT JOIN recompute_hours s ON s.project_id = m.project_id AND s.hour_start_ms = m.hour_start_ms
         AND s.tool_name = m.tool_name AND s.client_name = m.client_name
-      WHERE m.project_id = ?1 AND m.hour_start_ms >= st.from_ms AND ${inStepSql(HOUR_ROW_KEY, "m")})
+      WHERE m.project_id = :project_id AND m.hour_start_ms >= st.from_ms AND ${inStepSql(HOUR_ROW_KEY, "m")})
     UPDATE tool_hour_metrics SET retries = f.retries, first_call_attempts = f.first_call_attempts, first_call_ok = f.first_call_ok
     FROM figures f
-    WHERE tool_hour_metrics.project_id = ?1 AND tool_hour_metrics.hour_start_ms = f.hour_start_ms
+    WHERE tool_hour_metrics.project_id = :project_id AND tool_hour_metrics.hour_start_ms = f.hour_start_ms
       AND tool_hour_metrics.tool_name = f.tool_name AND tool_hour_metrics.client_name = f.client_name
       AND (tool_hour_metrics.retries <> f.retries OR tool_hour_metrics.first_call_attempts <> f.first_call_attempts
         OR tool_hour_metrics.first_call_ok <> f.first_call_ok)`,
 
-  /** Hours: the scratch rows written (or, once every hour row is, whatever is left), ≤ ?2. */
+  /** Hours: the scratch rows written (or, once every hour row is, whatever is left), ≤ :max_rows. */
   consumeHours: `DELETE FROM recompute_hours WHERE (project_id, hour_start_ms, tool_name, client_name) IN (
       WITH ${stepCte(["hours", "hours_done"])}
       SELECT s.project_id, s.hour_start_ms, s.tool_name, s.client_name FROM st, recompute_hours s
-      WHERE s.project_id = ?1 AND (st.kind = 'hours_done' OR ${inStepSql(HOUR_ROW_KEY, "s")}) LIMIT ?2)`,
+      WHERE s.project_id = :project_id AND (st.kind = 'hours_done' OR ${inStepSql(HOUR_ROW_KEY, "s")}) LIMIT :max_rows)`,
 
   /** Pairs: the step's (day, client) rows replaced by the recomputed ones. */
   deletePairDays: `WITH ${stepCte(["pairs"])}
-    DELETE FROM pair_days WHERE project_id = ?1 AND EXISTS (SELECT 1 FROM st
+    DELETE FROM pair_days WHERE project_id = :project_id AND EXISTS (SELECT 1 FROM st
       WHERE pair_days.day_start_ms >= st.from_ms AND ${inStepSql(PAIR_DAY_KEY, "pair_days")})`,
   insertPairDays: `INSERT INTO pair_days (project_id, day_start_ms, client_name, pairs_json)
     WITH ${stepCte(["pairs"])}
     SELECT s.project_id, s.day_start_ms, s.client_name, json_group_object(s.pair, s.pair_count ORDER BY s.pair)
-    FROM st, recompute_pairs s WHERE s.project_id = ?1 AND ${inStepSql(PAIR_DAY_KEY, "s")}
+    FROM st, recompute_pairs s WHERE s.project_id = :project_id AND ${inStepSql(PAIR_DAY_KEY, "s")}
     GROUP BY s.project_id, s.day_start_ms, s.client_name`,
-  consumePairs: `DELETE FROM recompute_pairs WHERE project_id = ?1 AND EXISTS (
+  consumePairs: `DELETE FROM recompute_pairs WHERE project_id = :project_id AND EXISTS (
       WITH ${stepCte(["pairs"])} SELECT 1 FROM st WHERE ${inStepSql(PAIR_DAY_KEY, "recompute_pairs")})`,
 
-  /** The step's end: the cursor and the counts move on, or the state does; ?2 is the time (when it is done). */
+  /** The step's end: the cursor and the counts move on, or the state does; :now_ms is the time (when it is done). */
   advance: `UPDATE recomputes SET
       state = CASE step ->> '$.kind'
         WHEN 'restart' THEN 'clearing'
@@ -234,8 +241,8 @@ export const RECOMPUTE_SQL = {
       hour_rows = hour_rows + CASE WHEN step ->> '$.kind' = 'hours' THEN step ->> '$.rows' ELSE 0 END,
       pair_rows = pair_rows + CASE WHEN step ->> '$.kind' = 'pairs' THEN step ->> '$.keys' ELSE 0 END,
       steps = steps + (step ->> '$.kind' <> 'none'),
-      finished_at_ms = CASE WHEN step ->> '$.kind' = 'pairs_done' THEN ?2 ELSE finished_at_ms END
-    WHERE project_id = ?1`,
+      finished_at_ms = CASE WHEN step ->> '$.kind' = 'pairs_done' THEN :now_ms ELSE finished_at_ms END
+    WHERE project_id = :project_id`,
 } as const;
 
 export interface RecomputeBounds {
@@ -270,25 +277,24 @@ const STATEMENTS_OF: Record<Exclude<RecomputeState, "done">, (keyof typeof RECOM
 };
 
 /**
- * Runs one step of the oldest recompute under way (one transaction); null when none is. `nowMs`
- * is recorded as the time a recompute finished.
+ * Runs one step of the oldest recompute under way of the run's decision `scope` (decided now for a
+ * step run on its own), in one transaction; null when none is. `nowMs` is recorded as the time a
+ * recompute finished.
  */
-export async function runRecomputeStep(db: D1Database, nowMs: number, bounds: RecomputeBounds): Promise<RecomputeStepReport | null> {
-  const next = await db
-    .prepare(`SELECT project_id, state FROM recomputes WHERE state <> 'done' ORDER BY requested_at_ms, project_id LIMIT 1`)
+export async function runRecomputeStep(db: D1Database, nowMs: number, bounds: RecomputeBounds, scope?: RunScope): Promise<RecomputeStepReport | null> {
+  const { recomputing } = scope ?? (await decideScope(db));
+  const next = await namedStatement(db, RECOMPUTE_SQL.next, { recomputing_projects: JSON.stringify(recomputing) })
     .first<{ project_id: string; state: Exclude<RecomputeState, "done"> }>();
   if (!next) return null;
   const { project_id: projectId, state } = next;
   const bound = state === "counting" ? bounds.recomputeCalls : bounds.recomputeRows;
   const statements = [
-    db.prepare(RECOMPUTE_SQL.choose).bind(projectId, state, bound, bounds.recomputeSequences),
-    ...STATEMENTS_OF[state].map((name) => {
-      const statement = db.prepare(RECOMPUTE_SQL[name]);
-      return name === "clearHours" || name === "clearPairs" || name === "consumeHours"
-        ? statement.bind(projectId, bounds.recomputeRows)
-        : statement.bind(projectId);
-    }),
-    db.prepare(RECOMPUTE_SQL.advance).bind(projectId, nowMs),
+    namedStatement(db, RECOMPUTE_SQL.choose, { project_id: projectId, state, step_bound: bound, max_sequences: bounds.recomputeSequences }),
+    ...STATEMENTS_OF[state].map((name) =>
+      name === "clearHours" || name === "clearPairs" || name === "consumeHours"
+        ? namedStatement(db, RECOMPUTE_SQL[name], { project_id: projectId, max_rows: bounds.recomputeRows })
+        : namedStatement(db, RECOMPUTE_SQL[name], { project_id: projectId })),
+    namedStatement(db, RECOMPUTE_SQL.advance, { project_id: projectId, now_ms: nowMs }),
   ];
   const results = await db.batch(statements);
   const step = (results[0]?.results?.[0] as { step?: string } | undefined)?.step;

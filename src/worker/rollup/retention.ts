@@ -24,6 +24,7 @@ import { MAX_PAST_MS } from "../../shared/timestamp.ts";
 import { CALL_STATE_CALL, FOLD_DAY, tupleField, tupleOf } from "../db/tuples.ts";
 import { COUNTER_NAMES } from "../metrics/counters.ts";
 import { schemaChangeSpansSql } from "../metrics/schema-change.ts";
+import { namedStatement } from "../db/named-sql.ts";
 
 /** SQL reading a field of a `call_state` call (db/tuples.ts). */
 const stateField = (name: (typeof CALL_STATE_CALL)[number]) => tupleField(CALL_STATE_CALL, name, "j.value");
@@ -112,10 +113,10 @@ export const MAX_ROLLUP_LAG_MS = 12 * HOUR_MS;
 
 export const RETENTION_SQL = {
   // Written before anything is deleted: raw calls are whole from it on, which is where a recompute (recompute.ts) reads them.
-  // Only while the rollup keeps up (as_of at most ?2 old, see MAX_ROLLUP_LAG_MS); otherwise
+  // Only while the rollup keeps up (as_of no earlier than :min_as_of_ms, MAX_ROLLUP_LAG_MS back); otherwise
   // nothing is written and the run deletes nothing.
   keptFrom: `INSERT INTO rollup_state (name, value)
-    SELECT '${RAW_KEPT_FROM}', ?1 WHERE ${stateValueSql(AS_OF)} >= ?2
+    SELECT '${RAW_KEPT_FROM}', :cutoff_ms WHERE ${stateValueSql(AS_OF)} >= :min_as_of_ms
     ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value)`,
 
   // Rows whose hour ends by the cutoff, except each (session, client)'s latest such row.
@@ -123,12 +124,12 @@ export const RETENTION_SQL = {
     SELECT project_id, session_id, client_name, hour_start_ms FROM (
       SELECT *, SUM(call_count) OVER (ROWS UNBOUNDED PRECEDING) - call_count AS calls_before FROM (
         SELECT x.project_id, x.session_id, x.client_name, x.hour_start_ms, x.call_count FROM call_state x
-        WHERE x.hour_start_ms + ${HOUR_MS} <= ?1
+        WHERE x.hour_start_ms + ${HOUR_MS} <= :cutoff_ms
           AND EXISTS (SELECT 1 FROM call_state y
             WHERE y.project_id = x.project_id AND y.session_id = x.session_id AND y.client_name = x.client_name
-              AND y.hour_start_ms > x.hour_start_ms AND y.hour_start_ms + ${HOUR_MS} <= ?1)
-        LIMIT ?2))
-    WHERE calls_before < ?3)`,
+              AND y.hour_start_ms > x.hour_start_ms AND y.hour_start_ms + ${HOUR_MS} <= :cutoff_ms)
+        LIMIT :max_rows))
+    WHERE calls_before < :max_calls)`,
 
   // The row kept for the pairs needs only its latest call: the others go, so what is kept for
   // ever is one call per (session, client), not an hour of them. That call, at position 0, is the
@@ -142,26 +143,26 @@ export const RETENTION_SQL = {
       SELECT project_id, session_id, client_name, hour_start_ms FROM (
         SELECT *, SUM(call_count) OVER (ROWS UNBOUNDED PRECEDING) - call_count AS calls_before FROM (
           SELECT x.project_id, x.session_id, x.client_name, x.hour_start_ms, x.call_count FROM call_state x
-          WHERE x.hour_start_ms + ${HOUR_MS} <= ?1 AND x.call_count > 1
+          WHERE x.hour_start_ms + ${HOUR_MS} <= :cutoff_ms AND x.call_count > 1
             AND NOT EXISTS (SELECT 1 FROM call_state y
               WHERE y.project_id = x.project_id AND y.session_id = x.session_id AND y.client_name = x.client_name
-                AND y.hour_start_ms > x.hour_start_ms AND y.hour_start_ms + ${HOUR_MS} <= ?1)
-          LIMIT ?2))
-      WHERE calls_before < ?3)`,
+                AND y.hour_start_ms > x.hour_start_ms AND y.hour_start_ms + ${HOUR_MS} <= :cutoff_ms)
+          LIMIT :max_rows))
+      WHERE calls_before < :max_calls)`,
 
   // Startups and verdicts are folded in by increments (never re-read), so only the watermark
   // matters. Receive order follows *_seq: delete the run of seqs before the first young row.
   deleteStartups: `DELETE FROM raw_startups WHERE startup_seq IN (
     SELECT startup_seq FROM raw_startups
     WHERE startup_seq <= ${toolVersionsWatermarkSql()}
-      AND startup_seq < COALESCE((SELECT startup_seq FROM raw_startups WHERE received_at_ms >= ?1 ORDER BY startup_seq LIMIT 1), 9e18)
-    ORDER BY startup_seq LIMIT ?2)`,
+      AND startup_seq < COALESCE((SELECT startup_seq FROM raw_startups WHERE received_at_ms >= :cutoff_ms ORDER BY startup_seq LIMIT 1), 9e18)
+    ORDER BY startup_seq LIMIT :max_rows)`,
 
   deleteAgreements: `DELETE FROM raw_agreements WHERE agreement_seq IN (
     SELECT agreement_seq FROM raw_agreements
     WHERE agreement_seq <= ${stateValueSql(AGREEMENTS_WATERMARK)}
-      AND agreement_seq < COALESCE((SELECT agreement_seq FROM raw_agreements WHERE received_at_ms >= ?1 ORDER BY agreement_seq LIMIT 1), 9e18)
-    ORDER BY agreement_seq LIMIT ?2)`,
+      AND agreement_seq < COALESCE((SELECT agreement_seq FROM raw_agreements WHERE received_at_ms >= :cutoff_ms ORDER BY agreement_seq LIMIT 1), 9e18)
+    ORDER BY agreement_seq LIMIT :max_rows)`,
 } as const;
 
 /**
@@ -190,22 +191,22 @@ export const RETENTION_SQL = {
  * differs) is read again each day: a few weeks of a few tools' hours at most.
  */
 export const FOLD_SQL = {
-  // The (project, day) units of the next ?4 hour rows before the horizon ?3, from the cursor
-  // (project ?1, hour ?2), in key order: the plan walks the projects by seeks on the key (a loose
+  // The (project, day) units of the next :max_rows hour rows before the horizon :horizon_ms, from the cursor
+  // (project :cursor_project_id, hour :cursor_hour_ms), in key order: the plan walks the projects by seeks on the key (a loose
   // index scan), then each one's hours before the horizon by its key, so no hour after the horizon
   // is read (test/worker/rollup/history-fold.test.ts checks the plan).
   nextDays: `WITH RECURSIVE projects_from (id) AS (
-      SELECT ?1
+      SELECT :cursor_project_id
       UNION ALL
       SELECT (SELECT MIN(project_id) FROM tool_hour_metrics WHERE project_id > projects_from.id) FROM projects_from WHERE id IS NOT NULL),
     old_rows AS (
       SELECT h.project_id, h.hour_start_ms FROM projects_from AS p JOIN tool_hour_metrics AS h
-        ON h.project_id = p.id AND h.hour_start_ms >= (CASE WHEN p.id = ?1 THEN ?2 ELSE 0 END) AND h.hour_start_ms < ?3
-      LIMIT ?4)
+        ON h.project_id = p.id AND h.hour_start_ms >= (CASE WHEN p.id = :cursor_project_id THEN :cursor_hour_ms ELSE 0 END) AND h.hour_start_ms < :horizon_ms
+      LIMIT :max_rows)
     SELECT project_id, hour_start_ms - hour_start_ms % ${DAY_MS} AS day_start_ms, COUNT(*) AS hour_rows
     FROM old_rows GROUP BY project_id, day_start_ms ORDER BY project_id, day_start_ms`,
 
-  // Deletes the hour rows of the units ?1 (a JSON list of FOLD_DAY tuples) whose day row
+  // Deletes the hour rows of the units :units (a JSON list of FOLD_DAY tuples) whose day row
   // holds exactly their sum, outside the schema-change windows. The counters are compared, not
   // each histogram bucket: the triggers write both in one statement, so a day row whose counters
   // (calls and duration_ms_sum among them) hold its hours holds their histogram too, and
@@ -213,7 +214,7 @@ export const FOLD_SQL = {
   // instead of 7).
   foldDays: `WITH units AS MATERIALIZED (
       SELECT ${tupleField(FOLD_DAY, "project_id", "u.value")} AS project_id, ${tupleField(FOLD_DAY, "day_start_ms", "u.value")} AS day_start_ms
-      FROM json_each(?1) AS u),
+      FROM json_each(:units) AS u),
     unit_hours AS MATERIALIZED (
       SELECT h.*, u.day_start_ms FROM units AS u JOIN tool_hour_metrics AS h
         ON h.project_id = u.project_id AND h.hour_start_ms >= u.day_start_ms AND h.hour_start_ms < u.day_start_ms + ${DAY_MS}),
@@ -241,15 +242,14 @@ async function foldOldHours(
   let cursor: [string, number] = ["", 0];
   let readRows = 0;
   while (report.queries + 2 <= budget.maxQueries && readRows < budget.rowsPerRun) {
-    const { results } = await db
-      .prepare(FOLD_SQL.nextDays)
-      .bind(cursor[0], cursor[1], report.hourHorizonMs, budget.rows)
-      .all<{ project_id: string; day_start_ms: number; hour_rows: number }>();
+    const { results } = await namedStatement(db, FOLD_SQL.nextDays, {
+      cursor_project_id: cursor[0], cursor_hour_ms: cursor[1], horizon_ms: report.hourHorizonMs, max_rows: budget.rows,
+    }).all<{ project_id: string; day_start_ms: number; hour_rows: number }>();
     report.queries += 1;
     const units = results.slice(0, budget.days);
     const last = units.at(-1);
     if (!last) return true;
-    const deleted = await db.prepare(FOLD_SQL.foldDays).bind(JSON.stringify(units.map((u) => tupleOf(FOLD_DAY, u)))).run();
+    const deleted = await namedStatement(db, FOLD_SQL.foldDays, { units: JSON.stringify(units.map((u) => tupleOf(FOLD_DAY, u))) }).run();
     report.queries += 1;
     report.foldedHourRows += deleted.meta.changes ?? 0;
     cursor = [last.project_id, last.day_start_ms + DAY_MS];
@@ -279,15 +279,15 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
     caughtUp: false,
   };
 
-  const kept = await db.prepare(RETENTION_SQL.keptFrom).bind(cutoffMs, scheduledTimeMs - MAX_ROLLUP_LAG_MS).run();
+  const kept = await namedStatement(db, RETENTION_SQL.keptFrom, { cutoff_ms: cutoffMs, min_as_of_ms: scheduledTimeMs - MAX_ROLLUP_LAG_MS }).run();
   report.queries += 1;
   if ((kept.meta.changes ?? 0) === 0) {
     report.skippedBecauseRollupBehind = true;
     return report;
   }
 
-  // A call_state statement stops at ?3 calls as well as ?2 rows: it may change fewer rows than
-  // ?2 with more left, so that stream is done only when a statement changes nothing.
+  // A call_state statement stops at :max_calls calls as well as :max_rows rows: it may change fewer rows than
+  // :max_rows with more left, so that stream is done only when a statement changes nothing.
   const streams = [
     { sql: RETENTION_SQL.deleteCalls, key: "deletedCallRows", boundedByCalls: true },
     { sql: RETENTION_SQL.trimKeptCalls, key: "trimmedCallRows", boundedByCalls: true },
@@ -301,8 +301,8 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
         unfinished = true;
         break;
       }
-      const statement = db.prepare(stream.sql);
-      const result = await (stream.boundedByCalls ? statement.bind(cutoffMs, chunkRows, chunkCalls) : statement.bind(cutoffMs, chunkRows)).run();
+      const bounds = { cutoff_ms: cutoffMs, max_rows: chunkRows };
+      const result = await namedStatement(db, stream.sql, stream.boundedByCalls ? { ...bounds, max_calls: chunkCalls } : bounds).run();
       report.queries += 1;
       const deleted = result.meta.changes ?? 0;
       report[stream.key] += deleted;

@@ -4,15 +4,18 @@
 // `as_of`. Whatever is left waits for the next run; each chunk is its own transaction behind its
 // watermark, so nothing is lost or counted twice when an invocation stops (or dies) half-way.
 import { AGREEMENT_CHUNK_STATEMENTS, rollupAgreementChunk } from "./agreements.ts";
-import { CALL_CHUNK_STATEMENTS, FOLDABLE, rollupCallChunk } from "./calls.ts";
-import { NOT_HELD } from "../db/moves.ts";
+import { CALL_CHUNK_STATEMENTS, rollupCallChunk } from "./calls.ts";
+import { DECIDING_SCOPE, SCOPE_COLUMNS, foldableSql, notHeldSql, parseScope, type RunScope } from "./scope.ts";
 import { DAY_FOLD_ROWS, DAY_FOLD_SQL, DAY_FOLD_STATEMENTS, runDayFoldStep } from "./day-fold.ts";
 import { RECOMPUTE_STEP_STATEMENTS, runRecomputeStep } from "./recompute.ts";
-import { AGREEMENTS_WATERMARK, AS_OF, INGEST_EPOCH, rollupLeaseHeldSql, stateValueSql, startupsWatermarkSql } from "../db/rollup-state.ts";
+import {
+  AGREEMENTS_WATERMARK, AS_OF, INGEST_EPOCH, RELEASE_LEASE_SQL, TAKE_LEASE_SQL, rollupLeaseHeldSql, stateValueSql, startupsWatermarkSql,
+} from "../db/rollup-state.ts";
 import { IDEMPOTENCY_WINDOW_MS, dayStartMs, hourStartMs } from "../time.ts";
 import { STARTUP_CHUNK_STATEMENTS, rollupStartupChunk } from "./startups.ts";
-import { TOOL_VERSIONS_PENDING_SQL, TOOL_VERSION_FOLD_STATEMENTS, runToolVersionFoldStep } from "./tool-versions.ts";
+import { TOOL_VERSION_FOLD_STATEMENTS, runToolVersionFoldStep, toolVersionsPendingSql } from "./tool-versions.ts";
 import { log } from "../log.ts";
+import { namedStatement } from "../db/named-sql.ts";
 
 export interface RollupOptions {
   /**
@@ -142,10 +145,10 @@ export const EMPTIED_BATCHES_PER_RUN = 5_000;
 
 /**
  * Deletes the rows the chunks emptied once the Idempotency-Key window after their last request has
- * passed (?1 the run's scheduled time): until then their batch ids let ingest recognise a resend.
+ * passed (:scheduled_time_ms): until then their batch ids let ingest recognise a resend.
  */
 const DELETE_EMPTIED_BATCHES_SQL = `DELETE FROM call_batches WHERE batch_seq IN (
-  SELECT batch_seq FROM call_batches WHERE call_count = 0 AND last_received_at_ms < ?1 - ${IDEMPOTENCY_WINDOW_MS}
+  SELECT batch_seq FROM call_batches WHERE call_count = 0 AND last_received_at_ms < :scheduled_time_ms - ${IDEMPOTENCY_WINDOW_MS}
   ORDER BY batch_seq LIMIT ${EMPTIED_BATCHES_PER_RUN})`;
 
 /**
@@ -154,14 +157,18 @@ const DELETE_EMPTIED_BATCHES_SQL = `DELETE FROM call_batches WHERE batch_seq IN 
  */
 export const ROLLUP_FIXED_STATEMENTS = 5;
 
-/** What a run may find to do (?1 today's start, ?2 the hour's): each an SQL truth value. */
+/**
+ * What a run may find to do (:today_ms today's start, :hour_ms the hour's), each an SQL truth
+ * value, of the projects it does not leave alone: read in the transaction that decides which
+ * (scope.ts), with the lease.
+ */
 const PENDING = {
-  calls: `EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND ${FOLDABLE})`,
-  recompute: `EXISTS (SELECT 1 FROM recomputes WHERE state <> 'done')`,
-  startups: `EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${startupsWatermarkSql()} AND ${NOT_HELD})`,
-  agreements: `EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)} AND ${NOT_HELD})`,
-  days: `EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < ?1 AND ${NOT_HELD})`,
-  versions: TOOL_VERSIONS_PENDING_SQL.replaceAll("?1", "?2"),
+  calls: `EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND ${foldableSql(DECIDING_SCOPE)})`,
+  recompute: `EXISTS ${DECIDING_SCOPE.recomputing}`,
+  startups: `EXISTS (SELECT 1 FROM raw_startups WHERE startup_seq > ${startupsWatermarkSql()} AND ${notHeldSql(DECIDING_SCOPE)})`,
+  agreements: `EXISTS (SELECT 1 FROM raw_agreements WHERE agreement_seq > ${stateValueSql(AGREEMENTS_WATERMARK)} AND ${notHeldSql(DECIDING_SCOPE)})`,
+  days: `EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < :today_ms AND ${notHeldSql(DECIDING_SCOPE)})`,
+  versions: toolVersionsPendingSql(DECIDING_SCOPE),
 } as const;
 
 const PENDING_SQL = `SELECT
@@ -172,45 +179,40 @@ const PENDING_SQL = `SELECT
  * with calls was opened in the current one. Run before the chunks, so they take every request
  * received before the run started, and none can be appended to while they do.
  *
- * The same write takes the database's rollup lease (migration 0031) for holder ?3 until ?5 when the
- * run has work (?1 today, ?2 the hour: PENDING) and no other job holds it at ?4 (now): at most one
+ * The same write takes the database's rollup lease (migration 0031) for :holder until :lease_until_ms
+ * when the run has work (PENDING) and no other job holds it at :now_ms: at most one
  * rollup job per database at a time, and a run with work writes this row anyway whenever calls came
  * in since the last run, so the lease costs no row of its own then. A row back, with the holder,
- * whenever the row was written: the lease is this run's when the holder is ?3. A job that crashed
- * leaves its lease to expire.
+ * whenever the row was written: the lease is this run's when the holder is :holder, and the row
+ * carries the run's decision on which projects it leaves alone (scope.ts), which every later
+ * statement of the run is bound with. A job that crashed leaves its lease to expire.
  */
 const CLOSE_AND_TAKE_LEASE_SQL = `INSERT INTO rollup_state (name, value, lease_holder, lease_until_ms)
-  SELECT '${INGEST_EPOCH}', epoch + open, CASE WHEN take THEN ?3 ELSE holder END, CASE WHEN take THEN ?5 ELSE until_ms END
+  SELECT '${INGEST_EPOCH}', epoch + open, CASE WHEN take THEN :holder ELSE holder END, CASE WHEN take THEN :lease_until_ms ELSE until_ms END
   FROM (
     SELECT e.epoch, e.holder, e.until_ms, EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND epoch = e.epoch) AS open,
-      (${Object.values(PENDING).join("\n        OR ")}) AND NOT ${rollupLeaseHeldSql("?4")} AS take
+      (${Object.values(PENDING).join("\n        OR ")}) AND NOT ${rollupLeaseHeldSql(":now_ms")} AS take
     FROM (SELECT COALESCE(x.value, 0) AS epoch, x.lease_holder AS holder, x.lease_until_ms AS until_ms
       FROM (SELECT 1) LEFT JOIN rollup_state x ON x.name = '${INGEST_EPOCH}') AS e)
   WHERE open OR take
   ON CONFLICT (name) DO UPDATE SET value = excluded.value, lease_holder = excluded.lease_holder, lease_until_ms = excluded.lease_until_ms
-  RETURNING lease_holder AS holder`;
-/** Renews holder ?1's lease until ?2: no row back when another job took it over (this one's had expired). */
-const RENEW_LEASE_SQL = `UPDATE rollup_state SET lease_until_ms = ?2
-  WHERE name = '${INGEST_EPOCH}' AND lease_holder = ?1 RETURNING 1 AS renewed`;
-/**
- * Ends holder ?1's lease at once, for a run that failed (as_of releases it otherwise): the next run
- * need not wait for it to expire.
- */
-const RELEASE_LEASE_SQL = `UPDATE rollup_state SET lease_until_ms = 0 WHERE name = '${INGEST_EPOCH}' AND lease_holder = ?1`;
-
+  RETURNING lease_holder AS holder, ${SCOPE_COLUMNS}`;
+/** Renews :holder's lease until :lease_until_ms: no row back when another job took it over (this one's had expired). */
+const RENEW_LEASE_SQL = `UPDATE rollup_state SET lease_until_ms = :lease_until_ms
+  WHERE name = '${INGEST_EPOCH}' AND lease_holder = :holder RETURNING 1 AS renewed`;
 /** The first payload not folded in yet of one stream: everything received before it is in. */
 const firstPendingReceivedSql = (table: string, seq: string, watermarkSql: string) =>
-  `COALESCE((SELECT received_at_ms - 1 FROM ${table} WHERE ${seq} > ${watermarkSql} ORDER BY ${seq} LIMIT 1), ?1)`;
+  `COALESCE((SELECT received_at_ms - 1 FROM ${table} WHERE ${seq} > ${watermarkSql} ORDER BY ${seq} LIMIT 1), :scheduled_time_ms)`;
 
 // SPEC §2.6 as_of = the time the data is complete up to: the run's scheduled time when caught up,
 // else just before the earliest-received payload still pending (receive order follows *_seq).
-// It never moves backwards. The same write releases holder ?2's lease (NULL: a run without one):
+// It never moves backwards. The same write releases :holder's lease (NULL: a run without one):
 // the row then names it, unless another job has taken the lease over meanwhile (its lease stays).
 const AS_OF_SQL = `INSERT INTO rollup_state (name, value, lease_holder)
-  SELECT '${AS_OF}', MAX(${stateValueSql(AS_OF)}, MIN(?1,
-    COALESCE((SELECT received_at_ms - 1 FROM call_batches WHERE call_count > 0 ORDER BY batch_seq LIMIT 1), ?1),
+  SELECT '${AS_OF}', MAX(${stateValueSql(AS_OF)}, MIN(:scheduled_time_ms,
+    COALESCE((SELECT received_at_ms - 1 FROM call_batches WHERE call_count > 0 ORDER BY batch_seq LIMIT 1), :scheduled_time_ms),
     ${firstPendingReceivedSql("raw_startups", "startup_seq", startupsWatermarkSql())},
-    ${firstPendingReceivedSql("raw_agreements", "agreement_seq", stateValueSql(AGREEMENTS_WATERMARK))})), ?2
+    ${firstPendingReceivedSql("raw_agreements", "agreement_seq", stateValueSql(AGREEMENTS_WATERMARK))})), :holder
   WHERE true
   ON CONFLICT (name) DO UPDATE SET value = excluded.value, lease_holder = CASE
     WHEN excluded.lease_holder IS NOT NULL AND excluded.lease_holder IS (SELECT lease_holder FROM rollup_state WHERE name = '${INGEST_EPOCH}')
@@ -219,7 +221,7 @@ const AS_OF_SQL = `INSERT INTO rollup_state (name, value, lease_holder)
 /** The run's own statements, by name (the SQL snapshots in sql/rollup/ read them). */
 export const RUN_SQL = {
   closeOpenBatchesAndTakeLease: CLOSE_AND_TAKE_LEASE_SQL, pending: PENDING_SQL, renewLease: RENEW_LEASE_SQL,
-  releaseLease: RELEASE_LEASE_SQL, deleteEmptiedBatches: DELETE_EMPTIED_BATCHES_SQL, asOf: AS_OF_SQL,
+  releaseLease: RELEASE_LEASE_SQL, deleteEmptiedBatches: DELETE_EMPTIED_BATCHES_SQL, asOf: AS_OF_SQL, takeLeaseForAnotherJob: TAKE_LEASE_SQL,
 } as const;
 
 export async function runRollup(db: D1Database, scheduledTimeMs: number, options: RollupOptions = {}): Promise<RollupRunReport> {
@@ -239,7 +241,7 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
   } catch (err) {
     // Released so that the next run need not wait for the lease to expire (best effort: it expires
     // anyway; nothing when the run never took it, or failed before its first batch committed).
-    await db.prepare(RELEASE_LEASE_SQL).bind(holder).run().catch(() => undefined);
+    await namedStatement(db, RELEASE_LEASE_SQL, { holder }).run().catch(() => undefined);
     throw err;
   }
 }
@@ -254,9 +256,11 @@ async function runFrom(
   // closed rows only), and the day marks are added once (before the lease and the probe, which look
   // for days to fold).
   const [, lease, probe] = await db.batch([
-    db.prepare(DAY_FOLD_SQL.markNewProjects).bind(todayMs),
-    db.prepare(CLOSE_AND_TAKE_LEASE_SQL).bind(todayMs, hourMs, holder, leaseFrom(), leaseFrom() + o.leaseMs),
-    db.prepare(PENDING_SQL).bind(todayMs, hourMs),
+    namedStatement(db, DAY_FOLD_SQL.markNewProjects, { today_ms: todayMs }),
+    namedStatement(db, CLOSE_AND_TAKE_LEASE_SQL, {
+      today_ms: todayMs, hour_ms: hourMs, holder, now_ms: leaseFrom(), lease_until_ms: leaseFrom() + o.leaseMs,
+    }),
+    namedStatement(db, PENDING_SQL, { today_ms: todayMs, hour_ms: hourMs }),
   ]);
   report.queries += 3;
   const pendingRow = probe?.results?.[0] as
@@ -274,22 +278,26 @@ async function runFrom(
     report.caughtUp = true;
     return report;
   }
-  if ((lease?.results?.[0] as { holder?: string } | undefined)?.holder !== holder) {
+  const taken = lease?.results?.[0] as { holder?: string; held_projects?: string; recomputing_projects?: string } | undefined;
+  if (taken?.holder !== holder) {
     report.leaseHeld = true;
     return report;
   }
-  return runHeld(db, scheduledTimeMs, o, report, pending, holder, leaseFrom, renewed);
+  return runHeld(db, scheduledTimeMs, o, report, pending, parseScope(taken), holder, leaseFrom, renewed);
 }
 
 /** The run's last batch: the emptied rows' cleanup, and as_of, which releases the lease when the run took it. */
 async function finish(db: D1Database, scheduledTimeMs: number, holder: string | null): Promise<void> {
-  await db.batch([db.prepare(DELETE_EMPTIED_BATCHES_SQL).bind(scheduledTimeMs), db.prepare(AS_OF_SQL).bind(scheduledTimeMs, holder)]);
+  await db.batch([
+    namedStatement(db, DELETE_EMPTIED_BATCHES_SQL, { scheduled_time_ms: scheduledTimeMs }),
+    namedStatement(db, AS_OF_SQL, { scheduled_time_ms: scheduledTimeMs, holder }),
+  ]);
 }
 
 type Pending = Record<"startups" | "agreements" | "calls" | "recompute" | "days" | "versions", boolean>;
 
 async function runHeld(
-  db: D1Database, scheduledTimeMs: number, o: Required<RollupOptions>, report: RollupRunReport, pending: Pending, holder: string,
+  db: D1Database, scheduledTimeMs: number, o: Required<RollupOptions>, report: RollupRunReport, pending: Pending, scope: RunScope, holder: string,
   leaseFrom: () => number, renewed: (t: number) => void,
 ): Promise<RollupRunReport> {
   const todayMs = dayStartMs(scheduledTimeMs);
@@ -315,7 +323,7 @@ async function runHeld(
     const now = o.clock();
     if (now - leaseFrom() >= o.leaseMs / 2) {
       if (budget < statements + 1) return false;
-      const r = await db.prepare(RENEW_LEASE_SQL).bind(holder, now + o.leaseMs).first<{ renewed: number }>();
+      const r = await namedStatement(db, RENEW_LEASE_SQL, { holder, lease_until_ms: now + o.leaseMs }).first<{ renewed: number }>();
       budget -= 1;
       report.queries += 1;
       if (!r) {
@@ -340,7 +348,7 @@ async function runHeld(
   for (;;) {
     let ran = false;
     if (pending.startups && budget >= STARTUP_CHUNK_STATEMENTS && (await between(STARTUP_CHUNK_STATEMENTS))) {
-      const r = await timed(rollupStartupChunk(db, o.chunkStartups, undefined, hourMs));
+      const r = await timed(rollupStartupChunk(db, o.chunkStartups, undefined, hourMs, scope));
       budget -= STARTUP_CHUNK_STATEMENTS;
       report.queries += STARTUP_CHUNK_STATEMENTS;
       report.newStartups += r.new_startups;
@@ -349,14 +357,14 @@ async function runHeld(
       ran = true;
     }
     if (pending.agreements && budget >= AGREEMENT_CHUNK_STATEMENTS && (await between(AGREEMENT_CHUNK_STATEMENTS))) {
-      const r = await timed(rollupAgreementChunk(db, o.chunkAgreements));
+      const r = await timed(rollupAgreementChunk(db, o.chunkAgreements, scope));
       budget -= AGREEMENT_CHUNK_STATEMENTS;
       report.queries += AGREEMENT_CHUNK_STATEMENTS;
       pending.agreements = !!r.more;
       ran = true;
     }
     if (pending.calls && budget >= CALL_CHUNK_STATEMENTS && (await between(CALL_CHUNK_STATEMENTS))) {
-      const r = await timed(rollupCallChunk(db, o));
+      const r = await timed(rollupCallChunk(db, o, scope));
       budget -= CALL_CHUNK_STATEMENTS;
       report.queries += CALL_CHUNK_STATEMENTS;
       report.newCalls += r.calls;
@@ -371,13 +379,13 @@ async function runHeld(
       ran = true;
     }
     if (pending.versions && budget >= TOOL_VERSION_FOLD_STATEMENTS && (await between(TOOL_VERSION_FOLD_STATEMENTS))) {
-      pending.versions = (await timed(runToolVersionFoldStep(db, hourMs))).more;
+      pending.versions = (await timed(runToolVersionFoldStep(db, hourMs, scope))).more;
       budget -= TOOL_VERSION_FOLD_STATEMENTS;
       report.queries += TOOL_VERSION_FOLD_STATEMENTS;
       ran = true;
     }
     if (pending.days && budget >= DAY_FOLD_STATEMENTS && (await between(DAY_FOLD_STATEMENTS))) {
-      const r = await timed(runDayFoldStep(db, todayMs, o.dayFoldRows));
+      const r = await timed(runDayFoldStep(db, todayMs, o.dayFoldRows, scope));
       budget -= DAY_FOLD_STATEMENTS;
       report.queries += DAY_FOLD_STATEMENTS;
       report.dayFoldSteps += 1;
@@ -385,14 +393,15 @@ async function runHeld(
       ran = true;
     }
     if (pending.recompute && budget >= RECOMPUTE_STEP_STATEMENTS && (await between(RECOMPUTE_STEP_STATEMENTS))) {
-      const r = await timed(runRecomputeStep(db, scheduledTimeMs, o));
+      const r = await timed(runRecomputeStep(db, scheduledTimeMs, o, scope));
       const statements = r?.statements ?? 1;
       budget -= statements;
       report.queries += statements;
       if (r === null) pending.recompute = false;
       else report.recomputeSteps += 1;
       if (r?.done) {
-        // The project's waiting requests can be folded in now.
+        // The project's waiting requests can be folded in now: this run's own step finished it.
+        scope = { ...scope, recomputing: scope.recomputing.filter((p) => p !== r.project_id) };
         report.recomputesDone += 1;
         pending.calls = true;
       }

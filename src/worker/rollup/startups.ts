@@ -9,13 +9,14 @@
 
 import { STARTUPS_CHUNK, TOOL_VERSIONS_WATERMARK, startupsWatermarkSql } from "../db/rollup-state.ts";
 import { TOOL_VERSIONS_PENDING_SQL } from "./tool-versions.ts";
-import { NOT_HELD } from "../db/moves.ts";
+import { NOT_HELD, decideScope, heldParams, type RunScope } from "./scope.ts";
+import { namedStatement } from "../db/named-sql.ts";
 
 const watermark = startupsWatermarkSql();
 const chunkRow = `(SELECT value FROM rollup_state WHERE name = '${STARTUPS_CHUNK}')`;
 
 /**
- * The chunk: at most ?1 startups above the watermark, and no more than ?2 rows of work (tool
+ * The chunk: at most :chunk_startups startups above the watermark, and no more than :chunk_rows rows of work (tool
  * entries + declared tool names): a startup at every cap of SPEC §1.2 expands into 500 + 64 × 64
  * rows, so without the row bound one chunk of 200 would write ~900,000 rows in one transaction
  * while every other project's reads wait. The first pending startup is always taken, so a chunk
@@ -29,9 +30,9 @@ const CHOSEN = `chosen AS MATERIALIZED (
       SELECT startup_seq, ROW_NUMBER() OVER w AS n, SUM(cost) OVER w AS running FROM (
         SELECT startup_seq, json_array_length(tools_json)
           + (SELECT COALESCE(SUM(json_array_length(d.value, '$.tools')), 0) FROM json_each(agree_declared_json) AS d) AS cost
-        FROM raw_startups WHERE startup_seq > ${watermark} AND ${NOT_HELD} ORDER BY startup_seq LIMIT ?1)
+        FROM raw_startups WHERE startup_seq > ${watermark} AND ${NOT_HELD} ORDER BY startup_seq LIMIT :chunk_startups)
       WINDOW w AS (ORDER BY startup_seq ROWS UNBOUNDED PRECEDING))
-    WHERE n = 1 OR running <= ?2)`;
+    WHERE n = 1 OR running <= :chunk_rows)`;
 
 /**
  * The chunk `chooseStartups` wrote, as every later statement of the batch reads it. Startups of a
@@ -120,7 +121,7 @@ export const STARTUP_CHUNK_SQL = {
       first_seen_ms = MIN(sessions.first_seen_ms, excluded.first_seen_ms),
       last_seen_ms = MAX(sessions.last_seen_ms, excluded.last_seen_ms)`,
 
-  // `versions`: whether the hourly fold of tool versions has startups of a finished hour (?1) to
+  // `versions`: whether the hourly fold of tool versions has startups of a finished hour (:hour_ms) to
   // count in once this chunk commits (the watermark reads the chunk row this transaction wrote).
   report: `WITH ${CHUNK}
     SELECT (SELECT COUNT(*) FROM chunk) AS new_startups,
@@ -139,16 +140,22 @@ export const STARTUP_CHUNK_STATEMENTS = 7;
  */
 export const MAX_STARTUP_CHUNK_ROWS = 5_000;
 
-/** One startups chunk; `hourMs` is the run's hour start, for the report's `versions`. */
-export async function rollupStartupChunk(db: D1Database, chunkStartups: number, maxRows = MAX_STARTUP_CHUNK_ROWS, hourMs = 0): Promise<StartupChunkReport> {
+/**
+ * One startups chunk; `hourMs` is the run's hour start, for the report's `versions`; `scope` the
+ * run's decision on the projects it leaves alone (decided now for a chunk run on its own).
+ */
+export async function rollupStartupChunk(
+  db: D1Database, chunkStartups: number, maxRows = MAX_STARTUP_CHUNK_ROWS, hourMs = 0, scope?: RunScope,
+): Promise<StartupChunkReport> {
+  const held = heldParams(scope ?? (await decideScope(db)));
   const results = await db.batch([
-    db.prepare(STARTUP_CHUNK_SQL.chooseStartups).bind(chunkStartups, maxRows),
-    db.prepare(STARTUP_CHUNK_SQL.deleteReplacedTools),
-    db.prepare(STARTUP_CHUNK_SQL.insertRegisteredTools),
-    db.prepare(STARTUP_CHUNK_SQL.startToolVersionsWatermark),
-    db.prepare(STARTUP_CHUNK_SQL.upsertDeclarations),
-    db.prepare(STARTUP_CHUNK_SQL.setSessionSchemaBytes),
-    db.prepare(STARTUP_CHUNK_SQL.report).bind(hourMs),
+    namedStatement(db, STARTUP_CHUNK_SQL.chooseStartups, { chunk_startups: chunkStartups, chunk_rows: maxRows, ...held }),
+    namedStatement(db, STARTUP_CHUNK_SQL.deleteReplacedTools, held),
+    namedStatement(db, STARTUP_CHUNK_SQL.insertRegisteredTools, held),
+    namedStatement(db, STARTUP_CHUNK_SQL.startToolVersionsWatermark),
+    namedStatement(db, STARTUP_CHUNK_SQL.upsertDeclarations, held),
+    namedStatement(db, STARTUP_CHUNK_SQL.setSessionSchemaBytes, held),
+    namedStatement(db, STARTUP_CHUNK_SQL.report, { hour_ms: hourMs, ...held }),
   ]);
   const report = results[6]?.results?.[0] as StartupChunkReport | undefined;
   if (!report) throw new Error("rollup: startups chunk returned no report");

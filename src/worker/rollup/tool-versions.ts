@@ -5,7 +5,8 @@
 // of a finished hour is always taken, so the fold always advances.
 import { TOOL_VERSIONS_WATERMARK, startupsWatermarkSql, toolVersionsWatermarkSql } from "../db/rollup-state.ts";
 import { versionsOfStartupsSql } from "../db/tool-versions.ts";
-import { NOT_HELD } from "../db/moves.ts";
+import { BOUND_SCOPE, NOT_HELD, decideScope, heldParams, notHeldSql, type RunScope } from "./scope.ts";
+import { namedStatement } from "../db/named-sql.ts";
 
 const watermark = toolVersionsWatermarkSql();
 const folded = startupsWatermarkSql();
@@ -15,21 +16,25 @@ export const TOOL_VERSION_FOLD_ROWS = 5_000;
 /** Startups one fold step looks at. */
 export const TOOL_VERSION_FOLD_STARTUPS = 200;
 
-/** Whether a startup waits for the fold: the first above the watermark was folded in and received before the hour ?1. */
-export const TOOL_VERSIONS_PENDING_SQL = `EXISTS (SELECT 1 FROM (
-    SELECT received_at_ms FROM raw_startups WHERE startup_seq > ${watermark} AND startup_seq <= ${folded} AND ${NOT_HELD} ORDER BY startup_seq LIMIT 1)
-    WHERE received_at_ms < ?1)`;
+/**
+ * Whether a startup waits for the fold: the first above the watermark was folded in and received
+ * before the hour :hour_ms (`sets`: where the run's decision is read, scope.ts).
+ */
+export const toolVersionsPendingSql = (sets = BOUND_SCOPE) => `EXISTS (SELECT 1 FROM (
+    SELECT received_at_ms FROM raw_startups WHERE startup_seq > ${watermark} AND startup_seq <= ${folded} AND ${notHeldSql(sets)} ORDER BY startup_seq LIMIT 1)
+    WHERE received_at_ms < :hour_ms)`;
+export const TOOL_VERSIONS_PENDING_SQL = toolVersionsPendingSql();
 
-// ?1 the run's hour start, ?2 startups, ?3 rows of work: the run of startups above the watermark
-// received before ?1, within both bounds. Each statement derives the same chunk (the upsert does
+// :hour_ms the run's hour start, :fold_startups startups, :fold_rows rows of work: the run of
+// startups above the watermark received before :hour_ms, within both bounds. Each statement derives the same chunk (the upsert does
 // not change what it reads).
 const CHUNK = `tv_chunk AS MATERIALIZED (
     SELECT startup_seq FROM (
       SELECT startup_seq, ROW_NUMBER() OVER w AS n, SUM(cost) OVER w AS running, SUM(late) OVER w AS lates FROM (
-        SELECT startup_seq, json_array_length(tools_json) AS cost, received_at_ms >= ?1 AS late
-        FROM raw_startups WHERE startup_seq > ${watermark} AND startup_seq <= ${folded} AND ${NOT_HELD} ORDER BY startup_seq LIMIT ?2)
+        SELECT startup_seq, json_array_length(tools_json) AS cost, received_at_ms >= :hour_ms AS late
+        FROM raw_startups WHERE startup_seq > ${watermark} AND startup_seq <= ${folded} AND ${NOT_HELD} ORDER BY startup_seq LIMIT :fold_startups)
       WINDOW w AS (ORDER BY startup_seq ROWS UNBOUNDED PRECEDING))
-    WHERE lates = 0 AND (n = 1 OR running <= ?3))`;
+    WHERE lates = 0 AND (n = 1 OR running <= :fold_rows))`;
 
 export const TOOL_VERSION_FOLD_SQL = {
   upsertToolVersions: `INSERT INTO tool_versions (project_id, tool_name, schema_hash, description_hash, description_norm,
@@ -53,12 +58,17 @@ export const TOOL_VERSION_FOLD_SQL = {
 
 export const TOOL_VERSION_FOLD_STATEMENTS = 3;
 
-/** One fold step at the run's hour `hourMs`; answers whether a startup of a finished hour is left. */
-export async function runToolVersionFoldStep(db: D1Database, hourMs: number): Promise<{ more: boolean }> {
+/**
+ * One fold step at the run's hour `hourMs`; answers whether a startup of a finished hour is left.
+ * `scope`: the run's decision (decided now for a step run on its own).
+ */
+export async function runToolVersionFoldStep(db: D1Database, hourMs: number, scope?: RunScope): Promise<{ more: boolean }> {
+  const held = heldParams(scope ?? (await decideScope(db)));
+  const fold = { hour_ms: hourMs, fold_startups: TOOL_VERSION_FOLD_STARTUPS, fold_rows: TOOL_VERSION_FOLD_ROWS, ...held };
   const results = await db.batch([
-    db.prepare(TOOL_VERSION_FOLD_SQL.upsertToolVersions).bind(hourMs, TOOL_VERSION_FOLD_STARTUPS, TOOL_VERSION_FOLD_ROWS),
-    db.prepare(TOOL_VERSION_FOLD_SQL.advanceWatermark).bind(hourMs, TOOL_VERSION_FOLD_STARTUPS, TOOL_VERSION_FOLD_ROWS),
-    db.prepare(TOOL_VERSION_FOLD_SQL.report).bind(hourMs),
+    namedStatement(db, TOOL_VERSION_FOLD_SQL.upsertToolVersions, fold),
+    namedStatement(db, TOOL_VERSION_FOLD_SQL.advanceWatermark, fold),
+    namedStatement(db, TOOL_VERSION_FOLD_SQL.report, { hour_ms: hourMs, ...held }),
   ]);
   const report = results[2]?.results?.[0] as { more: number } | undefined;
   if (!report) throw new Error("rollup: tool versions fold returned no report");

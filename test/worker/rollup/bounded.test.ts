@@ -10,6 +10,10 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_ROLLUP_OPTIONS, type RollupOptions } from "../../../src/worker/rollup/index.ts";
 import { CALL_CHUNK_STATEMENTS, rollupCallChunk, type CallChunkBounds } from "../../../src/worker/rollup/calls.ts";
 import { rollupStartupChunk } from "../../../src/worker/rollup/startups.ts";
+import type { RunScope } from "../../../src/worker/rollup/scope.ts";
+
+/** No move or recompute here: the chunk's own statements alone are metered (as a run's are). */
+const NO_PROJECT_LEFT_ALONE: RunScope = { held: [], recomputing: [] };
 import { call, deliver, faultyDb, resetDb, snapshot, type TestCall, type TestPayload } from "./fixtures.ts";
 import { referenceRollup, type Received } from "./reference.ts";
 import { runRollup } from "../../../src/worker/rollup/index.ts";
@@ -93,7 +97,7 @@ describe("every calls chunk is bounded in rows touched, whatever the shape", () 
       let quietDone = 0;
       for (let i = 0; i < 2_000; i++) {
         const before = metered.calls.length;
-        const r = await rollupCallChunk(metered.db, shape.bounds);
+        const r = await rollupCallChunk(metered.db, shape.bounds, NO_PROJECT_LEFT_ALONE);
         const statements = metered.calls[before]!.statements;
         expect(statements).toHaveLength(CALL_CHUNK_STATEMENTS);
         // The logical bound: the chunk's estimate, and what D1 read for each statement — both
@@ -182,7 +186,7 @@ describe("many startups at the caps", () => {
     let chunks = 0;
     for (let more = 1; more; chunks++) {
       const before = metered.calls.length;
-      more = (await rollupStartupChunk(metered.db, 200, MAX_ROWS)).more;
+      more = (await rollupStartupChunk(metered.db, 200, MAX_ROWS, 0, NO_PROJECT_LEFT_ALONE)).more;
       const written = metered.calls[before]!.statements.reduce((n, s) => n + s.rows_written, 0);
       expect(written, `chunk ${chunks}`).toBeLessThanOrEqual(3 * MAX_ROWS);
     }

@@ -9,6 +9,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { clearFinalSumsCache } from "../../../src/worker/metrics/counter-sums.ts";
 import { COUNTER_NAMES } from "../../../src/worker/metrics/counters.ts";
 import { DAY_FOLD_SQL, runDayFoldStep } from "../../../src/worker/rollup/day-fold.ts";
+import { namedStatement } from "../../../src/worker/db/named-sql.ts";
 import { runRollup } from "../../../src/worker/rollup/index.ts";
 import { createProject, type TestProject } from "../helpers/projects.ts";
 import { getJson } from "../metrics/seed.ts";
@@ -193,11 +194,11 @@ describe("day rows of finished days only", () => {
         { type: "call", call: call({ project_id: p.project_id, session_id: "n", started_at_ms: D0 + DAY + 23 * HOUR, tool_name: "search" }) },
       ], D0 + DAY + 23 * HOUR + 60_000);
     }
-    const r = await db.prepare(DAY_FOLD_SQL.markNewProjects).bind(D0 + DAY).run();
+    const r = await namedStatement(db, DAY_FOLD_SQL.markNewProjects, { today_ms: D0 + DAY }).run();
     expect(r.meta.changes).toBe(1);
     expect(await mark(folded)).toEqual({ folded_to_ms: D0 + DAY, cursor_hour_ms: last!.hour_start_ms, cursor_tool: last!.tool_name, cursor_client: last!.client_name });
     // Running it again writes nothing.
-    expect((await db.prepare(DAY_FOLD_SQL.markNewProjects).bind(D0 + DAY).run()).meta.rows_written).toBe(0);
+    expect((await namedStatement(db, DAY_FOLD_SQL.markNewProjects, { today_ms: D0 + DAY }).run()).meta.rows_written).toBe(0);
     await rollupUntilCaughtUp(D0 + DAY + 23 * HOUR + 120_000);
     const searchAt23 = (rows: Record<string, unknown>[]) => rows.filter((row) => row.tool_name === "search").map((row) => row.calls);
     const newTool = (rows: Record<string, unknown>[]) => rows.filter((row) => row.tool_name === "zz-new");
@@ -229,8 +230,9 @@ describe("the read of day rows with unfolded hours", () => {
 
 describe("the day fold's query plans", () => {
   it("finds the marks before today by their index, not a scan of every project's mark", async () => {
-    for (const [sql, params] of [[DAY_FOLD_SQL.pending, [D0]], [DAY_FOLD_SQL.addToDays, [D0, 100]], [DAY_FOLD_SQL.advanceMark, [D0, 100]]] as const) {
-      const { results } = await db.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
+    const step = { today_ms: D0, fold_rows: 100, held_projects: "[]" };
+    for (const [sql, params] of [[DAY_FOLD_SQL.pending, { today_ms: D0, held_projects: "[]" }], [DAY_FOLD_SQL.addToDays, step], [DAY_FOLD_SQL.advanceMark, step]] as const) {
+      const { results } = await namedStatement(db, `EXPLAIN QUERY PLAN ${sql}`, params).all<{ detail: string }>();
       const plan = results.map((r) => r.detail);
       expect(plan.some((d) => /SEARCH (day_marks|k) USING (COVERING )?INDEX day_marks_by_day \(folded_to_ms<\?\)/.test(d)), plan.join("\n")).toBe(true);
       // (`k` is the one chosen mark, materialized.)

@@ -13,6 +13,7 @@ import { latestSchemaChange, schemaChangeSpansSql, schemaChangeWindows } from ".
 import { openReadScope } from "../../../src/worker/metrics/scope.ts";
 import { runRetention, runRollup } from "../../../src/worker/rollup/index.ts";
 import { FOLD_SQL } from "../../../src/worker/rollup/retention.ts";
+import { namedStatement, type SqlParams } from "../../../src/worker/db/named-sql.ts";
 import { HOUR_ROWS_KEPT_DAYS, hourRowsHorizonMs } from "../../../src/worker/time.ts";
 import { createProject, type TestProject } from "../helpers/projects.ts";
 import { getJson, seedHour, seedRegistered, seedVersion } from "../metrics/seed.ts";
@@ -395,8 +396,8 @@ describe("the fold's query plans", () => {
   // source, db/tool-versions.ts: a subquery whose tables are searched by key.)
   for (const [name, sql] of Object.entries(FOLD_SQL)) {
     it(`${name} searches every table by its key`, async () => {
-      const params = name === "foldDays" ? ["[]"] : ["", 0, HORIZON, 100];
-      const { results } = await db.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
+      const params: SqlParams = name === "foldDays" ? { units: "[]" } : { cursor_project_id: "", cursor_hour_ms: 0, horizon_ms: HORIZON, max_rows: 100 };
+      const { results } = await namedStatement(db, `EXPLAIN QUERY PLAN ${sql}`, params).all<{ detail: string }>();
       const plan = results.map((r) => r.detail);
       expect(plan).toContain("SEARCH h USING PRIMARY KEY (project_id=? AND hour_start_ms>? AND hour_start_ms<?)");
       expect(plan.filter((d) => /^SCAN (h|d|r|tool_hour_metrics|tool_day_metrics|registered_tools|tool_versions|raw_startups)\b/.test(d))).toEqual([]);

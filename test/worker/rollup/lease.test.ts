@@ -10,6 +10,7 @@ import { RUN_SQL } from "../../../src/worker/rollup/run.ts";
 import { CHUNK_SELECTION_SQL } from "../../../src/worker/rollup/calls.ts";
 import { runDatabaseJob } from "../../../src/worker/queues/rollup-jobs.ts";
 import { AS_OF, INGEST_EPOCH } from "../../../src/worker/db/rollup-state.ts";
+import { compileNamed } from "../../../src/worker/db/named-sql.ts";
 import { call, calls, countingDb, deliver, faultyDb, resetDb, snapshot, type TestCall } from "./fixtures.ts";
 import { referenceRollup, type Received } from "./reference.ts";
 
@@ -102,7 +103,7 @@ describe("one rollup job per database", () => {
     await deliverRequests(2);
     const named = new Map([
       [RUN_SQL.closeOpenBatchesAndTakeLease, "close and take the lease"], [CHUNK_SELECTION_SQL, "calls chunk"], [RUN_SQL.asOf, "as_of and release"],
-    ]);
+    ].map(([sql, name]) => [compileNamed(sql!).sql, name!] as const));
     const metered = faultyDb(db);
     expect(await runRollup(metered.db, NOW, { pauseMs: 0 })).toMatchObject({ leaseHeld: false, callChunks: 1, caughtUp: true });
     const stateWrites = metered.calls.flatMap((c) => c.statements)

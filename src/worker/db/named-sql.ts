@@ -1,0 +1,106 @@
+// SQL by name: parameters written `:snake_name` and bound from an object, and SELECT lists built
+// from one column list. D1's bind() is positional only (it documents `?NNN` and `?`), so each name
+// becomes one `?N`, numbered in order of first use; a statement's text is compiled once.
+
+/** A value D1 binds. */
+export type SqlValue = string | number | boolean | null;
+export type SqlParams = Readonly<Record<string, SqlValue>>;
+
+export type CompiledSql = {
+  /** The SQL with every `:name` replaced by its `?N`. */
+  sql: string;
+  /** The names, in `?N` order (`names[0]` is `?1`). */
+  names: readonly string[];
+};
+
+const NAME = /^[a-z_][a-z0-9_]*/;
+/** Compiled texts by source text: the rollup's statements are constants, so this holds a few dozen. */
+const compiled = new Map<string, CompiledSql>();
+
+/**
+ * `sql` with its `:name` parameters numbered. String literals, quoted identifiers and comments are
+ * copied as they are (a `:` or `?` inside them is text). Throws on a positional parameter (`?`),
+ * which would bind by place again, and on a name that is not snake_case.
+ */
+export function compileNamed(sql: string): CompiledSql {
+  const known = compiled.get(sql);
+  if (known) return known;
+  const names: string[] = [];
+  let out = "";
+  let i = 0;
+  /** Copies up to and including the end of a quoted span (a doubled quote is part of it). */
+  const copyQuoted = (quote: string) => {
+    let j = i + 1;
+    for (;;) {
+      const k = sql.indexOf(quote, j);
+      if (k < 0) throw new Error(`named SQL: unterminated ${quote}`);
+      if (sql[k + 1] === quote) j = k + 2;
+      else {
+        out += sql.slice(i, k + 1);
+        i = k + 1;
+        return;
+      }
+    }
+  };
+  const copyUntil = (end: string) => {
+    const k = sql.indexOf(end, i);
+    const stop = k < 0 ? sql.length : k + end.length;
+    out += sql.slice(i, stop);
+    i = stop;
+  };
+  while (i < sql.length) {
+    const c = sql[i]!;
+    if (c === "'" || c === '"') copyQuoted(c);
+    else if (c === "-" && sql[i + 1] === "-") copyUntil("\n");
+    else if (c === "/" && sql[i + 1] === "*") copyUntil("*/");
+    else if (c === "?") throw new Error(`named SQL: positional parameter at ${JSON.stringify(sql.slice(i, i + 12))}`);
+    else if (c === ":" && !/[\w:]/.test(sql[i - 1] ?? " ")) {
+      const name = NAME.exec(sql.slice(i + 1))?.[0];
+      if (!name || /\w/.test(sql[i + 1 + name.length] ?? " ")) throw new Error(`named SQL: a parameter is :snake_case, not ${JSON.stringify(sql.slice(i, i + 20))}`);
+      let n = names.indexOf(name);
+      if (n < 0) n = names.push(name) - 1;
+      out += `?${n + 1}`;
+      i += 1 + name.length;
+    } else {
+      out += c;
+      i += 1;
+    }
+  }
+  const result = { sql: out, names };
+  compiled.set(sql, result);
+  return result;
+}
+
+/** The values of `sql`'s parameters in `?N` order; throws on a name missing from `params` or one `sql` does not use. */
+export function namedValues(sql: string, params: SqlParams = {}): SqlValue[] {
+  const { names } = compileNamed(sql);
+  const missing = names.filter((n) => params[n] === undefined);
+  if (missing.length > 0) throw new Error(`named SQL: no value for ${missing.map((n) => `:${n}`).join(", ")}`);
+  const unused = Object.keys(params).filter((n) => !names.includes(n));
+  if (unused.length > 0) throw new Error(`named SQL: the statement has no ${unused.map((n) => `:${n}`).join(", ")}`);
+  return names.map((n) => params[n]!);
+}
+
+/** `sql` (with `:name` parameters) prepared on `db` and bound from `params`, by name. */
+export function namedStatement(db: D1Database, sql: string, params: SqlParams = {}): D1PreparedStatement {
+  const values = namedValues(sql, params);
+  const statement = db.prepare(compileNamed(sql).sql);
+  return values.length > 0 ? statement.bind(...values) : statement;
+}
+
+/**
+ * A SELECT list of `columns`, in their order, each from `values[column]` (SQL): the arms of a UNION
+ * ALL built from one list line up by name, so a column added to the list cannot shift the others.
+ * A column without a value takes `fill` (an arm that adds to some counters only: "0"); without
+ * `fill` every column needs one, so a column added to the list is never silently 0. Throws on a
+ * value for a column the list does not have.
+ */
+export function columnsByName(columns: readonly string[], values: Readonly<Record<string, string>>, fill?: string): string {
+  const unknown = Object.keys(values).filter((c) => !columns.includes(c));
+  if (unknown.length > 0) throw new Error(`columnsByName: no column ${unknown.join(", ")} in the list`);
+  return columns.map((c) => {
+    const value = values[c] ?? fill;
+    if (value === undefined) throw new Error(`columnsByName: no value for column ${c}`);
+    return value === c ? c : `${value} AS ${c}`;
+  }).join(", ");
+}
