@@ -15,6 +15,7 @@ import { fileURLToPath } from "node:url";
 import { writeBenchmarkSection } from "./benchmarks-md.mjs";
 import { bundleWorker } from "./bundle-worker.mjs";
 import { migrateToHead } from "../scripts/migrations.ts";
+import { DEFAULT_ROLLUP_OPTIONS } from "../src/worker/rollup/run.ts";
 import { SPACING_MS, T0, countedCalls, seed, seedDurations, type Db } from "./rollup-seed.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -165,7 +166,7 @@ The real worker (bundled) runs in Miniflare/workerd with a local D1; the benchma
 as ingest stores them (one \`call_batches\` row of 500 calls per request: 50 concurrent sessions of 200 calls per 10,000 calls, 8 tools, 5 argument hashes (~3 % of calls retries), 3 clients, 20
 calls/s so 72,000 per hour, 1 % of calls 10 minutes late), then runs the \`${ROLLUP_CRON}\` cron's rollup job of its one database
 (as the \`${ROLLUP_QUEUE}\` queue delivers it, to the worker's \`queue()\` handler) with default options (≤ 48 D1 statements, chunks of up to 12,000 calls of work: 6 per
-invocation, a 50 ms pause whenever the next one would hold the database past 1 s) until no request waits, so the time includes numbering the calls and appending them to
+invocation, a ${DEFAULT_ROLLUP_OPTIONS.pauseMs} ms pause whenever the next one would hold the database past ${DEFAULT_ROLLUP_OPTIONS.holdMs / 1000} s) until no request waits, so the time includes numbering the calls and appending them to
 \`call_state\` (one JSON row per session, client and hour, migration 0011; the flags are recomputed per chunk
 from the rows around the new calls, the sessions derived by the rollup). Time = all invocations plus a one-row
 progress check after each. Baseline = one \`GROUP BY\` pass over the same raw calls (no retries,
