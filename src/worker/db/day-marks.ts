@@ -1,7 +1,7 @@
 // Day rows for past days only (migration 0029, docs/metrics.md "Day rows"). A day row used to be
 // rewritten by trigger with every change of one of its hour rows: with the rollup running every 5
-// minutes that was one more row written per hour row changed, the largest single cost of a call
-// (bench:cost). Now each project has a mark in `day_marks`: its hour rows before `folded_to_ms` (a
+// minutes that was one more row written per hour row changed, the largest single cost of a call.
+// Now each project has a mark in `day_marks`: its hour rows before `folded_to_ms` (a
 // UTC day start), and those of that day up to the cursor (hour, tool, client) in key order, are in
 // their day rows — kept there by the triggers as before, so a late call still moves its day row —
 // and the later ones are not: the rollup folds them in once their day is over (rollup/day-fold.ts),

@@ -1,7 +1,7 @@
 // Tool versions (SPEC §2.5: every (schema_hash, description_hash) a tool was registered with, first
 // and last seen, how many startups listed it). A shared HTTP server sends its tool list with every
 // new conversation (SPEC §4), and counting each startup into `tool_versions` in the run that folded
-// it rewrote every tool's row every 5 minutes, a third of a row per call (bench:cost). So the
+// it rewrote every tool's row every 5 minutes, a large share of the rows written per call. So the
 // startups are counted in once an hour (rollup/tool-versions.ts, behind the `tool_versions_seq`
 // watermark), and reads add the folded startups above that watermark (toolVersionsSourceSql): an
 // hour of startups at most, read from raw_startups by its key.

@@ -1,54 +1,14 @@
 // Folds one chunk of new calls into the hour/day counters, the tool pairs and the session counters
-// (SPEC §2.1–2.4), as ONE D1 batch (one transaction).
+// (SPEC §2.1–2.4), as ONE D1 batch (one transaction): a chunk applies exactly once or not at all, and
+// running it again finds no call.
 //
-// Where the calls live (migrations 0011, 0025, docs/scaling.md): ingest writes each request's calls
-// into one `call_batches` row (a project's requests between two runs share a row); the chunk takes
-// the oldest closed rows by turns across projects, numbers their calls in receive order
-// (`call_seq`, the SPEC §2.2 tie-break) and appends them to `call_state`: one row per (project,
-// session, client, UTC hour of started_at) holding that hour's calls as a JSON array. A call is
-// never its own row: D1 bills rows, not bytes, so a chunk writes one state row per (session, client,
-// hour) it lands in, whatever the number of calls.
-//
-// Why this is exact whatever the arrival order (SPEC §2.2, "exact and final"): every figure is a
-// per-call flag that depends only on the call's neighbours, in its (session, client, tool) sequence
-// for retries and in its (session, client) sequence for pairs, both ordered by (started_at_ms,
-// call_seq). The chunk loads, for each (session, client) it touches, every state row that can hold
-// such a neighbour (`loaded`), derives the flags of those calls twice with window functions — without
-// the chunk (what the counters hold now) and with it — and changes every counter by the difference.
-// Calls whose flags did not change cancel out, and so do the calls at the edges of the loaded span,
-// whose neighbours outside it are missing from both sides alike. Flags are never stored: CTEs derive
-// them in each statement that needs them and write nothing.
-//
-// The span loaded for each cluster — a (session, client) and the UTC hour its new calls start in,
-// [lo, hi] — is every row from the hour of lo − 2 × (reach + 30 s) to the hour of hi + 2 × (reach + 30 s)
-// (FLAG_REACHES retry reaches, retry-rule.ts), where reach is the longest duration among the new
-// calls and the rows that can hold those neighbours (DURATIONS_BEFORE_MS, DURATIONS_AFTER_MS: a call
-// lasts at most a day, SPEC §1.2). A new call can change the retry flag of its successor n
-// only if n starts within reach + 30 s of hi, and n's first-call success then depends on whether
-// n's own successor retries it, which starts within another reach + 30 s; the same before lo for
-// the predecessor p and its predecessor. Nothing further out can change a figure. When day-long calls make that a day of a dense session, a side stops
-// instead at the nearest rows that already hold two old calls of every tool of the cluster: the
-// tool's predecessor and its predecessor are then loaded, with every call between them and the new
-// ones, which is all the flags that can change depend on. For the pairs, which have no time window
-// (SPEC §2.4), the nearest non-empty row on each side is loaded too unless the cluster's own row
-// already holds a call before (after) the new ones: the predecessor and successor in the (session,
-// client) sequence can be any distance away, and retention keeps each (session, client)'s latest
-// row before its cutoff for that. Spans of several clusters may leave gaps between them: the calls
-// at a gap's edges see the same false neighbours with and without the chunk, so they cancel too.
-// The retry flags then read, of each loaded row, only the calls within [lo − 2 × (reach + 30 s),
-// hi + 2 × (reach + 30 s)] of the spans that load it (the rest of an hour row cannot change a flag
-// and is dropped right after its JSON is read), so a chunk's window sorts follow the calls near its
-// own, not the hour rows around them.
-//
-// Bounded work (no transaction holds the database long, whatever a tenant sends): the chunk's
-// first statement chooses its requests and their spans from the rows' call counts before any JSON
-// is read, and writes the choice for the statements after it (CHUNK_SELECTION_SQL).
-//
-// Every counter then changes by the exact difference, in the same transaction that appends the
-// calls and empties their batches: running a chunk again finds no call and changes nothing
-// (idempotent), and a chunk is applied exactly once or not at all. Unlike re-aggregating whole
-// hours, the cost follows the new calls and their neighbourhood, not the history, and counters
-// never need rows that retention deleted.
+// Calls wait in `call_batches` rows (one per request, migration 0025) and are appended to
+// `call_state`, one JSON row per (project, session, client, UTC hour): D1 bills rows, not bytes.
+// Every figure is a per-call flag of the call's neighbours, so the chunk loads the state rows that
+// can hold a neighbour whose flag a new call changes, derives their flags with window functions
+// without and with the chunk, and adds the difference (calls whose flags did not change cancel out,
+// so do the edges of the loaded span). Why that span suffices: "The span a chunk loads" in
+// docs/metrics.md. The first statement (CHUNK_SELECTION_SQL) bounds the chunk before any JSON is read.
 import { dayStartSql, hourStartSql } from "../time.ts";
 import { MAX_RETRY_REACH_MS, flagReachSql, isRetryOfSql } from "../retry-rule.ts";
 import { CALLS_CHUNK, INGEST_EPOCH, nextCallSeqSql, stateValueSql } from "../db/rollup-state.ts";
@@ -104,17 +64,11 @@ const spanField = (name: (typeof CHUNK_SPAN)[number]) => tupleField(CHUNK_SPAN, 
 
 /**
  * `new_calls`: the chunk's calls, numbered in receive order above every number handed out before
- * (the chunk's `seq`, nextCallSeqSql), so each statement of the batch derives the same rows. Each statement extracts only the fields it reads: the extraction is most of what
- * deriving the chunk costs, and every statement derives it again. A call's number is its place in
- * (batch_seq, position in the request) order — the calls of the earlier requests, then its index —
- * which is ROW_NUMBER() OVER (ORDER BY batch_seq, index) without sorting the chunk's calls.
- *
- * `jsonb_each` (SQLite ≥ 3.51) rather than `json_each` here and wherever the rollup reads calls out
- * of a JSON array: it hands each call over as JSONB, so every field's `->>` reads the binary form
- * instead of parsing the call's text again; the values are the same. Measured on a 17,000-call
- * chunk: deriving `new_calls` took ~31 ms this way against ~44 ms with the sort and json_each (the
- * numbering without the sort alone, over json_each, took ~54 ms), and bench:rollup's 100,000 calls
- * 2.45–2.58 s against 2.77–2.99 s.
+ * (the chunk's `seq`, nextCallSeqSql), so each statement of the batch derives the same rows; each
+ * extracts only the fields it reads. A call's number is its place in (batch_seq, position in the
+ * request) order, which needs no sort of the chunk's calls. `jsonb_each` rather than `json_each`
+ * wherever the rollup reads calls out of a JSON array: every field's `->>` then reads the binary
+ * form instead of parsing the call's text again (faster, the same values).
  */
 const newCallsCtes = (fields: readonly BatchField[]) => `taken AS MATERIALIZED (${TAKEN_BATCHES}),
     new_calls AS MATERIALIZED (

@@ -1,41 +1,20 @@
 // Recomputing a project's counters from its raw calls, after a rule change or a fix
 // (POST /v1/admin/projects/:id/recompute, or a migration that marks projects; docs/migrations.md).
 //
-// What the raw calls can give back, exactly: `call_state` keeps every call that has a session, with
-// its tool, start, duration, outcome, emptiness and args_hash, for the last RAW_RETENTION_DAYS
-// (retention.ts; rows from `raw_kept_from_ms` on are whole). From them the figures that depend on a
-// call's neighbours — `retries`, `first_call_attempts`, `first_call_ok` (SPEC §2.2) and the pairs
-// (SPEC §2.4) — are recomputed and written over the stored ones. The per-call counters (`calls`,
-// `ok`, `empty`, the errors, the sums, the histogram, `calls_without_session`) are facts of one call,
-// counted once when it was folded in; calls without a session are kept nowhere raw (SPEC §2.2: no
-// per-session storage), so those counters are taken as stored and the sessionless calls' part of the
-// chain figures is read from them: each such call is a chain of its own (`calls_without_session`),
-// ok at first call when it is ok and not empty (`ok − empty` minus the session calls' good ones).
+// `call_state` keeps every call with a session for RAW_RETENTION_DAYS (retention.ts), so the figures
+// that depend on a call's neighbours — retries, first-call attempts and successes (SPEC §2.2) and the
+// pairs (SPEC §2.4) — are derived again with the rollup's own SQL (calls.ts, callFlagsSql) and
+// written over the stored ones. Per-call counters are facts of one call and stay as stored; calls
+// without a session are kept nowhere raw (SPEC §2.2), so their part of the chain figures is read
+// from those counters. Days whose calls' neighbours are no longer all kept (before `raw_kept_from_ms`
+// plus one retry reach) are frozen.
 //
-// The recomputed days start at `from_ms`: the first UTC day whose calls' neighbours are all still
-// kept — a call's predecessor that it retries started at most one retry reach before it
-// (retry-rule.ts), so days from `raw_kept_from_ms` + that reach on are exact. Days before are frozen:
-// they keep the figures they have, which no recompute can change (their raw calls are gone).
-//
-// Bounded work: every step is one D1 batch (one transaction) whose first statement chooses its
-// work and writes it to the project's `recomputes.step` (like the calls chunk's choice), and whose
-// last statement advances the cursor, so a step is applied whole or not at all and a step run
-// twice (two overlapping cron runs) takes the next work. The states, in order:
-//   clearing  deletes what an earlier, interrupted recompute left in the scratch tables (≤ rows);
-//   counting  takes whole (session, client) sequences in key order while their calls add up to at
-//             most `calls` (the first always), derives every call's flags with the rollup's own
-//             SQL (calls.ts, callFlagsSql) and adds the session calls' figures per hour row and
-//             their pairs per (day, client) to `recompute_hours` / `recompute_pairs`;
-//   hours     writes the figures over the project's hour rows from `from_ms` on, ≤ rows per step, in
-//             key order (the day rows follow by trigger, migration 0013), deleting the scratch rows;
-//   pairs     replaces the project's `pair_days` rows from `from_ms` on, ≤ rows (day, client) keys
-//             per step, from the scratch pairs, deleting them;
-//   done.
-// No double counting: while a project is being recomputed the rollup leaves its waiting requests
-// in call_batches (scope.ts: a run steps only the recomputes it decided to leave the calls of
-// alone), so neither its raw calls nor its counters change under the recompute; once it is done the
-// rollup folds them in by differences, as always.
-// If retention moves `raw_kept_from_ms` while counting, the counting starts again (clearing first).
+// Every step is one transaction that chooses its work into `recomputes.step` and advances the
+// cursor, so a step applies whole or not at all: clearing (scratch rows of an interrupted
+// recompute) → counting (whole (session, client) sequences into recompute_hours / recompute_pairs)
+// → hours (written over the hour rows) → pairs (replacing pair_days) → done. The rollup leaves the
+// project's waiting requests alone meanwhile (scope.ts), and folds them in once it is done. If
+// retention moves `raw_kept_from_ms` while counting, the counting starts again.
 import { dayStartSql, DAY_MS, hourStartSql } from "../time.ts";
 import { MAX_RETRY_REACH_MS } from "../retry-rule.ts";
 import { RAW_KEPT_FROM, stateValueSql } from "../db/rollup-state.ts";

@@ -33,10 +33,9 @@ export interface RollupOptions {
   /**
    * Rows of work per calls chunk: its new calls plus the calls of the state rows it loads around
    * them, estimated from `call_count` before any JSON is read (the chunk's first request is taken
-   * whatever its estimate). Default 12,000: D1 reads up to ~42 rows per call of work over a chunk's
-   * statements (meta.rows_read, measured on every bench:fairness shape: JSON extraction, the
-   * windows' sorts, the materialised CTEs each scanned again), so a chunk reads at most about
-   * 500,000 rows (CHUNK_ROWS_READ_BOUND), 0.3–0.6 s in local D1 on an idle core.
+   * whatever its estimate). Default 12,000: D1 counts several rows read per call of work (JSON
+   * extraction, the windows' sorts, materialised CTEs scanned again), so a chunk stays under
+   * CHUNK_ROWS_READ_BOUND (bench:fairness reports what each shape reads).
    */
   chunkTouchedCalls?: number;
   /**

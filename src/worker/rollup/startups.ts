@@ -23,7 +23,7 @@ const chunkRow = `(SELECT value FROM rollup_state WHERE name = '${STARTUPS_CHUNK
  * always advances. Counting the rows of work parses every candidate's lists, so it is done once,
  * by the chunk's first statement, which writes the chunk's last startup_seq for the others
  * (`startups_chunk_end`, one row): deriving it again in each statement cost 7 parses of 200
- * capped startups' lists per chunk (bench:fairness: 6.9 s transactions).
+ * capped startups' lists per chunk.
  */
 const CHOSEN = `chosen AS MATERIALIZED (
     SELECT startup_seq FROM (
@@ -135,8 +135,8 @@ export const STARTUP_CHUNK_STATEMENTS = 7;
 
 /**
  * Rows of work one startup chunk may take on (tool entries + declared tool names; the writes are a
- * small multiple of it). Measured in test/e2e/tenant-isolation.test.ts: with 20,000 the worst read of another project waited ~0.5 s behind a chunk, with no bound ~2.9 s.
- * 5,000 holds one startup at every cap (500 + 64 × 64 = 4,596 rows) per chunk (bench:fairness).
+ * small multiple of it; test/e2e/tenant-isolation.test.ts shows what it bounds). 5,000 holds one
+ * startup at every cap (500 + 64 × 64 = 4,596 rows) per chunk.
  */
 export const MAX_STARTUP_CHUNK_ROWS = 5_000;
 
