@@ -12,12 +12,10 @@ import { errorName, log } from "./log.ts";
 
 export type { KeyKind };
 
-/** A live key: its project, and the database the project lives in (null: the first — SPEC §7). */
 export type AuthenticatedKey = { project_id: string; key_id: string; payload_budget_per_minute: number; database: string | null };
 
 /** Ingest keys write only, read keys read only (SPEC §3). */
 export const KEY_PREFIX = { ingest: "mp_live_", read: "mp_read_" } as const satisfies Record<KeyKind, string>;
-/** Random base62 characters after the prefix. */
 export const KEY_RANDOM_CHARS = 32;
 /** `key_id` = the key's first 16 characters, kept in clear to name it (SPEC §3). */
 export const KEY_ID_CHARS = 16;
@@ -27,7 +25,6 @@ const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const BASE62_REJECT_FROM = 256 - (256 % BASE62.length);
 const KEY_PATTERN = /^mp_(live|read)_[0-9A-Za-z]{32}$/;
 
-/** `count` uniformly random base62 characters from the platform CSPRNG. */
 export function randomBase62(count: number): string {
   let out = "";
   // getRandomValues fills at most 65,536 bytes per call.
@@ -43,7 +40,6 @@ export function randomBase62(count: number): string {
   return out;
 }
 
-/** Whether a credential has the shape of a project key (ingest or read), whether or not it exists. */
 export function isProjectKeyShaped(credential: string): boolean {
   return KEY_PATTERN.test(credential);
 }
@@ -56,7 +52,7 @@ export function keyIdOf(key: string): string {
   return key.slice(0, KEY_ID_CHARS);
 }
 
-/** Lowercase hex SHA-256 of the key's UTF-8 bytes: the only form a key is stored in. */
+/** The only form a key is stored in. */
 export async function sha256Hex(text: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
   let hex = "";
@@ -64,12 +60,7 @@ export async function sha256Hex(text: string): Promise<string> {
   return hex;
 }
 
-/**
- * The project a key belongs to, or null when the key is malformed, unknown, revoked or of another
- * kind (a key of the wrong kind is answered like an unknown key — SPEC §3). The row is found by its
- * clear `key_id`; the secret part is checked by comparing SHA-256 digests in constant time (Hono's
- * `timingSafeEqual`).
- */
+/** A wrong-kind key is answered like an unknown one (SPEC §3); digests compared in constant time. */
 export async function authenticateKey(
   db: D1Database,
   key: string,
@@ -83,9 +74,8 @@ export async function authenticateKey(
 }
 
 /**
- * The project of an OAuth grant (SPEC §9), checked like its read key on every call: the key that
- * approved the grant must still be a live read key of the grant's project, so revoking the key (or
- * deleting the project) ends the grant's tokens at once. Null otherwise.
+ * SPEC §9: the approving read key must still be live, so revoking it (or deleting the project) ends
+ * the grant's tokens at once.
  */
 export async function authenticateGrantKey(db: D1Database, keyId: string, projectId: string): Promise<AuthenticatedKey | null> {
   const row = await findKeyById(db, keyId);
@@ -93,7 +83,6 @@ export async function authenticateGrantKey(db: D1Database, keyId: string, projec
   return { project_id: row.project_id, key_id: row.key_id, payload_budget_per_minute: row.payload_budget_per_minute, database: row.database_name };
 }
 
-/** The answer to an ingest key: its project, no such key (401), or cannot be told right now (503). */
 export type IngestKeyCheck = { ok: true; key: AuthenticatedKey } | { ok: false; status: 401 | 503 };
 
 function keyStateOf(row: KeyWithProject | null): KeyState | null {
@@ -111,10 +100,8 @@ function logKeyCheck(event: string, keyId: string, err: unknown): void {
 }
 
 /**
- * Checks an ingest key without D1 on the hot path (SPEC §1.1): the key's Durable Object
- * holds its state, read from `db` when the object has none or it is older than 60 s. While D1
- * fails, a key the object knows keeps its last state (a valid key keeps getting 202, never a 401
- * or a 500); a key nobody can check answers 503. When the object itself cannot answer, D1 does.
+ * SPEC §1.1: no D1 on the hot path; the key's Durable Object refreshes from D1 after 60 s. While D1
+ * fails a known key keeps its last state (202, never 401/500); an unknown one answers 503.
  */
 export async function authenticateIngestKey(env: Env, db: D1Database, key: string): Promise<IngestKeyCheck> {
   if (!KEY_PATTERN.test(key) || !key.startsWith(KEY_PREFIX.ingest)) return { ok: false, status: 401 };
@@ -148,7 +135,6 @@ export async function authenticateIngestKey(env: Env, db: D1Database, key: strin
   return admitByState(state, keyId, digest);
 }
 
-/** Tells the keys' objects that they are revoked (a revocation or a project deletion), at once. */
 export async function revokeKeyStates(env: Env, keyIds: readonly string[]): Promise<void> {
   await Promise.all(
     keyIds.map(async (keyId) => {
@@ -162,18 +148,13 @@ export async function revokeKeyStates(env: Env, keyIds: readonly string[]): Prom
   );
 }
 
-/** The token of an `Authorization: Bearer <token>` header, or null. */
 export function bearerToken(header: string | undefined): string | null {
   if (!header) return null;
   const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
   return match?.[1] ?? null;
 }
 
-/**
- * The credential a request carries: `Authorization: Bearer <token>`, or — only without an
- * Authorization header — the whole value of `keyHeader` when the route names one (OTLP's
- * `x-mcpulse-key`, SPEC §10). `header` is what was sent (undefined: nothing was).
- */
+/** The key header (OTLP's `x-mcpulse-key`, SPEC §10) counts only without an Authorization header. */
 export function credentialOf(request: Request, keyHeader?: string): { header: string | undefined; token: string | null } {
   const authorization = request.headers.get("authorization") ?? undefined;
   if (authorization !== undefined || keyHeader === undefined) return { header: authorization, token: bearerToken(authorization) };
@@ -183,9 +164,8 @@ export function credentialOf(request: Request, keyHeader?: string): { header: st
 }
 
 /**
- * A bearer key checked first, then the sign-in throttle asked (SPEC §3), so a correct key is never
- * refused for what others did. A missing header is not a guess and is not counted; what `check`
- * throws (ingest's 503) passes uncounted.
+ * Key first, so a correct key is never refused for what others did (SPEC §3); a missing header is
+ * not a guess and is not counted.
  */
 export async function checkBearerKey<T>(
   env: Env,
@@ -207,10 +187,7 @@ export async function checkBearerKey<T>(
   });
 }
 
-/**
- * What a request knows once its key is checked: the project, the key, and the project's database,
- * resolved here once for the whole request (SPEC §7) and passed down as `c.var.db`.
- */
+/** The database is resolved once per request (SPEC §7) and passed down as `c.var.db`. */
 export function setAuthenticated(c: Context<AppEnv>, auth: AuthenticatedKey): void {
   const database = databaseOf(c.env, auth.database);
   c.set("projectId", auth.project_id);
@@ -220,11 +197,6 @@ export function setAuthenticated(c: Context<AppEnv>, auth: AuthenticatedKey): vo
   c.set("db", database.db);
 }
 
-/**
- * Middleware: requires a live key of `kind` in `Authorization: Bearer` (checkBearerKey), else 401
- * `{"error": …, "code": "UNAUTHORIZED"}`; sets `c.var.projectId` / `c.var.keyId` and the project's
- * database (`c.var.db`) for the handlers after it.
- */
 export function requireKey(kind: KeyKind, challenge?: (c: Context<AppEnv>) => string): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const options = challenge ? { countNetwork: true, challenge: challenge(c) } : { countNetwork: true };

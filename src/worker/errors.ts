@@ -7,13 +7,11 @@ import { z } from "zod";
 
 /** Every error code, with the one HTTP status it is answered with. Append-only: producers branch on these. */
 export const ERROR_CODES = {
-  /** A bad query parameter or body: the message says which, in our words. */
   BAD_REQUEST: 400,
   /** No key, an unknown, revoked or wrong-kind key, or no/a wrong ADMIN_TOKEN (SPEC §3). */
   UNAUTHORIZED: 401,
   /** A cross-site request the origin checks refuse (SPEC §3). */
   FORBIDDEN: 403,
-  /** No such route, project, key, rule or destination (within the caller's project). */
   NOT_FOUND: 404,
   /** A limit of stored things (rules, destinations), a destination still used by a rule (SPEC §5), or a recompute already under way. */
   CONFLICT: 409,
@@ -23,7 +21,6 @@ export const ERROR_CODES = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   /** A key over its payload budget (SPEC §1.1), or too many failed sign-ins (throttle/); `Retry-After` says when to try again. */
   TOO_MANY_REQUESTS: 429,
-  /** Anything unexpected: the body is always `{"error": "internal error", "code": "INTERNAL_SERVER_ERROR"}`. */
   INTERNAL_SERVER_ERROR: 500,
   /** The worker cannot take the request durably now; `Retry-After` says when to try again (SPEC §1.1). */
   SERVICE_UNAVAILABLE: 503,
@@ -36,15 +33,10 @@ export const ERROR_CODES = {
 export type ErrorCode = keyof typeof ERROR_CODES;
 export const ERROR_CODE_NAMES = Object.keys(ERROR_CODES) as ErrorCode[];
 
-/**
- * Which limit a 429 answers for (SPEC §3: a throttle's 429 says which limit in its body), so that a
- * producer can tell "slow down" from "this credential is failing": the key's payload budget, the
- * client network's failed sign-ins, or the failed attempts against one key prefix.
- */
+/** SPEC §3: so a producer can tell "slow down" from "this credential is failing". */
 export const RATE_LIMITS = ["payload_budget", "network", "key_prefix"] as const;
 export type RateLimit = (typeof RATE_LIMITS)[number];
 
-/** The body of every error answer; a 429 adds the limit it answers for. Declared as the API's error response (OpenAPI). */
 export const ErrorBody = z.object({
   error: z.string().describe("what went wrong, in our words (never the input)"),
   code: z.enum(ERROR_CODE_NAMES).describe("what a program branches on (docs/errors.md)"),
@@ -53,10 +45,8 @@ export const ErrorBody = z.object({
 });
 export type ErrorBody = z.infer<typeof ErrorBody>;
 
-/** The answer header naming the request (app.ts sets it on every answer; its log lines and error body carry the same id). */
 export const REQUEST_ID_HEADER = "X-Request-Id";
 
-/** An error the API answers on purpose: its code decides the status, its message is our own words. */
 export class ApiError extends HTTPException {
   readonly code: ErrorCode;
   readonly limit: RateLimit | undefined;
@@ -73,24 +63,19 @@ export function apiError(code: ErrorCode, message: string, headers?: Record<stri
   return new ApiError(code, message, headers);
 }
 
-/** A 429 with `Retry-After`, naming the limit it answers for. */
 export function rateLimited(limit: RateLimit, message: string, retryAfterSeconds: number): ApiError {
   return new ApiError("TOO_MANY_REQUESTS", message, { "Retry-After": String(retryAfterSeconds) }, limit);
 }
 
-/** The general code of each status: the first code listed with it (a later one, like HOURS_NOT_KEPT, is a specific case). */
+/** A later code of the same status, like HOURS_NOT_KEPT, is a specific case. */
 const CODE_OF_STATUS = new Map<number, ErrorCode>();
 for (const code of ERROR_CODE_NAMES) if (!CODE_OF_STATUS.has(ERROR_CODES[code])) CODE_OF_STATUS.set(ERROR_CODES[code], code);
 
-/**
- * The code of an error thrown as a bare HTTPException (by Hono's own middleware: body limit, bearer
- * auth, the JSON validator's malformed body): the code of its status, else the nearest class.
- */
+/** Hono's own middleware throws bare HTTPExceptions (body limit, bearer auth, malformed JSON). */
 export function codeOfStatus(status: number): ErrorCode {
   return CODE_OF_STATUS.get(status) ?? (status >= 500 ? "INTERNAL_SERVER_ERROR" : "BAD_REQUEST");
 }
 
-/** Default wording for an HTTPException thrown without a message (Hono's middleware). */
 const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
   BAD_REQUEST: "bad request",
   UNAUTHORIZED: "unauthorized",
@@ -107,9 +92,8 @@ const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
 };
 
 /**
- * The answer to an error: app.onError's only output, so no route writes an error body of its own.
- * `requestId` (hono/request-id's, app.ts) goes in the body and the `X-Request-Id` header, so an
- * answer quoted in a report finds its log lines.
+ * app.onError's only output, so no route writes an error body of its own. The request id goes in
+ * the body and `X-Request-Id`, so an answer quoted in a report finds its log lines.
  */
 export function errorResponse(err: unknown, requestId?: string): Response {
   let status: ContentfulStatusCode = 500;
@@ -130,15 +114,11 @@ export function errorResponse(err: unknown, requestId?: string): Response {
   return new Response(JSON.stringify(body), { status, headers });
 }
 
-/** `application/json`, any case, with or without parameters (`; charset=utf-8`). */
 export function isJsonContentType(header: string | undefined): boolean {
   return header?.split(";", 1)[0]?.trim().toLowerCase() === "application/json";
 }
 
-/**
- * The API's body validator (@hono/zod-validator): not `application/json` is a 415 (never read as
- * `{}`), malformed a 400, failing the schema a 400 "invalid body" — the input never echoed.
- */
+/** Not `application/json` is a 415, never read as `{}`; the input is never echoed. */
 export function validBody<T extends z.ZodType>(schema: T) {
   return zValidator("json", schema, (result, c) => {
     if (!isJsonContentType(c.req.header("content-type"))) {

@@ -1,12 +1,7 @@
-// SQL of the alert tables (migrations/0010_alerts.sql, SPEC §5): rules, destinations, states, the
-// outbox and its delivery attempts. Evaluation and delivery read and write many rows per statement
-// (JSON arrays through json_each), so their statement count never grows with the number of rules.
-//
-// Every rule and state row read here is parsed with the Zod schemas below, at this boundary, so the
-// rest of the worker gets typed records and never a cast. The enums are the tables' own vocabulary
-// (0010's CHECK constraints hold the same lists); alerts/rules.ts builds its request schemas, with
-// their limits and defaults, from these lists. A row that does not parse (a hand-edited table) is
-// logged and left out, never allowed to stop the other rules.
+// SQL of the alert tables (migrations/0010_alerts.sql, SPEC §5). Statements take JSON arrays
+// through json_each, so their count never grows with the number of rules.
+// Rows are parsed with Zod at this boundary (the enums match 0010's CHECK constraints); a row that
+// does not parse is logged and left out, never allowed to stop the other rules.
 import { z } from "zod";
 import { DAY_MS, HOUR_MS } from "../time.ts";
 import type { RegisteredToolRow, ToolVersionRow } from "./metrics.ts";
@@ -35,7 +30,6 @@ export const NOTIFICATION_KINDS = ["firing", "resolved", "reminder", "test"] as 
 type DestinationKind = (typeof DESTINATION_KINDS)[number];
 type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
 
-/** A stored rule: its id and project beside its fields (SPEC §5), destinations parsed. */
 export const RuleRecordSchema = z.object({
   id: z.string(),
   project_id: z.string(),
@@ -57,7 +51,7 @@ export const RuleRecordSchema = z.object({
 export type RuleRecord = z.infer<typeof RuleRecordSchema>;
 type AlertRule = RuleRecord;
 
-/** A JSON text column, parsed (a text that is not JSON fails the row, like any other bad column). */
+/** A text that is not JSON fails the row, like any other bad column. */
 const jsonText = z.string().transform((text, ctx) => {
   try {
     return JSON.parse(text) as unknown;
@@ -67,12 +61,11 @@ const jsonText = z.string().transform((text, ctx) => {
   }
 });
 
-/** An alert_rules row as SELECT ${RULE_COLUMNS} returns it → its record. */
 const RuleRowSchema = RuleRecordSchema.omit({ id: true, destinations: true })
   .extend({ rule_id: z.string(), destinations_json: jsonText.pipe(z.array(z.string())) })
   .transform(({ rule_id, destinations_json, ...rest }): RuleRecord => ({ id: rule_id, ...rest, destinations: destinations_json }));
 
-/** Parses rows with `schema`; a row that does not parse is logged (table and id, never its content) and left out. */
+/** Logs table and id only, never the row's content. */
 function parseRows<T>(schema: z.ZodType<T>, rows: readonly unknown[], table: string, idOf: (row: unknown) => unknown): T[] {
   const parsed: T[] = [];
   for (const row of rows) {
@@ -130,7 +123,6 @@ export async function deleteDestination(db: D1Database, projectId: string, desti
   return r.meta.changes > 0;
 }
 
-/** Ids of the project's rules that notify a destination. */
 export async function rulesUsingDestination(db: D1Database, projectId: string, destinationId: string): Promise<string[]> {
   const { results } = await db
     .prepare(
@@ -150,7 +142,6 @@ const RULE_COLUMNS =
   "rule_id, project_id, name, metric, op, threshold, event, window_hours, min_calls, tool, client, " +
   "for_evaluations, repeat_hours, destinations_json, created_at_ms, updated_at_ms";
 
-/** Rule rows (SELECT ${RULE_COLUMNS}) → records, parsed. */
 export function rulesFromRows(rows: readonly unknown[]): RuleRecord[] {
   return parseRows(RuleRowSchema, rows, "alert_rules", ruleIdOf);
 }
@@ -221,7 +212,6 @@ export async function countProjectAlerts(db: D1Database, projectId: string): Pro
   return { rules: Number(row?.rules ?? 0), destinations: Number(row?.destinations ?? 0) };
 }
 
-/** Which of `ids` are destinations of the project. */
 export async function existingDestinationIds(db: D1Database, projectId: string, ids: readonly string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const { results } = await db
@@ -234,7 +224,7 @@ export async function existingDestinationIds(db: D1Database, projectId: string, 
   return new Set(results.map((r) => r.destination_id));
 }
 
-/** The state of one (rule, scope), as alert_states holds it: declared once (state-machine.ts picks its part). */
+/** Declared once; state-machine.ts picks its part. */
 export const StateRowSchema = z.object({
   rule_id: z.string(),
   scope_key: z.string(),
@@ -244,19 +234,16 @@ export const StateRowSchema = z.object({
   state: z.enum(ALERT_STATES),
   /** Consecutive breaching evaluations so far (0 when ok). */
   breaches: z.number().int(),
-  /** When the current state began. */
   since_ms: z.number(),
   /** The last evaluation's figure; null when it was not evaluated. */
   value: z.number().nullable(),
   last_evaluated_ms: z.number(),
-  /** When the last firing or reminder was queued. */
   last_notified_ms: z.number().nullable(),
   revision: z.number().int(),
   eval_id: z.string(),
 });
 export type StateRow = z.infer<typeof StateRowSchema>;
 
-/** State rows (SELECT ${STATE_COLUMNS}) → typed rows, parsed. */
 export function statesFromRows(rows: readonly unknown[]): StateRow[] {
   return parseRows(StateRowSchema, rows, "alert_states", (row) => (row as { rule_id?: unknown } | null)?.rule_id);
 }
@@ -277,7 +264,7 @@ export async function listProjectStates(db: D1Database, projectId: string): Prom
 // Evaluation: reads over every rule at once
 // ---------------------------------------------------------------------------------------------
 
-/** Every rule, those of a project a move holds aside (its alert rows are being moved as they are, db/moves.ts). */
+/** Held projects' alert rows are being moved as they are (db/moves.ts). */
 export function allRulesStatement(db: D1Database): D1PreparedStatement {
   return db.prepare(`SELECT ${RULE_COLUMNS} FROM alert_rules WHERE ${NOT_HELD} ORDER BY rule_id`);
 }
@@ -286,11 +273,7 @@ export function allStatesStatement(db: D1Database): D1PreparedStatement {
   return db.prepare(`SELECT ${STATE_COLUMNS} FROM alert_states`);
 }
 
-/**
- * The hour rows a rule's window covers, joined to the rule: the `window_hours` hours ending with the
- * hour holding ?1 (the evaluation time), in the rule's tool and client scope. The scope of a row is
- * its tool (client) when the rule names one or splits on `*`, else null.
- */
+/** A row's scope is its tool (client) when the rule names one or splits on `*`, else null. */
 const RULE_HOUR_ROWS = `FROM alert_rules AS r
   JOIN tool_hour_metrics AS m ON m.project_id = r.project_id
     AND m.hour_start_ms > ?1 - r.window_hours * ${HOUR_MS} AND m.hour_start_ms <= ?1
@@ -301,10 +284,7 @@ const SCOPE_CLIENT = "CASE WHEN r.client IS NULL THEN NULL ELSE m.client_name EN
 
 export type ScopeCountersRow = { rule_id: string; scope_tool: string | null; scope_client: string | null } & Record<string, unknown>;
 
-/**
- * The counters of every metric rule's window, summed per (rule, scope). ?1 = start of the current hour;
- * `counters` are the counter columns (src/worker/metrics/counters.ts owns their list).
- */
+/** metrics/counters.ts owns the counter list. */
 export function metricCountersStatement(db: D1Database, hourStartMs: number, counters: readonly string[]): D1PreparedStatement {
   const sums = counters.map((c: string) => `SUM(m.${c}) AS ${c}`).join(", ");
   return db
@@ -320,8 +300,8 @@ export function metricCountersStatement(db: D1Database, hourStartMs: number, cou
 export type ScopeHistogramsRow = { rule_id: string; scope_tool: string | null; scope_client: string | null; histograms_json: string };
 
 /**
- * The latency histograms of every p95 rule's window, concatenated per (rule, scope, tool, client,
- * UTC day): at most 24 hour rows per string, far under D1's 2,000,000-byte limit on a value.
+ * Concatenated per UTC day: at most 24 hour rows per string, far under D1's 2,000,000-byte limit on
+ * a value.
  */
 export function p95HistogramsStatement(db: D1Database, hourStartMs: number): D1PreparedStatement {
   return db
@@ -335,7 +315,6 @@ export function p95HistogramsStatement(db: D1Database, hourStartMs: number): D1P
     .bind(hourStartMs);
 }
 
-/** A registered tool (db/metrics.ts) in the scope of one dead_tool rule, with its calls in the rule's window. */
 export type DeadToolRow = RegisteredToolRow & {
   rule_id: string;
   calls: number;
@@ -359,7 +338,6 @@ export function deadToolStatement(db: D1Database, hourStartMs: number): D1Prepar
     .bind(hourStartMs);
 }
 
-/** A tool version (db/metrics.ts) in the scope of one rule, with whether the tool is still registered and its current schema. */
 export type EventToolVersionRow = ToolVersionRow & {
   rule_id: string;
   registered: number;
@@ -384,10 +362,7 @@ export function eventToolVersionsStatement(db: D1Database): D1PreparedStatement 
 
 export type SpanCountersRow = { span: number } & Record<string, unknown>;
 
-/**
- * Counters summed over spans of hour rows, one answer row per span; `spans` is a JSON array of
- * {"project", "tool", "client" (or null), "start", "end"} (hour starts, start inclusive, end exclusive).
- */
+/** `spans`: JSON array of {"project", "tool", "client" (or null), "start", "end"}, end exclusive. */
 export function spanCountersStatement(db: D1Database, spans: string, counters: readonly string[]): D1PreparedStatement {
   const sums = counters.map((c: string) => `COALESCE(SUM(m.${c}), 0) AS ${c}`).join(", ");
   return db
@@ -407,13 +382,11 @@ export function spanCountersStatement(db: D1Database, spans: string, counters: r
 // Evaluation: writes, one statement per table for every rule at once
 // ---------------------------------------------------------------------------------------------
 
-/** A state row to write: the evaluation's new row, with the revision it expects to replace. */
 export type StateWrite = Omit<StateRow, "revision"> & { expected_revision: number };
 
 /**
- * Upserts states from a JSON array of StateWrite. An existing row is replaced only when its revision
- * is still the one the evaluation read, so of two overlapping evaluations only the first one's rows
- * (and outbox rows, below) land.
+ * Replaced only when the revision is still the one read, so of two overlapping evaluations only the
+ * first one's rows (and outbox rows) land.
  */
 export function writeStatesStatement(db: D1Database, writes: string): D1PreparedStatement {
   const field = (name: string) => `json_extract(w.value, '$.${name}')`;
@@ -447,9 +420,8 @@ export type OutboxWrite = {
 };
 
 /**
- * Queues notifications from a JSON array of OutboxWrite, in the same batch as writeStatesStatement:
- * a row is inserted only when the state row now carries this evaluation's id and revision, and its
- * dedupe key (rule, scope, revision, kind, destination) is unique, so a transition queues once.
+ * Inserted only when the state row carries this evaluation's revision, and the dedupe key is
+ * unique, so a transition queues once.
  */
 export function insertOutboxStatement(db: D1Database, writes: string, nowMs: number): D1PreparedStatement {
   const field = (name: string) => `json_extract(w.value, '$.${name}')`;
@@ -499,11 +471,7 @@ export type DueNotificationRow = {
   secret: string | null;
 };
 
-/**
- * Notifications due at ?1, at most ?3 per destination and ?2 in all, each destination's oldest first
- * and destinations taken in turn: one destination with a backlog (or a dead one) cannot take every
- * slot from the others.
- */
+/** Destinations taken in turn, so one with a backlog (or a dead one) cannot take every slot. */
 export function dueNotificationsStatement(db: D1Database, nowMs: number, limit: number, perDestination: number): D1PreparedStatement {
   return db
     .prepare(
@@ -537,7 +505,6 @@ export type AttemptWrite = {
   next_attempt_at_ms: number | null;
 };
 
-/** Records a run's attempts and moves their outbox rows on: two statements for any number. */
 export function recordAttemptsStatements(db: D1Database, attempts: string): D1PreparedStatement[] {
   const field = (name: string) => `json_extract(a.value, '$.${name}')`;
   return [

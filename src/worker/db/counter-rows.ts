@@ -1,6 +1,5 @@
-// The rollup's counter tables (tool_hour_metrics, tool_day_metrics) and the one way sums are read
-// from them: several SELECTs as one `UNION ALL` statement. The SELECTs themselves are built from the
-// counter definition by metrics/counter-sums.ts.
+// The counter tables and the one way sums are read from them: SELECTs from metrics/counter-sums.ts
+// joined as UNION ALL statements.
 import { DAY_MS } from "../time.ts";
 
 /** Where each grain's rows live: one row per project, hour or day, tool and client. */
@@ -10,8 +9,8 @@ export const COUNTER_TABLES = {
 } as const satisfies Record<string, { table: string; time: string }>;
 
 /**
- * Histograms are concatenated per (group, client, block of this many days) so that no concatenated
- * string nears D1's 2,000,000-byte limit on a value: a block holds at most 32 rows per client.
+ * Keeps each concatenated string far from D1's 2,000,000-byte limit on a value: at most 32 rows per
+ * client.
  */
 export const CONCAT_BLOCK_MS = 32 * DAY_MS;
 
@@ -20,13 +19,8 @@ const MAX_BOUND_PARAMETERS = 100;
 /** D1 refuses a compound SELECT of more than 5 terms ("too many terms in compound SELECT"). */
 const MAX_COMPOUND_TERMS = 5;
 
-/** One SELECT, its placeholders written `$1`, `$2`… for its own parameters. */
 export type CounterRowsBranch = { sql: string; params: unknown[] };
 
-/**
- * The rows of every branch, in order. Branches are joined with UNION ALL into as few statements as
- * D1's limits allow (5 terms, 100 parameters), each row tagged with its branch.
- */
 export async function readCounterRows(db: D1Database, branches: readonly CounterRowsBranch[]): Promise<Record<string, unknown>[][]> {
   const statements: { sql: string[]; params: unknown[] }[] = [];
   branches.forEach((branch, index) => {

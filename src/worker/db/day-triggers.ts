@@ -1,11 +1,7 @@
-// The triggers that keep a day row equal to the sum of its hour rows (migration 0013,
-// docs/metrics.md), written from a list of counter columns. Migration 0013 holds them for the
-// counters of its day; a migration that adds a counter drops and recreates them from this function
-// with the new list (`npm run counter:migration -- <name>`, docs/architecture.md "Adding a counter"),
-// and test/worker/counters.test.ts checks that the triggers in the database cover exactly the
-// counters of metrics/counters.ts. db/ imports nothing above itself: the list is a parameter.
-// Since migration 0029 they fire only for hour rows that are in their day rows (db/day-marks.ts):
-// the rows of days not folded yet are added by the fold, once.
+// The triggers that keep a day row equal to the sum of its hour rows (migration 0013), from a
+// counter list: a counter migration recreates them (docs/architecture.md "Adding a counter"), and
+// counters.test.ts checks they cover every counter. Since 0029 they fire only for hour rows in
+// their day rows.
 import { outOfDayRowsSql } from "./day-marks.ts";
 
 export const DAY_TRIGGER_NAMES = ["tool_hour_metrics_add_to_day", "tool_hour_metrics_change_day"] as const;
@@ -17,7 +13,6 @@ export const addHistogramsSql = (dayColumn: string, other: string) => `(SELECT C
           SELECT key, value FROM json_each(${dayColumn}) UNION ALL SELECT key, value FROM json_each(${other}))
         GROUP BY key HAVING SUM(value) <> 0))`;
 
-/** The two CREATE TRIGGER statements for these counter columns, in this order. */
 export function dayTriggerStatements(counters: readonly string[]): string[] {
   const columns = `project_id, day_start_ms, tool_name, client_name, ${counters.join(", ")}, duration_histogram_json`;
   const dayOfHour = "NEW.project_id, NEW.hour_start_ms - NEW.hour_start_ms % 86400000, NEW.tool_name, NEW.client_name";
@@ -48,11 +43,7 @@ END;`;
   return [onInsert, onUpdate];
 }
 
-/**
- * The migration that adds one counter column (docs/architecture.md, "Adding a counter"): the column
- * on the hour and the day rows (0 everywhere, so every day row still equals the sum of its hours),
- * and the day triggers recreated with `counters` (the full list, the new counter included).
- */
+/** 0 everywhere, so every day row still equals the sum of its hours. */
 export function addCounterStatements(counter: string, counters: readonly string[]): string[] {
   if (!/^[a-z][a-z0-9_]*$/.test(counter)) throw new Error(`not a column name: ${counter}`);
   if (!counters.includes(counter)) throw new Error(`${counter} is not in the counter list: add it to COUNTERS first`);
@@ -64,7 +55,6 @@ export function addCounterStatements(counter: string, counters: readonly string[
   ];
 }
 
-/** The same statements as a migration file's text. */
 export function addCounterMigration(counter: string, counters: readonly string[]): string {
   return [
     `-- Adds the counter ${counter} (src/worker/metrics/counters.ts): its column on hour and day rows, and the`,

@@ -1,7 +1,6 @@
 // The directory (SPEC §7, migration 0020): project → database name, in the first database only. A
 // project without a row lives in the first database.
 
-/** The database a project lives in, or null for the first database (no row). */
 export async function findProjectDatabase(db: D1Database, projectId: string): Promise<string | null> {
   const row = await db.prepare("SELECT database_name FROM project_databases WHERE project_id = ?1").bind(projectId).first<{ database_name: string }>();
   return row?.database_name ?? null;
@@ -11,17 +10,12 @@ export function insertDirectoryStatement(db: D1Database, projectId: string, data
   return db.prepare("INSERT INTO project_databases (project_id, database_name) VALUES (?1, ?2)").bind(projectId, databaseName);
 }
 
-/** Every directory row: project → database name (projects without one are in the first database). */
 export async function listDirectory(db: D1Database): Promise<Map<string, string>> {
   const { results } = await db.prepare("SELECT project_id, database_name FROM project_databases").all<{ project_id: string; database_name: string }>();
   return new Map(results.map((r) => [r.project_id, r.database_name]));
 }
 
-/**
- * The bytes a database stores, as D1 reports them with every result (`meta.size_after`, the same in
- * Miniflare and on Cloudflare). SQLite's own `PRAGMA page_count` is refused by D1's authorizer
- * (SQLITE_AUTH), in both.
- */
+/** `meta.size_after`: D1's authorizer refuses `PRAGMA page_count` (SQLITE_AUTH). */
 export async function storedBytes(db: D1Database): Promise<number> {
   const result = await db.prepare("SELECT 1").run();
   const size = (result.meta as { size_after?: unknown }).size_after;

@@ -12,13 +12,9 @@ export type ApiKeyRow = {
   revoked_at_ms: number | null;
 };
 
-/** A key with what its check needs of its project: the payload budget and the database it lives in. */
 export type KeyWithProject = ApiKeyRow & { payload_budget_per_minute: number; database_name: string | null };
 
-/**
- * The key named `keyId`, with its project's payload budget and database (`database_name` null: the
- * first database — SPEC §7), in one query on the directory's database.
- */
+/** One query on the directory's database (SPEC §7). */
 export async function findKeyById(db: D1Database, keyId: string): Promise<KeyWithProject | null> {
   return db
     .prepare(
@@ -41,10 +37,7 @@ export function insertKeyStatement(
     .bind(key.key_id, key.project_id, key.kind, key.key_sha256, key.created_at_ms);
 }
 
-/**
- * Marks a key revoked (idempotent: a second revocation keeps the first time).
- * Returns false when no such key exists.
- */
+/** Idempotent: a second revocation keeps the first time. */
 export async function revokeKey(db: D1Database, keyId: string, nowMs: number): Promise<boolean> {
   const result = await db
     .prepare("UPDATE api_keys SET revoked_at_ms = COALESCE(revoked_at_ms, ?2) WHERE key_id = ?1")

@@ -1,14 +1,8 @@
-// Read queries over the rollup tables other than the counter sums (those are built from the counter
-// definition in metrics/counter-sums.ts): registered tools, as_of, pairs, sessions, tool versions
-// and agreement. Each is one statement returning typed rows; nothing here divides or rounds.
+// Read queries over the rollup tables other than the counter sums; nothing here divides or rounds.
 import { dayRowsSourceSql } from "./day-marks.ts";
 import { toolVersionsSourceSql } from "./tool-versions.ts";
 import { PAIR_KEY, tupleField } from "./tuples.ts";
 
-/**
- * Which rows to read: the project, `startMs`/`endMs` bounding the row's day (or first-seen) time
- * (`startMs` inclusive, `endMs` exclusive); `client` and `tool` are exact matches.
- */
 export type RowFilter = {
   projectId: string;
   startMs: number;
@@ -40,13 +34,12 @@ export async function listRegisteredTools(db: D1Database, projectId: string): Pr
   return result.results;
 }
 
-/** `rollup_state.as_of_ms`: the time the metrics are complete up to, or null before the first rollup. */
 export async function readAsOfMs(db: D1Database): Promise<number | null> {
   const row = await db.prepare("SELECT value FROM rollup_state WHERE name = 'as_of_ms'").first<{ value: number }>();
   return row ? Number(row.value) : null;
 }
 
-/** Calls per (project, hour, tool) of every project in this database over [startMs, endMs): the reconciliation's D1 side. */
+/** The reconciliation's D1 side. */
 export async function callsPerHourAndTool(
   db: D1Database,
   projectIds: readonly string[],
@@ -67,13 +60,9 @@ export async function callsPerHourAndTool(
 
 export type PairRow = { from_tool: string; to_tool: string; count: number };
 
-/**
- * Tool pairs summed over the days in range (SPEC §2.4). A `tool` filter keeps pairs where the tool
- * is on either side; a `client` filter keeps pairs whose first call came from that client.
- */
+/** SPEC §2.4: a `client` filter keeps pairs whose first call came from that client. */
 export async function sumPairs(db: D1Database, filter: RowFilter): Promise<PairRow[]> {
   const params: unknown[] = [filter.projectId, filter.startMs, filter.endMs];
-  // One row per (day, client), its pairs a JSON object keyed by `["from_tool","to_tool"]` (0019).
   let sql = `SELECT from_tool, to_tool, SUM(pair_count) AS count FROM (
       SELECT ${tupleField(PAIR_KEY, "from_tool", "p.key")} AS from_tool, ${tupleField(PAIR_KEY, "to_tool", "p.key")} AS to_tool, p.value AS pair_count
       FROM pair_days d, json_each(d.pairs_json) AS p
@@ -108,10 +97,8 @@ export type SessionSums = {
 };
 
 /**
- * Per period, the sessions whose first seen falls in [startMs, endMs), with all their calls (SPEC
- * §2.4: never sums of daily counts, so a session crossing midnight counts once); `client` matches
- * the latest client. Beside them, the calls of the period's days that had no session (they are in no
- * session; periods are whole UTC days). One statement for every period (the dashboard compares two).
+ * SPEC §2.4: all of a session's calls, never sums of daily counts, so a session crossing midnight
+ * counts once. One statement for every period (the dashboard compares two).
  */
 export async function sumSessions(
   db: D1Database,

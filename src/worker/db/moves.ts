@@ -1,6 +1,4 @@
-// The SQL of moving a project between databases (SPEC §7, migration 0027; the steps are
-// moves/steps.ts): the `moves` rows of the directory, the holds and cursors of the databases a move
-// works in, and the table-by-table copy, drain and delete of one bounded page.
+// The SQL of moving a project between databases (SPEC §7, migration 0027; steps in moves/steps.ts).
 import { AGREEMENTS_WATERMARK, CALLS_CHUNK, CALLS_WATERMARK, INGEST_EPOCH, nextCallSeqSql, stateValueSql, startupsWatermarkSql, toolVersionsWatermarkSql } from "./rollup-state.ts";
 import { seqBaseSql } from "./raw-writes.ts";
 import { versionsOfStartupsSql } from "./tool-versions.ts";
@@ -32,28 +30,17 @@ export type MoveRow = {
   lease_until_ms: number;
 };
 
-// ---------------------------------------------------------------------------------------------
-// Which table a move treats how. Every table with a project_id column must be named here: a move
-// refuses to start otherwise (a table a later migration adds is never silently left behind).
-// ---------------------------------------------------------------------------------------------
+// A move refuses to start while a table with project_id is unnamed here, so a new table is never
+// silently left behind.
 
-/** The directory's tables (first database): they stay where they are; only the directory row changes. */
 export const DIRECTORY_TABLES = ["api_keys", "project_databases", "dashboard_sessions", "moves"] as const;
-/** The move's own bookkeeping in each database. */
 export const MOVE_TABLES = ["project_holds"] as const;
-/**
- * The startups the source folded in but had not counted in tool_versions yet (db/tool-versions.ts):
- * counted into the target's tool_versions as the hourly fold would count them, right after its rows.
- */
 export const PENDING_TOOL_VERSIONS = "tool_versions:pending";
 
 /**
- * The project's derived rows, copied page by page in key order while the source holds the project
- * (its rollup, alerts and edits leave them as they are). The day mark before the hours, and hours
- * before days: inserting an hour row adds it to its day row when the mark says it is in (the
- * triggers of migration 0029), and the day rows then overwrite that with the source's (days whose
- * hours were folded away hold more than their hours). The outbox before the attempts, which name
- * their notification by the target's new number.
+ * Order matters: the day mark before hours and hours before days, since an inserted hour row adds
+ * itself to its day row (migration 0029 triggers) and the copied day rows then overwrite that; the
+ * outbox before the attempts that name it.
  */
 export const COPIED_TABLES = [
   "projects", "registered_tools", "tool_versions", PENDING_TOOL_VERSIONS, "agreement_declarations", "agreement_days", "pair_days", "sessions",
@@ -61,22 +48,17 @@ export const COPIED_TABLES = [
   "alert_destinations", "alert_rules", "alert_states", "alert_outbox", "alert_delivery_attempts",
 ] as const;
 /**
- * The raw rows ingest may still write into the source until the grace period after the switch
- * ends: drained into the target after it, as new raw rows the target's rollup folds in. (Before the
- * switch, the batch ids of the source's call_batches rows are copied into the target as emptied
- * rows, GUARD_CURSOR: a resend that reaches the target before the drain is recognised there.)
+ * Ingest may still write these into the source until the grace period after the switch ends. Batch
+ * ids are copied earlier as guard rows so a resend reaching the target first is recognised.
  */
 export const DRAINED_TABLES = ["call_batches", "raw_startups", "raw_agreements", "ingest_receipts"] as const;
 
-/** The cursor of the guard rows (see DRAINED_TABLES). */
 export const GUARD_CURSOR = "guard:call_batches";
 
-/** Tables deleted (source after the move, target after a failed one), page by page, in this order; the project row last. */
 export const DELETED_TABLES = [...DRAINED_TABLES, ...[...COPIED_TABLES].reverse().filter((t) => t !== "projects" && t !== PENDING_TOOL_VERSIONS)];
 
 const KNOWN_TABLES: readonly string[] = [...DIRECTORY_TABLES, ...MOVE_TABLES, ...COPIED_TABLES, ...DRAINED_TABLES];
 
-/** Tables with a project_id column that no list above names (a move refuses to start while there is one). */
 export function unknownTables(tables: readonly string[]): string[] {
   return tables.filter((t) => !KNOWN_TABLES.includes(t));
 }
@@ -88,7 +70,7 @@ export function unknownTables(tables: readonly string[]): string[] {
 const MOVE_COLUMNS = `move_id, project_id, source, target, state, phase, step_table, source_calls_seq, counts_json, steps,
   max_step_rows, failures, error, created_at_ms, wait_until_ms, switched_at_ms, finished_at_ms, lease_until_ms`;
 
-/** A new move (copying, at its first step). Fails on the unique index when the project has an unfinished move. */
+/** Fails on the unique index when the project has an unfinished move. */
 export function insertMoveStatement(db: D1Database, move: { move_id: string; project_id: string; source: string; target: string; created_at_ms: number }): D1PreparedStatement {
   return db
     .prepare("INSERT INTO moves (move_id, project_id, source, target, state, phase, created_at_ms) VALUES (?1, ?2, ?3, ?4, 'copying', 'hold', ?5)")
@@ -99,12 +81,11 @@ export async function findMove(db: D1Database, moveId: string): Promise<MoveRow 
   return db.prepare(`SELECT ${MOVE_COLUMNS} FROM moves WHERE move_id = ?1`).bind(moveId).first<MoveRow>();
 }
 
-/** The project's unfinished move, if any. */
 export async function findRunningMove(db: D1Database, projectId: string): Promise<MoveRow | null> {
   return db.prepare(`SELECT ${MOVE_COLUMNS} FROM moves WHERE project_id = ?1 AND finished_at_ms IS NULL`).bind(projectId).first<MoveRow>();
 }
 
-/** Every unfinished move (the cron continues them, so a lost job message never strands one). */
+/** The cron continues them, so a lost job message never strands one. */
 export async function unfinishedMoveIds(db: D1Database): Promise<string[]> {
   const { results } = await db.prepare("SELECT move_id FROM moves WHERE finished_at_ms IS NULL ORDER BY created_at_ms").all<{ move_id: string }>();
   return results.map((r) => r.move_id);
@@ -122,7 +103,6 @@ export async function releaseMove(db: D1Database, moveId: string): Promise<void>
   await db.prepare("UPDATE moves SET lease_until_ms = 0 WHERE move_id = ?1").bind(moveId).run();
 }
 
-/** The columns a step changes. */
 export type MoveChange = Partial<Pick<MoveRow,
   "state" | "phase" | "step_table" | "source_calls_seq" | "counts_json" | "steps" | "max_step_rows" | "failures" | "error" | "wait_until_ms" | "switched_at_ms" | "finished_at_ms">>;
 
@@ -138,7 +118,7 @@ export function updateMoveStatement(db: D1Database, moveId: string, change: Move
   return db.prepare(`UPDATE moves SET ${sets} WHERE move_id = ?1`).bind(moveId, ...names.map((name) => change[name] ?? null));
 }
 
-/** Points the directory at the project's new database (a project without a row was in the first). */
+/** A project without a row was in the first database. */
 export function setProjectDatabaseStatement(db: D1Database, projectId: string, databaseName: string): D1PreparedStatement {
   return db
     .prepare("INSERT INTO project_databases (project_id, database_name) VALUES (?1, ?2) ON CONFLICT (project_id) DO UPDATE SET database_name = excluded.database_name")
@@ -149,12 +129,7 @@ export function setProjectDatabaseStatement(db: D1Database, projectId: string, d
 // Holds (in the source and the target)
 // ---------------------------------------------------------------------------------------------
 
-/**
- * SQL listing the projects this database holds for a move: alert evaluation and delivery skip them
- * (the rollup too, deciding once per run which: rollup/scope.ts).
- */
 export const HELD_PROJECTS_SQL = "(SELECT project_id FROM project_holds)";
-/** A row of a project no move holds here (alert evaluation's and delivery's filter). */
 export const NOT_HELD = `project_id NOT IN ${HELD_PROJECTS_SQL}`;
 
 export type HoldRow = {
@@ -162,11 +137,7 @@ export type HoldRow = {
 };
 const HOLD_COLUMNS = "project_id, move_id, role, startups_seq, agreements_seq, tool_versions_seq";
 
-/**
- * Holds the project for the move, writing the database's startup and verdict watermarks with the
- * hold in the same statement; a hold the move already has is kept as it is (its watermarks are the
- * ones that count). Then reads the hold back.
- */
+/** The watermarks are written with the hold in one statement; an existing hold keeps its own. */
 export async function holdProject(db: D1Database, projectId: string, moveId: string, role: "source" | "target"): Promise<HoldRow> {
   const [, read] = await db.batch([
     db
@@ -187,7 +158,6 @@ export async function findHold(db: D1Database, projectId: string): Promise<HoldR
   return db.prepare(`SELECT ${HOLD_COLUMNS} FROM project_holds WHERE project_id = ?1`).bind(projectId).first<HoldRow>();
 }
 
-/** Whether the admin's edits of the project's alerts must wait (its rows are being copied away from here). */
 export async function isBeingMovedAway(db: D1Database, projectId: string): Promise<boolean> {
   const row = await db.prepare("SELECT 1 AS held FROM project_holds WHERE project_id = ?1 AND role = 'source'").bind(projectId).first<{ held: number }>();
   return row !== null;
@@ -197,20 +167,17 @@ export function setHoldRoleStatement(db: D1Database, projectId: string, moveId: 
   return db.prepare("UPDATE project_holds SET role = ?3 WHERE project_id = ?1 AND move_id = ?2").bind(projectId, moveId, role);
 }
 
-/** The last call number the database handed out (the target numbers the moved project's calls above the source's). */
+/** The target numbers the moved project's calls above the source's. */
 export async function callsWatermark(db: D1Database): Promise<number> {
   const row = await db.prepare(`SELECT ${nextCallSeqSql()} AS value`).first<{ value: number }>();
   return row?.value ?? 0;
 }
 
 /**
- * Ends the hold in one transaction, after renumbering the project's raw startups and verdicts
- * above `fence` (every one the hold kept from being folded: the rollup's watermark may have passed
- * them while it skipped the project) above the table's highest number and the watermark, in
- * receive order, so the rollup folds each exactly once. With `batches` (the target), the project's
- * waiting call_batches rows are renumbered in receive order too (the drained rows of the source
- * arrived after the target's first rows; the rollup numbers calls in row order, SPEC §2.2 ties),
- * and the calls watermark is raised to `callsSeq` (the moved call_state rows hold numbers up to it).
+ * Renumbers what the hold kept from being folded above the table's highest number and the
+ * watermark, in receive order, so the rollup folds each exactly once (the watermark may have passed
+ * them meanwhile). The target's drained call_batches arrived after its first rows, so they are
+ * renumbered too (SPEC §2.2 ties).
  */
 export function releaseHoldStatements(
   db: D1Database,
@@ -229,8 +196,7 @@ export function releaseHoldStatements(
       .bind(m);
   const statements: D1PreparedStatement[] = [];
   if (!target) {
-    // The source after a failed move: the startups it had folded in but not counted in tool_versions
-    // when the hold began, which its hourly fold passed over while it held the project, are counted now.
+    // After a failed move the source's hourly fold had skipped these startups; counted now.
     statements.push(
       db
         .prepare(
@@ -298,14 +264,12 @@ export function releaseHoldStatements(
   return statements;
 }
 
-/** How counted tool versions merge into tool_versions (as rollup/tool-versions.ts merges them). */
 const UPSERT_TOOL_VERSIONS = `ON CONFLICT (project_id, tool_name, schema_hash, description_hash) DO UPDATE SET
       description_norm = excluded.description_norm,
       first_seen_ms = MIN(first_seen_ms, excluded.first_seen_ms),
       last_seen_ms = MAX(last_seen_ms, excluded.last_seen_ms),
       startups = startups + excluded.startups`;
 
-/** The move's cursors in this database, once it no longer needs them. */
 export function deleteCursorsStatement(db: D1Database, moveId: string): D1PreparedStatement {
   return db.prepare("DELETE FROM move_cursors WHERE move_id = ?1").bind(moveId);
 }
@@ -318,7 +282,6 @@ export type TableShape = { columns: string[]; key: string[] };
 
 const quote = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
-/** A table's columns and its primary key without project_id (the order a move pages it in), from the schema. */
 export async function tableShape(db: D1Database, table: string): Promise<TableShape> {
   const { results } = await db
     .prepare("SELECT name, pk FROM pragma_table_info(?1) ORDER BY cid")
@@ -331,28 +294,23 @@ export async function tableShape(db: D1Database, table: string): Promise<TableSh
 
 export type Cursor = { cursor: unknown[] | null; rows: number };
 
-/** How far the move has written `name` into this database (null cursor: nothing yet). */
 export async function readCursor(db: D1Database, moveId: string, name: string): Promise<Cursor> {
   const row = await db.prepare("SELECT cursor_json, rows FROM move_cursors WHERE move_id = ?1 AND name = ?2").bind(moveId, name).first<{ cursor_json: string; rows: number }>();
   return row ? { cursor: JSON.parse(row.cursor_json) as unknown[], rows: row.rows } : { cursor: null, rows: 0 };
 }
 
-/** What a page of `table` is read as: the rows of the project after the cursor, in key order. */
 export type PageQuery = {
   table: string; shape: TableShape; projectId: string; cursor: unknown[] | null; limit: number; nowMs: number; fence?: number;
-  /** call_batches read for its guard rows: every row a resend must still find (else the rows still to fold). */
   guard?: boolean;
-  /** call_batches: only the rows still open (appended to by ingest until the next rollup run closes them). */
+  /** Ingest appends to them until the next rollup run closes them. */
   open?: boolean;
-  /** raw_startups: only up to this number (with `fence`, the rows the source folded in but had not counted in tool_versions). */
   upTo?: number;
 };
 
-/** Extra conditions of the drained tables (?2): rows still to fold; for the guard rows, also emptied rows a resend must still find. */
 function pageFilter(q: PageQuery): { sql: string; value: number | null } {
   if (q.table === "call_batches" && q.open) return { sql: `AND t.call_count > 0 AND t.epoch IS ${stateValueSql(INGEST_EPOCH)}`, value: null };
   if (q.table === "call_batches" && q.guard) return { sql: `AND (t.call_count > 0 OR t.last_received_at_ms >= ?2 - ${IDEMPOTENCY_WINDOW_MS})`, value: q.nowMs };
-  // Emptied rows all predate the hold (the source folds nothing of the project after it): the guard rows hold their ids.
+  // Emptied rows all predate the hold: the guard rows hold their ids.
   if (q.table === "call_batches") return { sql: "AND t.call_count > 0", value: null };
   if (q.table === "raw_startups" && q.upTo !== undefined) return { sql: `AND t.startup_seq > ?2 AND t.startup_seq <= ${Math.trunc(q.upTo)}`, value: q.fence ?? 0 };
   if (q.table === "raw_startups") return { sql: "AND t.startup_seq > ?2", value: q.fence ?? 0 };
@@ -360,7 +318,6 @@ function pageFilter(q: PageQuery): { sql: string; value: number | null } {
   return { sql: "", value: null };
 }
 
-/** The page's rows as arrays in `shape.columns` order (alert_delivery_attempts: its notification's dedupe_key appended). */
 export async function readPage(db: D1Database, q: PageQuery): Promise<unknown[][]> {
   const { table, shape } = q;
   const columns = shape.columns.map((c) => `t.${quote(c)}`);
@@ -381,20 +338,16 @@ export async function readPage(db: D1Database, q: PageQuery): Promise<unknown[][
     .raw<unknown[]>();
 }
 
-/** The key of a page row (its cursor once copied). */
 export function keyOf(shape: TableShape, row: readonly unknown[]): unknown[] {
   return shape.key.map((c) => row[shape.columns.indexOf(c)]);
 }
 
 type WritePage = {
   moveId: string; table: string; shape: TableShape; rows: unknown[][]; previous: unknown[] | null; next: unknown[];
-  /** call_batches as guard rows (GUARD_CURSOR). */
   guard?: boolean;
-  /** raw_startups counted into tool_versions (PENDING_TOOL_VERSIONS). */
   versions?: boolean;
 };
 
-/** The cursor's move to the page's last key, with the rows' count, only from where the page was read. */
 function cursorStatement(db: D1Database, p: WritePage, cursorName: string): D1PreparedStatement {
   return db
     .prepare(
@@ -405,8 +358,8 @@ function cursorStatement(db: D1Database, p: WritePage, cursorName: string): D1Pr
 }
 
 /**
- * The statements writing one page into the target, then the cursor, in one transaction: the rows
- * only while the cursor is still where the page was read from (a step run twice copies nothing twice).
+ * Rows are written only while the cursor is where the page was read, so a step run twice copies
+ * nothing twice.
  */
 export function writePageStatements(
   db: D1Database,
@@ -427,12 +380,11 @@ export function writePageStatements(
     values = columns.map((c) => emptied[c] ?? field(c));
     conflict = "";
   } else if (table === "call_batches") {
-    // A new row of the target (its own number, above every waiting row), closed: nothing appends to it.
+    // Closed, so nothing appends to it.
     columns = shape.columns.filter((c) => c !== "batch_seq");
     values = columns.map((c) => (c === "epoch" ? "NULL" : field(c)));
     conflict = "";
   } else if (table === "raw_startups" && p.versions) {
-    // Counted into tool_versions, as the hourly fold counts them (db/tool-versions.ts).
     const r = `(SELECT ${["project_id", "startup_seq", "received_at_ms", "tools_json"].map((c) => `${field(c)} AS ${c}`).join(", ")} FROM json_each(?1)
       WHERE ${guard}) AS r, json_each(r.tools_json) AS t`;
     const insert = db
@@ -475,7 +427,6 @@ export function writePageStatements(
   return [insert, cursorStatement(db, p, cursorName)];
 }
 
-/** Deletes up to `limit` rows of the project from `table` (by its whole primary key); answers how many. */
 export async function deletePage(db: D1Database, table: string, shape: TableShape, projectId: string, limit: number): Promise<number> {
   const key = ["project_id", ...shape.key].filter((c, i, all) => all.indexOf(c) === i).map(quote);
   // A table whose only key is project_id (projects) is deleted by project_id alone.

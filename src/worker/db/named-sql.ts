@@ -1,34 +1,27 @@
-// SQL by name: parameters written `:snake_name` and bound from an object, and SELECT lists built
-// from one column list. D1's bind() is positional only (it documents `?NNN` and `?`), so each name
-// becomes one `?N`, numbered in order of first use; a statement's text is compiled once.
+// SQL by name: D1's bind() is positional only, so each `:name` becomes one `?N` in order of first
+// use.
 
 /** A value D1 binds. */
 export type SqlValue = string | number | boolean | null;
 export type SqlParams = Readonly<Record<string, SqlValue>>;
 
 export type CompiledSql = {
-  /** The SQL with every `:name` replaced by its `?N`. */
   sql: string;
   /** The names, in `?N` order (`names[0]` is `?1`). */
   names: readonly string[];
 };
 
 const NAME = /^[a-z_][a-z0-9_]*/;
-/** Compiled texts by source text: the rollup's statements are constants, so this holds a few dozen. */
+/** Unbounded is fine: the statements are constants, a few dozen. */
 const compiled = new Map<string, CompiledSql>();
 
-/**
- * `sql` with its `:name` parameters numbered. String literals, quoted identifiers and comments are
- * copied as they are (a `:` or `?` inside them is text). Throws on a positional parameter (`?`),
- * which would bind by place again, and on a name that is not snake_case.
- */
+/** Throws on a positional `?`, which would bind by place again. */
 export function compileNamed(sql: string): CompiledSql {
   const known = compiled.get(sql);
   if (known) return known;
   const names: string[] = [];
   let out = "";
   let i = 0;
-  /** Copies up to and including the end of a quoted span (a doubled quote is part of it). */
   const copyQuoted = (quote: string) => {
     let j = i + 1;
     for (;;) {
@@ -81,7 +74,6 @@ export function namedValues(sql: string, params: SqlParams = {}): SqlValue[] {
   return names.map((n) => params[n]!);
 }
 
-/** `sql` (with `:name` parameters) prepared on `db` and bound from `params`, by name. */
 export function namedStatement(db: D1Database, sql: string, params: SqlParams = {}): D1PreparedStatement {
   const values = namedValues(sql, params);
   const statement = db.prepare(compileNamed(sql).sql);
@@ -89,11 +81,8 @@ export function namedStatement(db: D1Database, sql: string, params: SqlParams = 
 }
 
 /**
- * A SELECT list of `columns`, in their order, each from `values[column]` (SQL): the arms of a UNION
- * ALL built from one list line up by name, so a column added to the list cannot shift the others.
- * A column without a value takes `fill` (an arm that adds to some counters only: "0"); without
- * `fill` every column needs one, so a column added to the list is never silently 0. Throws on a
- * value for a column the list does not have.
+ * UNION ALL arms built from one list line up by name, so an added column cannot shift the others;
+ * without `fill` it is never silently 0.
  */
 export function columnsByName(columns: readonly string[], values: Readonly<Record<string, string>>, fill?: string): string {
   const unknown = Object.keys(values).filter((c) => !columns.includes(c));

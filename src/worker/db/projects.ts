@@ -23,7 +23,6 @@ export async function findProject(db: D1Database, projectId: string): Promise<Pr
     .first<ProjectRow>();
 }
 
-/** Sets the per-key payload budget (SPEC §1.1); null when the project does not exist. */
 export async function setPayloadBudget(
   db: D1Database,
   projectId: string,
@@ -38,7 +37,6 @@ export async function setPayloadBudget(
     .first<ProjectRow>();
 }
 
-/** Every project, oldest first (SPEC §3 `GET /v1/admin/projects`). */
 export async function listProjects(db: D1Database): Promise<ProjectRow[]> {
   const { results } = await db
     .prepare("SELECT project_id, name, payload_budget_per_minute, created_at_ms FROM projects ORDER BY created_at_ms, project_id")
@@ -46,10 +44,7 @@ export async function listProjects(db: D1Database): Promise<ProjectRow[]> {
   return results;
 }
 
-/**
- * The tables that hold rows of a project: every table with a `project_id` column, read from the
- * schema itself so that a table a later migration adds can never be forgotten by a deletion.
- */
+/** Read from the schema so a table a later migration adds can never be forgotten by a deletion. */
 export async function tablesWithProjectRows(db: D1Database): Promise<string[]> {
   const { results } = await db
     .prepare(
@@ -62,9 +57,8 @@ export async function tablesWithProjectRows(db: D1Database): Promise<string[]> {
 }
 
 /**
- * Deletes a project and every row stored for it (SPEC §3), in one D1 batch (one transaction): its
- * keys first, so they answer 401 from the moment the batch commits, then every table's rows, the
- * project last (api_keys references it). Returns false when there is no such project.
+ * SPEC §3: one transaction, keys first so they answer 401 from the moment it commits, the project
+ * last (api_keys references it).
  */
 export async function deleteProject(db: D1Database, projectId: string): Promise<boolean> {
   const tables = (await tablesWithProjectRows(db)).filter((t) => t !== "api_keys" && t !== "projects");

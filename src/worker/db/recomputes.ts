@@ -1,7 +1,6 @@
 // The `recomputes` table (migration 0024): which projects' counters are being recomputed from their
 // raw calls, and how far each got. The steps themselves are rollup/recompute.ts.
 
-/** The states of a recompute, in order (rollup/recompute.ts says what each step does). */
 export const RECOMPUTE_STATES = ["clearing", "counting", "hours", "pairs", "done"] as const;
 export type RecomputeState = (typeof RECOMPUTE_STATES)[number];
 
@@ -33,10 +32,7 @@ export const RECOMPUTE_MARK_SQL = `INSERT INTO recomputes (project_id, requested
 SELECT project_id, 0, 'clearing' FROM projects WHERE true
 ${START_AGAIN};`;
 
-/**
- * Asks for a recompute of a project: a new one, or again after one that is done. Returns false when
- * one is already under way (it is left as it is).
- */
+/** False when one is already under way (left as it is). */
 export async function requestRecompute(db: D1Database, projectId: string, nowMs: number): Promise<boolean> {
   const result = await db
     .prepare(
@@ -49,7 +45,6 @@ export async function requestRecompute(db: D1Database, projectId: string, nowMs:
   return (result.meta.changes ?? 0) > 0;
 }
 
-/** A project's recompute and its progress, or null when none was asked for. */
 export async function readRecompute(db: D1Database, projectId: string): Promise<RecomputeRow | null> {
   return db
     .prepare(

@@ -1,32 +1,26 @@
-// How far behind the rollup is, per project (issue: "a project whose backlog is pathological falls
-// behind on its own and says so in the health answer"). Read from what is still waiting — the
-// requests in call_batches, the startups and verdicts above their watermarks — so it costs no
-// write and is exact at any moment; a project missing from the answer is caught up.
+// How far behind the rollup is, per project: read from what still waits, so it costs no write and
+// is exact at any moment.
 import { AGREEMENTS_WATERMARK, AS_OF, stateValueSql, startupsWatermarkSql } from "./rollup-state.ts";
 
 export type ProjectRollupLag = {
   project_id: string;
-  /** Requests of calls, and their calls, not folded in yet. */
   pending_requests: number;
   pending_calls: number;
-  /** Startups and agreement verdicts not folded in yet. */
   pending_startups: number;
   pending_agreements: number;
   /** Receive time of the oldest payload still waiting: the project's figures are complete up to just before it. */
   oldest_pending_received_at_ms: number;
-  /** `nowMs` minus that receive time (0 when it lies ahead of `nowMs`). */
   lag_ms: number;
 };
 
 export type RollupLag = {
   /** SPEC §2.6 as_of of the database (null before the first rollup). */
   as_of_ms: number | null;
-  /** Projects with something waiting, the longest behind first. */
   projects: ProjectRollupLag[];
 };
 
-// call_batches holds what waits and, for an hour, the rows the rollup emptied (migration 0025), so
-// its scan is about the size of the backlog; the raw startup and verdict tables are read from their watermarks on.
+// Emptied call_batches rows stay only for an hour (migration 0025), so the scan is about the
+// backlog's size.
 const LAG_SQL = `SELECT project_id, SUM(requests) AS pending_requests, SUM(calls) AS pending_calls, SUM(startups) AS pending_startups,
     SUM(agreements) AS pending_agreements, MIN(oldest) AS oldest_pending_received_at_ms
   FROM (
@@ -41,7 +35,6 @@ const LAG_SQL = `SELECT project_id, SUM(requests) AS pending_requests, SUM(calls
   GROUP BY project_id
   ORDER BY oldest_pending_received_at_ms, project_id`;
 
-/** Per project, what the rollup has not folded in yet and since when; `nowMs` from the caller's clock. */
 export async function rollupLagByProject(db: D1Database, nowMs: number): Promise<RollupLag> {
   const [asOf, lag] = await db.batch([
     db.prepare(`SELECT value FROM rollup_state WHERE name = '${AS_OF}'`),

@@ -25,10 +25,7 @@ export async function insertSession(db: D1Database, row: SessionRow): Promise<vo
   ]);
 }
 
-/**
- * The project of a live read session: not expired, and its key not revoked (one statement per
- * page, as checking the key itself was).
- */
+/** One statement per page, as checking the key itself was. */
 export async function findReadSession(db: D1Database, sessionSha256: string, nowMs: number): Promise<{ project_id: string; key_id: string; database_name: string | null } | null> {
   return db
     .prepare(
@@ -41,7 +38,6 @@ export async function findReadSession(db: D1Database, sessionSha256: string, now
     .first<{ project_id: string; key_id: string; database_name: string | null }>();
 }
 
-/** Whether an admin session is live. */
 export async function adminSessionLive(db: D1Database, sessionSha256: string, nowMs: number): Promise<boolean> {
   const row = await db
     .prepare("SELECT 1 AS live FROM dashboard_sessions WHERE session_sha256 = ?1 AND kind = 'admin' AND expires_at_ms > ?2")
@@ -50,7 +46,6 @@ export async function adminSessionLive(db: D1Database, sessionSha256: string, no
   return row !== null;
 }
 
-/** Ends the given sessions (sign-out). */
 export async function deleteSessions(db: D1Database, sessionSha256s: string[]): Promise<void> {
   if (sessionSha256s.length === 0) return;
   await db.batch(sessionSha256s.map((sha) => db.prepare("DELETE FROM dashboard_sessions WHERE session_sha256 = ?1").bind(sha)));
@@ -61,7 +56,6 @@ export async function deleteSessionsOfKey(db: D1Database, keyId: string): Promis
   return (await db.prepare("DELETE FROM dashboard_sessions WHERE key_id = ?1").bind(keyId).run()).meta.changes;
 }
 
-/** Ends every admin session, in every browser. */
 export async function deleteAdminSessions(db: D1Database): Promise<number> {
   return (await db.prepare("DELETE FROM dashboard_sessions WHERE kind = 'admin'").run()).meta.changes;
 }

@@ -1,17 +1,9 @@
-// Tool versions (SPEC §2.5: every (schema_hash, description_hash) a tool was registered with, first
-// and last seen, how many startups listed it). A shared HTTP server sends its tool list with every
-// new conversation (SPEC §4), and counting each startup into `tool_versions` in the run that folded
-// it rewrote every tool's row every 5 minutes, a large share of the rows written per call. So the
-// startups are counted in once an hour (rollup/tool-versions.ts, behind the `tool_versions_seq`
-// watermark), and reads add the folded startups above that watermark (toolVersionsSourceSql): an
-// hour of startups at most, read from raw_startups by its key.
+// Tool versions (SPEC §2.5). A shared server resends its tool list with every conversation (SPEC
+// §4), so startups are counted in hourly (rollup/tool-versions.ts) and reads add the folded
+// startups above the watermark.
 import { startupsWatermarkSql, toolVersionsWatermarkSql } from "./rollup-state.ts";
 
-/**
- * Per (project, tool, schema_hash, description_hash) of the startups `rows` (a FROM list naming a
- * raw_startups alias `r` joined with `json_each(r.tools_json) AS t`, plus its WHERE): the columns of
- * a tool_versions row. '' stands for an absent hash; the description_norm is the latest startup's.
- */
+/** '' stands for an absent hash; the description_norm is the latest startup's. */
 export function versionsOfStartupsSql(rows: string): string {
   const name = "json_extract(t.value, '$.name')";
   const schema = "COALESCE(json_extract(t.value, '$.schema_hash'), '')";
@@ -27,11 +19,7 @@ export function versionsOfStartupsSql(rows: string): string {
     GROUP BY project_id, tool_name, schema_hash, description_hash`;
 }
 
-/**
- * A FROM source with the columns of `tool_versions` for the projects `projectsSql` selects: the
- * rows counted so far plus the folded startups above the tool versions watermark, merged as the
- * hourly fold will merge them. One statement, so a fold commits before or after it.
- */
+/** One statement, so a fold commits before or after it. */
 export function toolVersionsSourceSql(projectsSql: string): string {
   const pending = versionsOfStartupsSql(`raw_startups AS r, json_each(r.tools_json) AS t
         WHERE r.startup_seq > ${toolVersionsWatermarkSql()} AND r.startup_seq <= ${startupsWatermarkSql()}

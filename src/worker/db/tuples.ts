@@ -1,9 +1,6 @@
-// The positional JSON tuples stored in D1 rows, each named once (the way the Analytics Engine layout
-// is): a stored call is an array, not an object, because D1 bills bytes stored and an array of a
-// million calls is a third of the objects' size. The writers (tupleOf, tupleArraySql) and every SQL
-// reader (tupleField) take their positions from these layouts, never from a typed number; a test
-// (test/worker/tuples.test.ts) checks that writers and readers agree and that no reader in the
-// rollup or db/ reads a stored tuple by a literal position.
+// The positional JSON tuples stored in D1 rows, each named once: an array of a million calls is a
+// third of the objects' size, and D1 bills bytes stored. tuples.test.ts checks no reader uses a
+// literal position.
 
 /** A call in a `call_batches` row's `calls_json` (ingest, db/raw-writes.ts; read by rollup/calls.ts). */
 export const CALL_BATCH_CALL = [
@@ -44,7 +41,6 @@ export const FOLD_DAY = ["project_id", "day_start_ms"] as const;
 
 export type TupleLayout = readonly string[];
 
-/** The position of `name` in `layout`. */
 export function tuplePosition<L extends TupleLayout>(layout: L, name: L[number]): number {
   const position = layout.indexOf(name);
   if (position < 0) throw new Error(`no field ${name} in this tuple layout`);
@@ -56,7 +52,6 @@ export function tupleField<L extends TupleLayout>(layout: L, name: L[number], js
   return `${json} ${as === "json" ? "->" : "->>"} ${tuplePosition(layout, name)}`;
 }
 
-/** SQL building the tuple from the columns (or expressions) named like its fields. */
 export function tupleArraySql<L extends TupleLayout>(layout: L, expressions: Partial<Record<L[number], string>> = {}): string {
   return `json_array(${layout.map((name: L[number]) => expressions[name] ?? name).join(", ")})`;
 }

@@ -5,7 +5,6 @@ import { z } from "zod";
 import { addHistogram, histogramPercentile, type DurationHistogram } from "../histogram.ts";
 import { DEFINITIONS } from "./definitions.ts";
 
-/** The facts of one call that the per-call counters are made of (SPEC §1.2). */
 export type CallFacts = {
   /** Empty when no session is known (SPEC §2.2). */
   session_id: string;
@@ -21,23 +20,22 @@ type CounterDefinition = {
   /** How rows add up. Every counter is additive (SPEC §2): a sum over hours, days, tools and clients. */
   readonly sums: "SUM";
   /**
-   * How an answer shows it: `count` → an integer field of the counter's name; `sum_and_average` →
-   * `{sum, avg}` under `as` (avg per call, 1 decimal); `hidden` → read for nothing shown yet.
+   * `sum_and_average`: `{sum, avg}` under `as` (avg per call, 1 decimal); `hidden`: read for
+   * nothing shown yet.
    */
   readonly shown: "count" | "hidden" | { readonly sumAndAverageAs: string };
   /**
-   * What one call adds, when the call alone decides it (SPEC §2.1); null for the sequence counters
-   * of SPEC §2.2, which need the call's neighbours in its session (only the rollup has them).
+   * null for the SPEC §2.2 sequence counters, which need the call's neighbours (only the rollup has
+   * them).
    */
   readonly perCall: ((call: CallFacts) => number) | null;
-  /** What it means, for a reader of an answer (the MCP tools' output schema carries it). */
+  /** The MCP tools' output schema carries it. */
   readonly description: string;
 };
 
 /**
- * Each key is the counter's name and its column in `tool_hour_metrics` and `tool_day_metrics`
- * (one row per project, hour or day, tool and client; filled by rollup/calls.ts). The order is the
- * order of the answers' fields (SPEC §3).
+ * Key = column in tool_hour_metrics and tool_day_metrics; the order is the answers' field order
+ * (SPEC §3).
  */
 export const COUNTERS = {
   calls: { sums: "SUM", shown: "count", perCall: () => 1, description: DEFINITIONS.calls },
@@ -67,8 +65,8 @@ export const COUNTERS = {
   first_call_attempts: { sums: "SUM", shown: "count", perCall: null, description: DEFINITIONS.first_call_attempts },
   first_call_ok: { sums: "SUM", shown: "count", perCall: null, description: DEFINITIONS.first_call_ok },
   /**
-   * Calls sent without a session (SPEC §2.2, §4: nothing told their conversations apart): each is a
-   * chain of its own, so the share of calls with a known session says where retries could be measured.
+   * SPEC §2.2, §4: each is a chain of its own, so the share with a session says where retries could
+   * be measured.
    */
   calls_without_session: {
     sums: "SUM",
@@ -77,9 +75,8 @@ export const COUNTERS = {
     description: DEFINITIONS.without_session,
   },
   /**
-   * Calls without an args_hash (SPEC §10: OTLP spans whose emitter did not opt in to recording
-   * arguments). Retries need the arguments (SPEC §2.2), so a row with any such call reports its
-   * retries and first-call success as not measurable (`not_measurable`, reports.ts).
+   * SPEC §10: retries need the arguments (SPEC §2.2), so a row with any such call reports them as
+   * not measurable.
    */
   calls_without_args_hash: {
     sums: "SUM",
@@ -100,22 +97,17 @@ export const COUNTERS = {
 export type CounterName = keyof typeof COUNTERS;
 export const COUNTER_NAMES = Object.keys(COUNTERS) as CounterName[];
 
-/** The counters one call decides alone (what an Analytics Engine point can carry). */
+/** What an Analytics Engine point can carry. */
 export type PerCallCounterName = { [K in CounterName]: (typeof COUNTERS)[K]["perCall"] extends null ? never : K }[CounterName];
 export const PER_CALL_COUNTER_NAMES = COUNTER_NAMES.filter((name): name is PerCallCounterName => COUNTERS[name].perCall !== null);
 
-/** Adds one call to the per-call counters. */
 export function addCall(into: Record<PerCallCounterName, number>, call: CallFacts): void {
   for (const name of PER_CALL_COUNTER_NAMES) into[name] += COUNTERS[name].perCall(call);
 }
 
-/** The additive counters, as summed over any set of rollup rows. */
 export type Counters = Record<CounterName, number>;
 
-/**
- * Rates (SPEC §2.1–2.2): the numerators' sum ÷ the denominator, divided at read time; null when the
- * denominator is 0, else rounded to 4 decimals. Shown after the counts, in this order.
- */
+/** SPEC §2.1–2.2: divided at read time; null when the denominator is 0, else 4 decimals. */
 export const RATES = {
   first_call_rate: {
     numerator: ["first_call_ok"],
@@ -135,15 +127,12 @@ type SumAndAverageField<K extends SumAndAverageName> = (typeof COUNTERS)[K]["sho
 
 
 /**
- * The figures a group's calls cannot give when some were sent without an args_hash (OTLP spans
- * without arguments, SPEC §10): retries need the arguments (SPEC §2.2), so these are reported as
- * not measurable — never as 0 retries or 100 % first-call success. Conservative: one such call in
- * the group is enough, since its neighbours' figures depend on it too.
+ * SPEC §10: never reported as 0 retries or 100 % first-call success. One such call is enough, since
+ * its neighbours' figures depend on it.
  */
 export const NOT_MEASURABLE_WITHOUT_ARGS = ["retries", "first_call_attempts", "first_call_ok", "first_call_rate"] as const;
 export type NotMeasurableFigure = (typeof NOT_MEASURABLE_WITHOUT_ARGS)[number];
 
-/** `not_measurable` of a group (absent when every figure is measurable). */
 export function notMeasurable(counters: Pick<Counters, "calls_without_args_hash">): NotMeasurableFigure[] | undefined {
   return counters.calls_without_args_hash > 0 ? [...NOT_MEASURABLE_WITHOUT_ARGS] : undefined;
 }
@@ -162,15 +151,13 @@ const NotMeasurable = z
   .optional()
   .describe(`present when these figures cannot be measured: ${DEFINITIONS.without_args_hash}`);
 
-/** The shape of CounterFigures, typed per field as COUNTERS and RATES declare them. */
 type CounterFiguresShape = { [K in CountName]: z.ZodNumber } & { [K in keyof typeof RATES]: z.ZodNullable<z.ZodNumber> } & {
   duration_ms: typeof Percentiles;
 } & { [K in SumAndAverageName as SumAndAverageField<K>]: typeof SumAndAverage } & { not_measurable: typeof NotMeasurable };
 
 /**
- * The counters as an answer shows them, in SPEC §3's key order (the order counterFigures() writes
- * them): counts, rates, latency, sizes, each field described from COUNTERS and RATES — so a counter
- * added there is in every answer's schema, the OpenAPI document and the MCP tools' output schemas.
+ * SPEC §3 key order; derived from COUNTERS and RATES so an added counter reaches every answer
+ * schema, the OpenAPI document and the MCP output schemas.
  */
 function counterFiguresShape(): CounterFiguresShape {
   const shape: Record<string, z.ZodType> = {};
@@ -227,12 +214,10 @@ export function roundTo(value: number, decimals: number): number {
   return Object.is(rounded, -0) ? 0 : rounded;
 }
 
-/** A rate: null when its denominator is 0, else rounded to 4 decimals. */
 export function rate(numerator: number, denominator: number): number | null {
   return denominator === 0 ? null : roundTo(numerator / denominator, 4);
 }
 
-/** An average: null over nothing, else rounded to 1 decimal. */
 export function average(sum: number, count: number): number | null {
   return count === 0 ? null : roundTo(sum / count, 1);
 }
@@ -248,7 +233,6 @@ export function percentiles(histogram: DurationHistogram): Percentiles {
 
 const RATE_ENTRIES = Object.entries(RATES) as [keyof typeof RATES, (typeof RATES)[keyof typeof RATES]][];
 
-/** One group's figures, everything derived from COUNTERS and RATES. */
 export function counterFigures(group: CounterGroup): CounterFigures {
   const c = group.counters;
   const figures: Record<string, unknown> = {};

@@ -7,12 +7,11 @@ import { apiError, type ApiError } from "../errors.ts";
 
 /** Without `from`/`to`: the last 7 days, today (UTC, by the request time) included (SPEC §3). */
 export const DEFAULT_RANGE_DAYS = 7;
-/** Longest range accepted: a year and a day, so a leap year fits (larger ranges answer 400). */
+/** A year and a day, so a leap year fits. */
 export const MAX_RANGE_DAYS = 366;
-/** `grain=hour` is limited to 31 days (744 buckets): a month of hours is the most a chart can use. */
+/** A month of hours is the most a chart can use. */
 export const MAX_HOUR_GRAIN_DAYS = 31;
 
-/** `day` reads tool_day_metrics (what range reads use); `hour` reads tool_hour_metrics. */
 export const GRAINS = ["hour", "day"] as const;
 export type Grain = (typeof GRAINS)[number];
 
@@ -35,7 +34,6 @@ export function rangeFromDays(fromDayMs: number, toDayMs: number): DateRange {
   };
 }
 
-/** The equal-length period just before `range` (the dashboard's deltas). */
 export function previousRange(range: DateRange): DateRange {
   return rangeFromDays(range.startMs - range.days * DAY_MS, range.startMs - DAY_MS);
 }
@@ -51,18 +49,14 @@ function givenOnce(name: string, otherwise: string) {
   return (issue: { input?: unknown }) => (Array.isArray(issue.input) ? `parameter '${name}' is given more than once` : otherwise);
 }
 
-/**
- * One text value of parameter `name`; its checks are chained on it, so the OpenAPI document shows
- * them (pattern, lengths) as the parameter's schema.
- */
+/** Checks chained on it so the OpenAPI document shows them as the parameter's schema. */
 function single(name: string) {
   return z.string({ error: givenOnce(name, `'${name}' must be text`) });
 }
 
 /**
- * A query's parameters: any other name is refused with the names this query allows, never with
- * the name the request used (SPEC §3). The message is the schema's own, so every validator of it
- * (the API's, the dashboard's) answers the same words.
+ * SPEC §3: an unknown name is answered with the allowed names, never the one sent; the message is
+ * the schema's own so every validator says the same.
  */
 function unknownParameter(issue: z.core.$ZodRawIssue): string | undefined {
   if (issue.code !== "unrecognized_keys") return undefined;
@@ -75,7 +69,6 @@ export function strictQuery<T extends z.core.$ZodLooseShape>(shape: T) {
   return z.strictObject(shape, { error: unknownParameter });
 }
 
-/** Epoch ms of a `YYYY-MM-DD` UTC date, or null when no such day exists (2026-02-30, 2026-13-01). */
 function calendarDayMs(value: string): number | null {
   if (!DATE_PATTERN.test(value)) return null;
   const ms = Date.UTC(Number(value.slice(0, 4)), Number(value.slice(5, 7)) - 1, Number(value.slice(8, 10)));
@@ -83,7 +76,6 @@ function calendarDayMs(value: string): number | null {
   return new Date(ms).toISOString().slice(0, 10) === value ? ms : null;
 }
 
-/** A `YYYY-MM-DD` UTC date, as the epoch ms of its start. */
 function dateParam(name: "from" | "to", description: string) {
   return single(name)
     .regex(DATE_PATTERN, { error: `'${name}' must be a date YYYY-MM-DD`, abort: true })
@@ -93,7 +85,7 @@ function dateParam(name: "from" | "to", description: string) {
     .describe(description);
 }
 
-/** A client or tool filter: an exact name, never longer than the wire allows (SPEC §1.2), so it can match. */
+/** Never longer than the wire allows (SPEC §1.2), so it can match. */
 function nameParam(name: "client" | "tool" | "name", maxChars: number, description: string) {
   return single(name)
     .min(1, { error: `'${name}' must not be empty` })
@@ -115,10 +107,7 @@ const PARAMS = {
 
 type RangeInput = { from?: number | undefined; to?: number | undefined };
 
-/**
- * `from`/`to`, inclusive UTC dates. Defaults: neither → the last DEFAULT_RANGE_DAYS days ending today;
- * only `from` → up to today; only `to` → the DEFAULT_RANGE_DAYS days ending on `to`.
- */
+/** Only `from` → up to today; only `to` → the DEFAULT_RANGE_DAYS days ending on `to`. */
 function toRange(q: RangeInput, maxDays: number, ctx: z.RefinementCtx): DateRange | undefined {
   const todayMs = Math.floor(Date.now() / DAY_MS) * DAY_MS;
   const toMs = q.to ?? todayMs;
@@ -139,7 +128,6 @@ function filtersOf(q: ReadFilters): ReadFilters {
   return { client: q.client, tool: q.tool };
 }
 
-/** A ranged endpoint: `from`, `to` and the given filters; anything else is an unknown parameter. */
 function rangedQuery<S extends Partial<Pick<typeof PARAMS, "client" | "tool">>>(filters: S) {
   return strictQuery({ from: PARAMS.from, to: PARAMS.to, ...filters }).transform((q, ctx) => {
     const range = toRange(q as RangeInput, MAX_RANGE_DAYS, ctx);
@@ -167,9 +155,8 @@ export function hoursKept(range: DateRange, nowMs: number): boolean {
 }
 
 /**
- * `grain=hour` over a range reaching before the hour rows' horizon answers 400 HOURS_NOT_KEPT
- * (SPEC §7): those hours are folded into their days. Checked against the request's clock
- * (ReadScope.nowMs), after the schema, so the horizon is the one the fold uses for that day.
+ * SPEC §7: checked against the request's clock after the schema, so the horizon is the one the fold
+ * uses for that day.
  */
 export function requireHoursKept(range: DateRange, grain: Grain, nowMs: number): void {
   if (grain !== "hour" || hoursKept(range, nowMs)) return;
@@ -185,13 +172,12 @@ export const schemaRegressionsQuery = strictQuery({ client: PARAMS.client, tool:
 
 /** The dashboard's search box: part of a name, at most as long as the longest name (SPEC §1.2). */
 export const MAX_SEARCH_CHARS = MAX_TOOL_NAME_CHARS;
-/** Pages of a dashboard list past the last one answer 400; 10,000 pages of 100 rows hold any project. */
+/** 10,000 pages of 100 rows hold any project. */
 export const MAX_LIST_PAGE = 10_000;
 
 /**
- * A dashboard page's parameters: the range and client filter, the search box `q` (part of a name;
- * empty means none) and the `page` of the page's long list. The form's "All clients" sends
- * `client=`, which means no filter; `key` is the sign-in link's, handled before the page.
+ * The form's "All clients" sends `client=`, meaning no filter; `key` is the sign-in link's, handled
+ * before the page.
  */
 const PAGE_PARAMS = {
   from: PARAMS.from,
@@ -214,7 +200,7 @@ function pageOf(q: PageInput, ctx: z.RefinementCtx) {
 
 export const pageQuery = strictQuery(PAGE_PARAMS).transform(pageOf);
 
-/** A tool's page, `/tool?name=…`: the name in the query, so `.` and `..` are names like any other. */
+/** The name in the query, so `.` and `..` are names like any other. */
 export const toolPageQuery = strictQuery({ ...PAGE_PARAMS, name: nameParam("name", MAX_TOOL_NAME_CHARS, "the tool's exact name").unwrap() })
   .transform((q, ctx) => ({ ...pageOf(q, ctx), tool: q.name }));
 
@@ -229,19 +215,15 @@ export function badParameter(message: string): ApiError {
   return apiError("BAD_REQUEST", message);
 }
 
-/**
- * The first problem, as a message built only from our own words: an unknown parameter is answered
- * with the names the query allows (`unknownParameter`), never with the name the request used (SPEC §3).
- */
+/** SPEC §3: our own words only, never the name the request used. */
 export function messageOf(error: z.core.$ZodError): string {
   const unknown = error.issues.find((issue) => issue.code === "unrecognized_keys");
   return (unknown ?? error.issues[0])?.message ?? "bad parameter";
 }
 
 /**
- * The same schemas for a dashboard page: its URL's query, as Hono's validator would pass it. A
- * query schema not built by strictQuery (another module's page) still names no unknown parameter:
- * the parse's error map words it the same way.
+ * A schema not built by strictQuery still names no unknown parameter: the error map words it the
+ * same way.
  */
 export function parseQuery<T extends z.ZodType>(schema: T, url: URL): z.output<T> {
   const query: Record<string, string | string[]> = {};

@@ -1,19 +1,8 @@
-// Moving a project between databases online (SPEC §7; docs/scaling.md "Moving a project"): the
-// move's steps, each bounded (one page of at most MOVE_PAGE_ROWS rows, one D1 batch per database),
-// run by jobs on the rollup queue (queues/rollup-jobs.ts) and continued by the cron. The phases:
-//
-//   hold → settle → copy (table by table) → guard → switch → grace → drain (table by table) → release →
-//   cleanup (table by table) → finished;  before the switch a failure may end in
-//   rollback (the target's copy deleted, table by table) → unhold → finished (failed).
-//
-// Ingest never waits on a move: it writes where the key's state names, and only the directory row
-// and that state change, at the switch. The source holds the project from the first step
-// (project_holds: its rollup, alert evaluation and delivery leave the project's rows as they are,
-// and the admin's alert edits are refused) while its derived rows are copied; its raw requests keep
-// arriving in the source meanwhile. The switch points the directory and the keys' objects at the
-// target; after a grace period no write can still land in the source, and its raw rows of the
-// project are drained into the target as new raw rows, which the target's rollup then folds in.
-// Every step is safe to run twice: pages are written with their cursor in one transaction.
+// Moving a project between databases online (SPEC §7; docs/scaling.md "Moving a project"): hold →
+// settle → copy → guard → switch → grace → drain → release → cleanup; before the switch a failure
+// rolls back → unhold.
+// Ingest never waits on a move. Every step is safe to run twice: pages are written with their
+// cursor in one transaction.
 import type { Env } from "../env.ts";
 import { FIRST_DATABASE, databaseNamed, directoryDb, resolveProjectDatabase } from "../databases.ts";
 import { listKeys } from "../db/keys.ts";
@@ -50,39 +39,33 @@ import {
 import { errorName, log } from "../log.ts";
 import { withRollupLease } from "../db/rollup-state.ts";
 
-/** Rows one step reads and writes at most: a page of a few hundred rows is one batch well under a second. */
+/** Keeps one step's batch short. */
 export const MOVE_PAGE_ROWS = 200;
-/** …and characters of JSON (call_state and call_batches rows are long): one bound value stays under D1's 2 MB. */
+/** call_state and call_batches rows are long: one bound value stays under D1's 2 MB. */
 export const MOVE_PAGE_CHARS = 1_000_000;
 /**
- * Wait after the source holds the project, before the first copy: an alert evaluation or delivery
- * that read the project's rules or outbox before the hold writes what it decided within this time.
+ * An evaluation or delivery that read the rules or outbox before the hold writes its decision
+ * within this time.
  */
 export const MOVE_SETTLE_MS = 60_000;
 /**
- * Wait after the switch before the source's raw rows are drained: no write can land in the source
- * after it. A key's object learns the new database at the switch, or at its next refresh (60 s,
- * KEY_STATE_MAX_AGE_MS); a request admitted just before writes within waitUntil's 30 s (its
- * retries, db/raw-writes.ts), and an attempt it abandoned may still commit until D1 stops it (30 s);
- * the ingest queue's consumer resolves the database per message, with one attempt. 60 + 30 + 30 s,
- * with a margin: five minutes, one rollup period.
+ * No write can land in the source after it: key state refresh (60 s, KEY_STATE_MAX_AGE_MS) +
+ * waitUntil's 30 s of retries + D1's 30 s statement limit, with a margin: one rollup period.
  */
 export const MOVE_GRACE_MS = 5 * 60_000;
 /** Failed attempts of a step before the switch after which the move is given up (and rolled back). */
 export const MOVE_MAX_FAILURES = 5;
-/** Wait before a failed step is tried again. */
 export const MOVE_RETRY_MS = 30_000;
-/** A job holds the move this long at most (a job that dies lets the next one in after it). */
+/** A job that dies lets the next one in after it. */
 export const MOVE_LEASE_MS = 120_000;
 /**
- * Wait before a step that changes a database's holds is tried again while a rollup run holds that
- * database's lease: a run decides once which projects it leaves alone (rollup/scope.ts), so holds
- * change only between runs.
+ * A run decides once which projects it leaves alone (rollup/scope.ts), so holds change only between
+ * runs.
  */
 export const MOVE_ROLLUP_WAIT_MS = 10_000;
-/** How long such a step holds the rollup lease at most (a job that dies lets the next run in after it). */
+/** A job that dies lets the next run in after it. */
 const HOLDS_LEASE_MS = 60_000;
-/** Steps one job runs (each ≤ 5 D1 statements: under the 50 per invocation of the free plan). */
+/** Each step ≤ 5 D1 statements: under the free plan's 50 per invocation. */
 export const MOVE_STEPS_PER_JOB = 8;
 
 export type MoveOptions = {
@@ -93,7 +76,7 @@ export type MoveOptions = {
   maxFailures?: number;
   retryMs?: number;
   maxSteps?: number;
-  /** Real time, for the rollup leases (compared with the runs' own). */
+  /** Real time: compared with the runs' own leases. */
   clock?: () => number;
 };
 
@@ -109,13 +92,10 @@ const DEFAULTS: Required<MoveOptions> = {
 };
 
 export type MoveJobReport = {
-  /** Steps run by this job. */
   steps: number;
-  /** The move is finished (done or failed). */
   finished: boolean;
   /** When the move can go on (a wait, or a retry), or null when it can go on at once. */
   waitUntilMs: number | null;
-  /** Another job holds the move. */
   busy?: boolean;
 };
 
@@ -126,10 +106,8 @@ class MoveRefused extends Error {
 
 type Context = { env: Env; directory: D1Database; source: D1Database; target: D1Database; o: Required<MoveOptions>; nowMs: number };
 
-/** What a step did: the change of the move's row, and the rows it wrote or deleted. */
 type StepResult = { change: MoveChange; rows: number };
 
-/** Runs the move's steps until it waits, finishes, or has run `maxSteps`; never two jobs at once (a lease). */
 export async function runMoveSteps(env: Env, moveId: string, nowMs: number, options: MoveOptions = {}): Promise<MoveJobReport> {
   const o = { ...DEFAULTS, ...options };
   const directory = directoryDb(env);
@@ -217,21 +195,19 @@ async function runStep(ctx: Context, move: MoveRow): Promise<StepResult> {
 }
 
 /**
- * Runs `job`, which changes `db`'s holds, while no rollup run works on `db` (its lease: runs decide
- * once which projects they leave alone, rollup/scope.ts); false when one does (the step waits).
+ * Runs decide once which projects they leave alone (rollup/scope.ts); false when one holds the
+ * lease.
  */
 async function changingHolds(ctx: Context, move: MoveRow, db: D1Database, job: () => Promise<void>): Promise<boolean> {
   return (await withRollupLease(db, `move:${move.move_id}`, ctx.o.clock(), HOLDS_LEASE_MS, job)) !== null;
 }
 
-/** The step again once the rollup run that holds the lease may be done. */
 const waitForRollup = (ctx: Context): StepResult => ({ change: { wait_until_ms: ctx.nowMs + MOVE_ROLLUP_WAIT_MS }, rows: 0 });
 
-/** The source holds the project (with its watermarks), the target holds it too; then the settle wait. */
 async function hold(ctx: Context, move: MoveRow): Promise<StepResult> {
   const unknown = unknownTables(await tablesWithProjectRows(ctx.source));
   if (unknown.length > 0) throw new MoveRefused(`no move rule for table ${unknown.join(", ")}`);
-  // The rollback deletes the project's rows in the target: only ever where the project does not live.
+  // The rollback deletes the target's rows: only ever where the project does not live.
   if ((await resolveProjectDatabase(ctx.env, move.project_id)).name !== move.source) throw new MoveRefused("the project is no longer in the source database");
   const recompute = await readRecompute(ctx.source, move.project_id);
   if (recompute && recompute.state !== "done") throw new MoveRefused("a recompute of the project is under way");
@@ -248,7 +224,7 @@ function nextTable(list: readonly string[], table: string): string | null {
   return list[at + 1] ?? null;
 }
 
-/** The rows of a page that fit its characters: at least one, then as many as fit. */
+/** At least one, so a page always advances. */
 function fitting(page: unknown[][], maxChars: number): unknown[][] {
   let chars = 0;
   let taken = 0;
@@ -260,10 +236,7 @@ function fitting(page: unknown[][], maxChars: number): unknown[][] {
   return page.slice(0, taken);
 }
 
-/**
- * One page of a copied (or drained) table into the target, with its cursor; the next table when it
- * is all there. `guard`: the batch ids of the source's call_batches rows, as emptied rows.
- */
+/** `guard`: the source's call_batches ids, as emptied rows. */
 async function copyPage(ctx: Context, move: MoveRow, kind: "copy" | "guard" | "drain"): Promise<StepResult> {
   const guard = kind === "guard";
   const versions = move.step_table === PENDING_TOOL_VERSIONS;
@@ -297,22 +270,16 @@ async function copyPage(ctx: Context, move: MoveRow, kind: "copy" | "guard" | "d
   return { change: { counts_json: JSON.stringify(counts) }, rows: rows.length };
 }
 
-/** The source's hold: the watermarks it recorded say which raw rows of the project were never folded (or counted) there. */
 async function sourceHold(ctx: Context, move: MoveRow): Promise<HoldRow> {
   const hold = await findHold(ctx.source, move.project_id);
   if (!hold || hold.move_id !== move.move_id) throw new Error("the source no longer holds the project");
   return hold;
 }
 
-/**
- * The switch, in one directory transaction: the directory names the target, and the move is
- * draining from now on (reads answer from the target). Then every ingest key's object is told (a
- * key whose object is not reached learns it at its next refresh, within the grace period).
- */
+/** A key's object not reached here learns the switch at its next refresh, within the grace period. */
 async function switchOver(ctx: Context, move: MoveRow): Promise<StepResult> {
-  // The guard rows of what ingest wrote into the source since the guard pages: its new rows (a
-  // page at most: with more, this step copies them and the switch waits for the next one), and its
-  // open rows again (ingest appends requests to them).
+  // Ingest kept writing into the source since the guard pages; with more than a page, the switch
+  // waits for the next step.
   const shape = await tableShape(ctx.source, "call_batches");
   const { cursor, rows: guarded } = await readCursor(ctx.target, move.move_id, GUARD_CURSOR);
   const query = { table: "call_batches", shape, projectId: move.project_id, limit: ctx.o.pageRows, nowMs: ctx.nowMs, guard: true };
@@ -352,7 +319,6 @@ async function switchOver(ctx: Context, move: MoveRow): Promise<StepResult> {
   return { change, rows: rows.length };
 }
 
-/** The target folds the project from now on (its raw rows renumbered in receive order); the source's rows are deleted next. */
 async function release(ctx: Context, move: MoveRow): Promise<StepResult> {
   const hold = await findHold(ctx.target, move.project_id);
   if (hold && hold.move_id === move.move_id) {
@@ -365,11 +331,7 @@ async function release(ctx: Context, move: MoveRow): Promise<StepResult> {
   return { change: { phase: "cleanup", step_table: DELETED_TABLES[0] }, rows: 0 };
 }
 
-/**
- * Deletes a page of the project's rows of one table in `db` (the source after the move, the target
- * after a failed one); when all are gone, the project row (outside the first database, where the
- * directory keeps it), the hold and the cursors.
- */
+/** The project row stays in the first database, where the directory keeps it. */
 async function deleteStep(ctx: Context, move: MoveRow, db: D1Database, name: string): Promise<StepResult> {
   const table = move.step_table;
   if (table) {
@@ -391,7 +353,7 @@ async function deleteStep(ctx: Context, move: MoveRow, db: D1Database, name: str
   return { change: { phase: "unhold" }, rows: 0 };
 }
 
-/** A failed move gives the project back to the source's rollup: what the hold kept from being folded is numbered above the watermarks again. */
+/** What the hold kept from being folded is renumbered above the watermarks. */
 async function unhold(ctx: Context, move: MoveRow): Promise<StepResult> {
   const hold = await findHold(ctx.source, move.project_id);
   if (hold && hold.move_id === move.move_id) {

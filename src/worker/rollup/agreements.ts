@@ -1,17 +1,12 @@
-// Folds one chunk of agreement verdicts into checks and disagreements per (project, UTC day of
-// checked_at, field, tool_a, tool_b), SPEC §2.5, as ONE D1 batch. The counts are added in the same
-// transaction that moves the `agreements_seq` watermark past the chunk, so each verdict counts
-// exactly once and the sums survive raw retention.
+// Folds agreement verdicts (SPEC §2.5) as ONE D1 batch with the watermark, so each counts exactly
+// once and the sums survive raw retention.
 import { AGREEMENTS_WATERMARK, stateValueSql } from "../db/rollup-state.ts";
 import { NOT_HELD, decideScope, heldParams, type RunScope } from "./scope.ts";
 import { namedStatement } from "../db/named-sql.ts";
 import { dayStartSql } from "../time.ts";
 
 const watermark = stateValueSql(AGREEMENTS_WATERMARK);
-/**
- * The chunk: the next :chunk_agreements verdicts above the watermark (the same rows in each statement of the batch),
- * of projects no move holds (their verdicts are moved unfolded, db/moves.ts).
- */
+/** Held projects' verdicts are moved unfolded (db/moves.ts). */
 const chunk = `(SELECT * FROM raw_agreements WHERE agreement_seq > ${watermark} AND ${NOT_HELD} ORDER BY agreement_seq LIMIT :chunk_agreements)`;
 
 export const AGREEMENT_CHUNK_SQL = {
@@ -31,7 +26,6 @@ export const AGREEMENT_CHUNK_SQL = {
 
 export const AGREEMENT_CHUNK_STATEMENTS = 3;
 
-/** One verdicts chunk; `scope` the run's decision (decided now for a chunk run on its own). */
 export async function rollupAgreementChunk(db: D1Database, chunkAgreements: number, scope?: RunScope): Promise<{ more: number }> {
   const held = heldParams(scope ?? (await decideScope(db)));
   const results = await db.batch([

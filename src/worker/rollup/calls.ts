@@ -1,14 +1,7 @@
-// Folds one chunk of new calls into the hour/day counters, the tool pairs and the session counters
-// (SPEC §2.1–2.4), as ONE D1 batch (one transaction): a chunk applies exactly once or not at all, and
-// running it again finds no call.
-//
-// Calls wait in `call_batches` rows (one per request, migration 0025) and are appended to
-// `call_state`, one JSON row per (project, session, client, UTC hour): D1 bills rows, not bytes.
-// Every figure is a per-call flag of the call's neighbours, so the chunk loads the state rows that
-// can hold a neighbour whose flag a new call changes, derives their flags with window functions
-// without and with the chunk, and adds the difference (calls whose flags did not change cancel out,
-// so do the edges of the loaded span). Why that span suffices: "The span a chunk loads" in
-// docs/metrics.md. The first statement (CHUNK_SELECTION_SQL) bounds the chunk before any JSON is read.
+// Folds one chunk of new calls into the counters, pairs and sessions (SPEC §2.1–2.4) as ONE D1
+// batch, so a chunk applies exactly once or not at all. Flags depend on neighbours, so the chunk
+// loads the state rows around it and adds the difference with and without it; why that span
+// suffices: "The span a chunk loads" in docs/metrics.md.
 import { dayStartSql, hourStartSql } from "../time.ts";
 import { MAX_RETRY_REACH_MS, flagReachSql, isRetryOfSql } from "../retry-rule.ts";
 import { CALLS_CHUNK, INGEST_EPOCH, nextCallSeqSql, stateValueSql } from "../db/rollup-state.ts";
@@ -18,57 +11,39 @@ import { FOLDABLE, decideScope, scopeParams, type RunScope } from "./scope.ts";
 import { columnsByName, namedStatement } from "../db/named-sql.ts";
 
 /**
- * The counter columns an hour row's change carries: the one counter list (metrics/counters.ts). The
- * `buckets` and `changes` CTEs below compute each by name; a counter added to the list and not
- * computed there makes every calls chunk fail at once (the rollup tests), never count silently 0.
+ * A counter added to the list but not computed in `buckets`/`changes` fails every chunk rather than
+ * counting 0.
  */
 const COUNTERS = COUNTER_NAMES;
 
-/**
- * A call with an empty session_id has no session (SPEC §2.2): it is a chain of its own, never a
- * retry and never retried, in no session and no pair, and costs no per-session storage. Only calls
- * with a session enter the spans, call_state, the pairs and the sessions.
- */
+/** SPEC §2.2: a call without a session is a chain of its own and costs no per-session storage. */
 const IN_A_SESSION = "session_id <> ''";
 const COUNTER_COLUMNS = COUNTERS.join(", ");
 const ADD_COUNTERS = COUNTERS.map((c) => `${c} = ${c} + excluded.${c}`).join(", ");
 
 /**
- * A row the chunk may take: it still has calls, and it is closed — opened before the current ingest
- * epoch, which run.ts advanced before this chunk, so no request can append to it any more
- * (migration 0025). NULL epochs are rows stored before 0025.
+ * Closed rows only: run.ts advanced the ingest epoch first, so nothing can append to them
+ * (migration 0025). NULL epochs predate 0025.
  */
 export const WAITING_CLOSED = `call_count > 0 AND epoch IS NOT ${stateValueSql(INGEST_EPOCH)}`;
 
-/** The chunk `takeChunk` chose (a JSON object in rollup_state), read by every later statement of the batch. */
 const chunkSql = `(SELECT value FROM rollup_state WHERE name = '${CALLS_CHUNK}')`;
 
-/**
- * The requests of the chunk, with their calls and how many calls the chunk's earlier requests (by
- * batch_seq) hold: `call_count` is each row's number of calls, the same count the chunk's `seq`
- * advances by (nextCallSeqSql).
- */
+/** `call_count` is what the chunk's `seq` advances by (nextCallSeqSql). */
 const TAKEN_BATCHES = `SELECT b.batch_seq, b.project_id, b.received_at_ms, b.call_count, b.calls_json,
         (${chunkSql} ->> '$.seq') + SUM(b.call_count) OVER (ORDER BY b.batch_seq ROWS UNBOUNDED PRECEDING) - b.call_count AS seq_before
       FROM json_each(${chunkSql}, '$.batches') AS t JOIN call_batches b ON b.batch_seq = t.value`;
 
-/** The fields of a call in a `call_batches` row (db/tuples.ts, written by db/raw-writes.ts). */
 const BATCH_FIELDS = CALL_BATCH_CALL;
 type BatchField = (typeof BATCH_FIELDS)[number];
-/** SQL reading a field of a `call_batches` call (`j.value` by default). */
 const batchField = (name: BatchField, json = "j.value") => tupleField(CALL_BATCH_CALL, name, json);
-/** SQL reading a field of a `call_state` call (db/tuples.ts). */
 const stateField = (name: (typeof CALL_STATE_CALL)[number], json = "j.value") => tupleField(CALL_STATE_CALL, name, json);
-/** SQL reading a field of a chunk span. */
 const spanField = (name: (typeof CHUNK_SPAN)[number]) => tupleField(CHUNK_SPAN, name, "s.value");
 
 /**
- * `new_calls`: the chunk's calls, numbered in receive order above every number handed out before
- * (the chunk's `seq`, nextCallSeqSql), so each statement of the batch derives the same rows; each
- * extracts only the fields it reads. A call's number is its place in (batch_seq, position in the
- * request) order, which needs no sort of the chunk's calls. `jsonb_each` rather than `json_each`
- * wherever the rollup reads calls out of a JSON array: every field's `->>` then reads the binary
- * form instead of parsing the call's text again (faster, the same values).
+ * Numbered above nextCallSeqSql in (batch_seq, position) order, so every statement of the batch
+ * derives the same rows without a sort. `jsonb_each` so `->>` reads the binary form instead of
+ * re-parsing text.
  */
 const newCallsCtes = (fields: readonly BatchField[]) => `taken AS MATERIALIZED (${TAKEN_BATCHES}),
     new_calls AS MATERIALIZED (
@@ -76,7 +51,6 @@ const newCallsCtes = (fields: readonly BatchField[]) => `taken AS MATERIALIZED (
         t.seq_before + j.key + 1 AS call_seq
       FROM taken t, jsonb_each(t.calls_json) AS j)`;
 const ALL_FIELDS = BATCH_FIELDS;
-/** What the pairs need of a call. */
 const SPAN_FIELDS = ["session_id", "client_name", "tool_name", "started_at_ms"] as const satisfies readonly BatchField[];
 
 const sameGroup = (a: string, b: string) =>
@@ -85,7 +59,6 @@ const sameGroup = (a: string, b: string) =>
 /** What one range scan tells of a cluster's state rows (\`near\` in the chunk selection). */
 const CLUSTER_NEAR = ["max_duration_ms", "own_before", "own_after", "row_before", "row_after"] as const;
 const near = (name: (typeof CLUSTER_NEAR)[number], json = "cl.near") => tupleField(CLUSTER_NEAR, name, json);
-/** One side of a cluster (nearSideSql). */
 const NEAR_SIDE = ["near", "near_calls", "far"] as const;
 const side = (name: (typeof NEAR_SIDE)[number], json: string) => tupleField(NEAR_SIDE, name, json);
 
@@ -95,9 +68,8 @@ const nearestRowSql = (side: "before" | "after", cl = "cl") =>
         AND x.hour_start_ms ${side === "before" ? "<" : ">"} ${cl}.h)`;
 
 /**
- * One side of a cluster, over the state rows between its hour and its time reach, nearest first,
- * with the running count of their calls: `[near, near_calls, far]` — the farthest hour and the calls
- * of the rows within :near_calls calls (the nearest row always), and whether rows lie beyond them in reach.
+ * [near, near_calls, far]: the nearest rows up to :near_calls calls (always the nearest one), and
+ * whether more rows lie within reach.
  */
 const nearSideSql = (which: "before" | "after") => {
   const order = `x.hour_start_ms ${which === "before" ? "DESC" : "ASC"}`;
@@ -118,53 +90,29 @@ const shortSideSql = (before: 0 | 1) => `EXISTS (SELECT 1 FROM cluster_tools t
         WHERE ${sameGroup("t", "rc")} AND t.h = rc.h AND COALESCE(c.n, 0) < 2)`;
 
 /**
- * Whose durations set a cluster's reach (the longest duration among its new calls and these rows'):
- * a new call's predecessor and that one's predecessor start at most one retry reach each before it,
- * so their rows are within two longest reaches before the cluster; its successor, whose own
- * successor decides its first-call success, within one after it (retry-rule.ts).
+ * A predecessor and its predecessor start at most one retry reach each before a call; a successor's
+ * successor decides first-call success (retry-rule.ts).
  */
 export const DURATIONS_BEFORE_MS = 2 * MAX_RETRY_REACH_MS;
 export const DURATIONS_AFTER_MS = MAX_RETRY_REACH_MS;
 
 /**
- * How many of the oldest waiting requests take turns (their small columns only are read): a
- * project's backlog longer than this hides newer requests of the others until it shrinks.
+ * Bounds the read; a longer backlog of one project hides the others' newer requests until it
+ * shrinks.
  */
 export const TURN_WINDOW_REQUESTS = 5_000;
 
-/** What each candidate request costs the chunk (`costs`: its calls and loaded rows' calls, its spans), by name. */
 const COST_COLUMNS = ["k", "touched", "spans"] as const;
 
 export const CHUNK_SELECTION_SQL =
   /**
-   * Chooses the chunk and writes it to rollup_state (`calls_chunk`: the requests, the state rows to
-   * load around them, the estimate) for the statements after it; returns it as the chunk's report.
-   *
-   * Order (one project never holds up the others): the oldest TURN_WINDOW_REQUESTS waiting requests (of projects not
-   * being recomputed), taken by turns —
-   * every project's oldest request first, then every project's second, and so on — the project
-   * that led the previous chunk (its `leader`, kept in the same row across runs) last within a turn. A project's own requests keep their
-   * receive order, which is all the SPEC §2.2 tie-break compares (calls of one session).
-   *
-   * Bound (no transaction holds the database long, whatever a tenant sends): requests are taken in
-   * that order while the calls before each are fewer than :chunk_calls, the rows of work so far — new calls
-   * plus the calls of every state row the chunk will load, from `call_count`, before any state JSON
-   * is read — are at most :chunk_touched_calls, and the spans at most :chunk_spans; the first request is always taken so the
-   * rollup always advances. At most :chunk_spans requests are candidates: what this statement reads grows
-   * with them (~90 rows each, whatever their size), and each request of a session adds a span
-   * unless it shares one.
-   *
-   * Spans: per cluster (project, session, client, UTC hour of the new calls) the state rows the
-   * flags need (see the file header): the time reach (lo − 2 (reach + 30 s) to hi + 2 (reach + 30 s)), or,
-   * when that holds more rows than the nearest ones within :near_calls calls on a side and each tool of the
-   * cluster has at least 2 old calls in those near rows, only those (the tool's predecessor and its
-   * predecessor are then loaded, and every call between them and the new ones: the flags that can
-   * change are exact whatever the durations); and for the pairs the nearest row on each side unless
-   * the cluster's own row already holds a call before (after) the new ones. Reading
-   * the near rows' JSON for that check is itself bounded: clusters are checked in chunk order while
-   * the near rows' calls add up to at most :chunk_touched_calls, the others take the time reach. Spans computed from
-   * the candidates hold every span the taken requests alone need (a later request only widens a
-   * cluster, adds tools, lengthens durations), and loading more rows never changes a difference.
+   * Turns: every project's oldest request first, then every second, the previous chunk's leader
+   * last, so one project never holds up the others; a project's own requests keep receive order,
+   * all SPEC §2.2 ties compare.
+   * Bounds (:chunk_calls, :chunk_touched_calls, :chunk_spans) keep any transaction short whatever a
+   * tenant sends; the first request is always taken so the rollup advances.
+   * Spans: the time reach, or only the near rows when each tool has 2 old calls there (its
+   * predecessors are then loaded); loading more rows never changes a difference.
    */
   `INSERT INTO rollup_state (name, value)
     WITH pending AS MATERIALIZED (
@@ -272,27 +220,17 @@ export const CHUNK_SELECTION_SQL =
 export const CALL_COLUMNS = "project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, good, args_hash, call_seq";
 
 /**
- * The calls a loaded state row contributes (`cs`, with its (session, client)'s earliest new call
- * `k.group_lo_ms`, taken over the chunk's candidate requests: no later than over its own): when
- * every call of the row comes before every new call of its (session, client) — it started no later
- * than the earliest one, whose call_seq is higher — only the two latest calls of
- * each tool (`latest_per_tool_json`, migration 0032), else all of them. Of such a row, a new call can
- * change the flags of only the latest call of its tool before it (its successor changes) and the
- * pairs of only the latest call before it; the flag of that latest call of a tool depends on its own
- * predecessor in the tool's sequence, the row's second latest call of the tool or the latest of an
- * earlier row (whose calls come before too, so its latest are loaded as well). Every other call kept
- * from such a row sees the same neighbours with and without the chunk, so its contributions cancel,
- * as those at the edges of a span do. A row without the list (written before 0032) is read whole.
+ * A row entirely before the (session, client)'s new calls can only change through each tool's two
+ * latest calls (migration 0032); its other calls cancel out. Rows written before 0032 are read
+ * whole.
  */
 const LOADED_CALLS_SQL = `CASE WHEN cs.latest_per_tool_json IS NOT NULL AND cs.max_started_at_ms <= k.group_lo_ms
         THEN (SELECT json_group_array(json(cs.calls_json -> p.value)) FROM json_each(cs.latest_per_tool_json) AS p)
         ELSE cs.calls_json END`;
 
 /**
- * `loaded`: the state rows of the chunk's spans (a row in several spans once), for the retry flags
- * only the calls of the (session, client, tool) sequences of the chunk's calls (`new_tools`: no
- * other call's flags can change); `all_calls`: the same with the chunk's calls. State elements are
- * [call_seq, tool_name, started_at_ms, duration_ms, outcome, response_bytes, is_empty, args_hash].
+ * Only the (session, client, tool) sequences of the chunk's calls: no other call's flags can
+ * change.
  */
 const loadedCtes = (sequence: "tool" | "session") => `${newCallsCtes(sequence === "tool" ? ALL_FIELDS : SPAN_FIELDS)},
     spans AS MATERIALIZED (
@@ -341,24 +279,14 @@ export const IS_RETRY_SQL = isRetryOfSql(
 export const WAS_RETRIED_SQL = isRetryOfSql(
   { startedAt: "started_at_ms", duration: "duration_ms", argsHash: "args_hash" }, { startedAt: "n_started_at_ms", argsHash: "n_args_hash" });
 
-/**
- * SPEC §2.2 contributions of every call of `calls` (a CTE name) to the hour rows, times `sign`
- * (+1 with the chunk, −1 without it): a call is a retry when its predecessor ended 0–30 s before it
- * with another args_hash; it was retried when its successor is a retry of it (one window, both
- * neighbours); a call that is not a retry starts a chain, which counts as first-call ok when the
- * call is ok, not empty and not retried.
- */
+/** SPEC §2.2, times `sign` (+1 with the chunk, −1 without). */
 const retryContributions = (calls: string, sign: 1 | -1) => `SELECT project_id, hour_start_ms, tool_name, client_name,
         ${sign} * SUM(is_retry) AS retries, ${sign} * SUM(1 - is_retry) AS first_call_attempts,
         ${sign} * SUM((1 - is_retry) * good * (1 - was_retried)) AS first_call_ok
       FROM (${callFlagsSql(calls)})
       GROUP BY project_id, hour_start_ms, tool_name, client_name`;
 
-/**
- * Every call of `calls` (a CTE with CALL_COLUMNS) with its hour and its SPEC §2.2 flags
- * (`is_retry`, `was_retried`: 0 or 1), from its neighbours in its (session, client, tool) sequence.
- * The rollup and the recompute (recompute.ts) both derive the flags here.
- */
+/** The rollup and recompute.ts both derive the SPEC §2.2 flags here. */
 export const callFlagsSql = (calls: string) => `SELECT project_id, ${hourStartSql("started_at_ms")} AS hour_start_ms, tool_name, client_name,
           started_at_ms, good, COALESCE(${IS_RETRY_SQL}, 0) AS is_retry, COALESCE(${WAS_RETRIED_SQL}, 0) AS was_retried
         FROM (SELECT ${CALL_COLUMNS}, LAG(started_at_ms) OVER w AS p_started_at_ms, LAG(duration_ms) OVER w AS p_duration_ms,
@@ -377,21 +305,15 @@ const HOUR_ROW_COLUMNS = ["project_id", "hour_start_ms", "tool_name", "client_na
 const CHANGE_COLUMNS = [...HOUR_ROW_COLUMNS, ...COUNTERS];
 /** The counters a call's neighbours decide (retryContributions), the others its own. */
 const RETRY_COUNTERS: readonly string[] = ["retries", "first_call_attempts", "first_call_ok"];
-/** Each name as its own value (a column taken as it is). */
 const byName = (names: readonly string[]) => Object.fromEntries(names.map((n) => [n, n]));
-/** The arm of each call's own counters: a counter of the list that `buckets` does not compute fails every chunk, never counts 0. */
+/** A counter that `buckets` does not compute fails every chunk, never counts 0. */
 const OWN_CHANGES = {
   ...byName(HOUR_ROW_COLUMNS), ...byName(COUNTERS.filter((c) => !RETRY_COUNTERS.includes(c))),
   retries: "0", first_call_attempts: "calls_without_session", first_call_ok: "sessionless_good",
 };
-/** The arms of the retry contributions, the other counters 0. */
 const RETRY_CHANGES = byName([...HOUR_ROW_COLUMNS, ...RETRY_COUNTERS]);
 
-/**
- * The chunk's change to each hour row it touches (one row per project, hour, tool and client, with
- * the new calls' latency buckets as a JSON object, SPEC §2.3): the new calls' outcomes and sums,
- * and the difference of the retry figures with and without the chunk.
- */
+/** SPEC §2.3: retry figures as the difference with and without the chunk. */
 const DELTAS_CTES = `WITH ${loadedCtes("tool")},
     buckets AS MATERIALIZED (
       SELECT project_id, ${hourStartSql("started_at_ms")} AS hour_start_ms, tool_name, client_name, duration_bucket,
@@ -425,21 +347,16 @@ const DELTAS_CTES = `WITH ${loadedCtes("tool")},
       WHERE d.calls <> 0 OR d.retries <> 0 OR d.first_call_attempts <> 0 OR d.first_call_ok <> 0)`;
 
 export const CALL_CHUNK_SQL = {
-  // Each call contributes to the counter row of its hour, tool and client (SPEC §2.1–2.3): a chain
-  // counts in its first call's hour and client and a retry in its own (SPEC §2.2), both the hour
-  // and client of the call carrying the flag. The histogram is merged in the same upsert: bucket
-  // counts added key by key, in bucket order. The day rows follow by trigger (migration 0013: a
-  // changed hour row adds its change to its day row).
+  // SPEC §2.1–2.3: a chain counts in its first call's hour and client, a retry in its own. Day rows
+  // follow by trigger (migration 0013).
   applyHourDeltas: `INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, duration_histogram_json)
     ${DELTAS_CTES}
     SELECT project_id, hour_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, duration_histogram_json FROM deltas WHERE true
     ON CONFLICT (project_id, hour_start_ms, tool_name, client_name) DO UPDATE SET ${ADD_COUNTERS},
       duration_histogram_json = ${mergeHistograms("tool_hour_metrics.duration_histogram_json", "excluded.duration_histogram_json")}`,
 
-  // Pairs (SPEC §2.4) change by the difference between each loaded call's next tool in its
-  // (session, client) sequence with the chunk and without it, counted on the call's day, in the
-  // (day, client) row's JSON object (migration 0019): one row written per (day, client) touched,
-  // counts added key by key, a pair that drops to 0 removed from the object.
+  // SPEC §2.4: difference of next tools with and without the chunk, one row per (day, client)
+  // (migration 0019).
   applyPairDeltas: `INSERT INTO pair_days (project_id, day_start_ms, client_name, pairs_json)
     WITH ${loadedCtes("session")},
     nexts AS (
@@ -460,10 +377,8 @@ export const CALL_CHUNK_SQL = {
 
   dropEmptyPairs: `DELETE FROM pair_days WHERE pairs_json = '{}'`,
 
-  // SPEC §2.4 sessions, folded in here (ingest writes no session row): first/last seen over the
-  // calls' starts (and, in the startups chunk, the startups' receive times), the client of the
-  // latest (a tie goes to the one folded in later, i.e. received later), calls and response bytes,
-  // added in the transaction that folds the calls in, so each call is added exactly once.
+  // SPEC §2.4 sessions, in the transaction that folds the calls in, so each call is added exactly
+  // once; ties go to the later-received client.
   addSessionCounters: `INSERT INTO sessions (project_id, session_id, first_seen_ms, last_seen_ms, client_name, calls, response_bytes_sum)
     WITH ${newCallsCtes(["session_id", "client_name", "started_at_ms", "response_bytes"])}
     SELECT project_id, session_id, MIN(started_at_ms), MAX(started_at_ms), MAX(CASE WHEN latest = 1 THEN client_name END),
@@ -478,10 +393,8 @@ export const CALL_CHUNK_SQL = {
       last_seen_ms = MAX(sessions.last_seen_ms, excluded.last_seen_ms),
       calls = calls + excluded.calls, response_bytes_sum = response_bytes_sum + excluded.response_bytes_sum`,
 
-  // The calls join their (session, client, hour) rows: appended to the JSON array (its order does
-  // not matter; the flag CTEs sort), with the row's longest duration for the spans, and the
-  // positions of each tool's two latest calls (LOADED_CALLS_SQL) recomputed from the row's two and
-  // the new ones (a row without them, written before migration 0032, stays without).
+  // Keeps each tool's two latest positions for LOADED_CALLS_SQL (rows from before migration 0032
+  // stay without).
   appendCalls: `INSERT INTO call_state (project_id, session_id, client_name, hour_start_ms, max_duration_ms, min_started_at_ms,
       max_started_at_ms, call_count, calls_json, latest_per_tool_json)
     WITH ${newCallsCtes(BATCH_FIELDS.filter((f) => f !== "duration_bucket"))}
@@ -510,33 +423,29 @@ export const CALL_CHUNK_SQL = {
             SELECT call_state.call_count + p.value, excluded.calls_json -> p.value FROM json_each(excluded.latest_per_tool_json) AS p))
         WHERE tool_rank <= 2) END`,
 
-  // Emptied, not deleted: the row keeps its batch ids for the Idempotency-Key window (migration
-  // 0025); run.ts deletes it after that. Running the chunk again finds no call in it.
+  // Emptied, not deleted: the batch ids serve the Idempotency-Key window (migration 0025);
+  // re-running the chunk finds no call.
   emptyTakenBatches: `UPDATE call_batches SET call_count = 0, chars = 2, calls_json = '[]'
     WHERE batch_seq IN (SELECT value FROM json_each(${chunkSql}, '$.batches'))`,
 } as const;
 
 /** What `takeChunk` chose: the requests and state rows of the chunk and what it is estimated to touch. */
 export type CallChunkReport = {
-  /** New calls in the chunk, and the requests they came in. */
   calls: number;
   requests: number;
-  /** New calls plus the calls of the state rows the chunk loads (estimated before loading them). */
+  /** Estimated before loading the state rows. */
   touched: number;
-  /** 1 when requests are left waiting. */
   more: number;
   /** The project whose request came first in the chunk (null when nothing was waiting). */
   leader: string | null;
-  /** Rows the chunk's statements read (the sum of D1's meta.rows_read): what its transaction cost. */
+  /** Sum of D1's meta.rows_read. */
   rowsRead: number;
 };
 
 export interface CallChunkBounds {
-  /** New calls per chunk (the calls before the last request taken are fewer than this). */
   chunkCalls: number;
   /** Rows of work per chunk: new calls plus the calls of the state rows loaded around them. */
   chunkTouchedCalls: number;
-  /** Spans per chunk (what the chunk's JSON row holds; each a (session, client, hour) of new calls). */
   chunkSpans: number;
   /** Calls of the rows on each side of a span read to find each tool's two predecessors (successors). */
   nearCalls: number;

@@ -1,26 +1,20 @@
-// The fold of finished days (migration 0029, db/day-marks.ts): a project's hour rows of a day that
-// is over are added to their day rows, in key order, a bounded step at a time, and its mark moves
-// past them in the same transaction, so a row is added exactly once and reads (which add the rows
-// not folded yet) give the same sums before and after every step. One step, ONE D1 batch: the
-// project with the oldest unfolded day comes first (then by project id; both by the marks' index),
-// up to `rows` hour rows of that day from its cursor.
+// Folds finished days' hour rows into day rows (migration 0029). The mark moves in the same
+// transaction, so a row is added exactly once and reads give the same sums before and after every
+// step.
 import { addHistogramsSql } from "../db/day-triggers.ts";
 import { DAY_MS, dayStartSql } from "../time.ts";
 import { COUNTER_NAMES } from "../metrics/counters.ts";
 import { NOT_HELD, decideScope, heldParams, type RunScope } from "./scope.ts";
 import { namedStatement } from "../db/named-sql.ts";
 
-/** Hour rows one step folds (one transaction). Default of RollupOptions.dayFoldRows. */
 export const DAY_FOLD_ROWS = 5_000;
 
-// :today_ms the run's UTC day start (only days before it are folded), :fold_rows the step's rows. A project a move
-// holds is left as it is (its rows are being copied, db/moves.ts).
+// Held projects are skipped: their rows are being copied (db/moves.ts).
 const MARK = `mark AS MATERIALIZED (
     SELECT project_id, folded_to_ms, cursor_hour_ms, cursor_tool, cursor_client FROM day_marks
     WHERE folded_to_ms < :today_ms AND ${NOT_HELD} ORDER BY folded_to_ms, project_id LIMIT 1)`;
 
-// Every statement of the step derives the same rows from the mark (the step changes neither the
-// hour rows nor the mark before its last statement).
+// The mark changes only in the last statement, so every statement derives the same rows.
 const TAKEN = `taken AS MATERIALIZED (
     SELECT h.* FROM mark AS k JOIN tool_hour_metrics AS h ON h.project_id = k.project_id
       AND h.hour_start_ms >= COALESCE(k.cursor_hour_ms, k.folded_to_ms) AND h.hour_start_ms < k.folded_to_ms + ${DAY_MS}
@@ -30,11 +24,7 @@ const TAKEN = `taken AS MATERIALIZED (
 const COLUMNS = COUNTER_NAMES.join(", ");
 
 export const DAY_FOLD_SQL = {
-  /**
-   * Marks for the projects of the waiting requests that have none (:today_ms the run's UTC day start): at
-   * the project's last hour row in key order, so that every row it has now stays in its day row and
-   * every later one is folded (a project without hour rows: from today).
-   */
+  /** At the last hour row, so every existing row stays in its day row and every later one is folded. */
   markNewProjects: `INSERT INTO day_marks (project_id, folded_to_ms, cursor_hour_ms, cursor_tool, cursor_client)
     SELECT p.project_id, COALESCE(${dayStartSql("l.hour_start_ms")}, :today_ms), l.hour_start_ms, l.tool_name, l.client_name
     FROM (SELECT DISTINCT project_id FROM call_batches WHERE call_count > 0) AS p
@@ -44,7 +34,6 @@ export const DAY_FOLD_SQL = {
     WHERE NOT EXISTS (SELECT 1 FROM day_marks AS k WHERE k.project_id = p.project_id)
     ON CONFLICT (project_id) DO NOTHING`,
 
-  /** Whether a project has a finished day not folded yet. */
   pending: `SELECT EXISTS (SELECT 1 FROM day_marks WHERE folded_to_ms < :today_ms AND ${NOT_HELD}) AS days`,
 
   addToDays: `INSERT INTO tool_day_metrics (project_id, day_start_ms, tool_name, client_name, ${COLUMNS}, duration_histogram_json)
@@ -64,10 +53,6 @@ export const DAY_FOLD_SQL = {
       ${COUNTER_NAMES.map((c) => `${c} = ${c} + excluded.${c}`).join(", ")},
       duration_histogram_json = ${addHistogramsSql("tool_day_metrics.duration_histogram_json", "excluded.duration_histogram_json")}`,
 
-  /**
-   * The mark moves past the rows taken: to the last of them when the step was full (the day may
-   * have more), else to the next day that has hour rows, or today when none is before it.
-   */
   advanceMark: `WITH ${MARK}, ${TAKEN},
     last AS (SELECT hour_start_ms, tool_name, client_name FROM taken ORDER BY hour_start_ms DESC, tool_name DESC, client_name DESC LIMIT 1),
     step AS (SELECT COUNT(*) AS rows FROM taken)
@@ -84,10 +69,7 @@ export const DAY_FOLD_SQL = {
 
 export const DAY_FOLD_STATEMENTS = 3;
 
-/**
- * One fold step at the run's `todayMs` (a UTC day start); answers whether a finished day is left to
- * fold. `scope`: the run's decision (decided now for a step run on its own).
- */
+/** Answers whether a finished day is left to fold. */
 export async function runDayFoldStep(db: D1Database, todayMs: number, rows = DAY_FOLD_ROWS, scope?: RunScope): Promise<{ more: boolean }> {
   const held = heldParams(scope ?? (await decideScope(db)));
   const results = await db.batch([

@@ -1,20 +1,8 @@
-// Recomputing a project's counters from its raw calls, after a rule change or a fix
-// (POST /v1/admin/projects/:id/recompute, or a migration that marks projects; docs/migrations.md).
-//
-// `call_state` keeps every call with a session for RAW_RETENTION_DAYS (retention.ts), so the figures
-// that depend on a call's neighbours — retries, first-call attempts and successes (SPEC §2.2) and the
-// pairs (SPEC §2.4) — are derived again with the rollup's own SQL (calls.ts, callFlagsSql) and
-// written over the stored ones. Per-call counters are facts of one call and stay as stored; calls
-// without a session are kept nowhere raw (SPEC §2.2), so their part of the chain figures is read
-// from those counters. Days whose calls' neighbours are no longer all kept (before `raw_kept_from_ms`
-// plus one retry reach) are frozen.
-//
-// Every step is one transaction that chooses its work into `recomputes.step` and advances the
-// cursor, so a step applies whole or not at all: clearing (scratch rows of an interrupted
-// recompute) → counting (whole (session, client) sequences into recompute_hours / recompute_pairs)
-// → hours (written over the hour rows) → pairs (replacing pair_days) → done. The rollup leaves the
-// project's waiting requests alone meanwhile (scope.ts), and folds them in once it is done. If
-// retention moves `raw_kept_from_ms` while counting, the counting starts again.
+// Recomputes a project's neighbour-dependent figures (SPEC §2.2, §2.4) from raw calls with the
+// rollup's own SQL, after a rule change or a fix (docs/migrations.md). Days whose neighbours are no
+// longer all kept are frozen.
+// Each step is one transaction that chooses its work and advances the cursor, so it applies whole
+// or not at all; the rollup leaves the project's calls alone meanwhile (scope.ts).
 import { dayStartSql, DAY_MS, hourStartSql } from "../time.ts";
 import { MAX_RETRY_REACH_MS } from "../retry-rule.ts";
 import { RAW_KEPT_FROM, stateValueSql } from "../db/rollup-state.ts";
@@ -26,17 +14,14 @@ import { CALL_COLUMNS, SESSION_SEQUENCE, callFlagsSql } from "./calls.ts";
 import { namedStatement } from "../db/named-sql.ts";
 import { BOUND_SCOPE, decideScope, type RunScope } from "./scope.ts";
 
-/**
- * How far before the first recomputed day the raw calls are read: a call's predecessor that it
- * retries started at most one retry reach of the longest duration before it.
- */
+/** A retried predecessor started at most one retry reach before it. */
 export const RECOMPUTE_LOOKBACK_MS = MAX_RETRY_REACH_MS;
 
 /** The first day recomputed when raw calls are whole from `keptFromMs` on: a UTC day start. */
 export function recomputeFromMs(keptFromMs: number): number {
   return Math.ceil((keptFromMs + RECOMPUTE_LOOKBACK_MS) / DAY_MS) * DAY_MS;
 }
-/** recomputeFromMs in SQL (whole milliseconds: the integer division is the ceiling's). */
+/** The integer division is the ceiling's. */
 const recomputeFromSql = (keptFrom: string) => `((${keptFrom} + ${RECOMPUTE_LOOKBACK_MS + DAY_MS - 1}) / ${DAY_MS} * ${DAY_MS})`;
 
 const KEPT_FROM_SQL = stateValueSql(RAW_KEPT_FROM);
@@ -47,17 +32,14 @@ const stepCte = (kinds: string[]) => `st AS MATERIALIZED (
       SELECT step ->> '$.kind' AS kind, step, from_ms, cursor, step -> '$.last' AS last FROM recomputes
       WHERE project_id = :project_id AND step ->> '$.kind' IN (${kinds.map((k) => `'${k}'`).join(", ")}))`;
 
-/** The key `layout` of the row `alias` as a row value. */
 const keyOf = (layout: TupleLayout, alias: string) => `(${layout.map((c) => `${alias}.${c}`).join(", ")})`;
-/** The tuple `json` of `layout` as a row value. */
 const keyIn = (layout: TupleLayout, json: string) => `(${layout.map((c) => tupleField(layout, c, json)).join(", ")})`;
 /** The row `alias` after the cursor `cursor` (a tuple of `layout`; '[]' = from the start). */
 const afterSql = (layout: TupleLayout, alias: string, cursor: string) => `(${cursor} = '[]' OR ${keyOf(layout, alias)} > ${keyIn(layout, cursor)})`;
-/** The row `alias` in the step's range: after its cursor, up to its last key. */
 const inStepSql = (layout: TupleLayout, alias: string) =>
   `${afterSql(layout, alias, "st.cursor")} AND ${keyOf(layout, alias)} <= ${keyIn(layout, "st.last")}`;
 
-/** The recompute's own row, read without correlation inside the choice. */
+/** Read without correlation inside the choice. */
 const OWN_ROW = `own AS MATERIALIZED (SELECT cursor, from_ms FROM recomputes WHERE project_id = :project_id)`;
 
 /** The session calls of the counted sequences: every call_state row from the lookback on. */
@@ -73,7 +55,6 @@ const countedCallsCtes = (kinds: string) => `${stepCte([kinds])},
       FROM st, sequences s JOIN call_state x ON x.project_id = :project_id AND x.session_id = s.session_id AND x.client_name = s.client_name
         AND x.hour_start_ms >= ${hourStartSql(`st.from_ms - ${RECOMPUTE_LOOKBACK_MS}`)}, json_each(x.calls_json) AS j)`;
 
-/** Whether scratch rows of project :project_id are left (the advance statement's checks). */
 const SCRATCH_LEFT = `(EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = :project_id) OR EXISTS (SELECT 1 FROM recompute_pairs WHERE project_id = :project_id))`;
 const HOURS_LEFT = `EXISTS (SELECT 1 FROM recompute_hours WHERE project_id = :project_id)`;
 
@@ -82,11 +63,7 @@ export const RECOMPUTE_SQL = {
   next: `SELECT project_id, state FROM recomputes WHERE state <> 'done' AND project_id IN ${BOUND_SCOPE.recomputing}
     ORDER BY requested_at_ms, project_id LIMIT 1`,
 
-  /**
-   * Chooses the step of project :project_id if it is still in state :state (else kind 'none', so a step raced by
-   * another run does nothing): :step_bound is the step's bound (calls when counting, rows or keys otherwise),
-   * :max_sequences the most sequences one counting step looks at.
-   */
+  /** Kind 'none' unless still in :state, so a step raced by another run does nothing. */
   choose: `UPDATE recomputes SET step = CASE
       WHEN state <> :state THEN json_object('kind', 'none')
       WHEN state = 'clearing' THEN json_object('kind', 'clearing')
@@ -133,7 +110,6 @@ export const RECOMPUTE_SQL = {
     WHERE project_id = :project_id
     RETURNING step`,
 
-  /** Clearing: up to :max_rows scratch rows of the project, each table. */
   clearHours: `DELETE FROM recompute_hours WHERE (project_id, hour_start_ms, tool_name, client_name) IN (
       SELECT project_id, hour_start_ms, tool_name, client_name FROM recompute_hours
       WHERE project_id = :project_id AND EXISTS (SELECT 1 FROM recomputes WHERE project_id = :project_id AND step ->> '$.kind' = 'clearing') LIMIT :max_rows)`,
@@ -163,9 +139,8 @@ export const RECOMPUTE_SQL = {
     ON CONFLICT (project_id, day_start_ms, client_name, pair) DO UPDATE SET pair_count = pair_count + excluded.pair_count`,
 
   /**
-   * Hours: the chain figures of the step's hour rows, from the scratch rows (the session calls) and
-   * the row's own per-call counters (the calls without a session); only rows whose figures differ
-   * are written.
+   * Calls without a session are kept nowhere raw (SPEC §2.2), so their part comes from the row's
+   * own counters. Only rows whose figures differ are written.
    */
   writeHours: `WITH ${stepCte(["hours"])},
     figures AS MATERIALIZED (
@@ -225,11 +200,10 @@ export const RECOMPUTE_SQL = {
 } as const;
 
 export interface RecomputeBounds {
-  /** Calls one counting step reads (the calls of the sequences it takes; the first is always taken). */
+  /** The first sequence is always taken. */
   recomputeCalls: number;
   /** Rows one step writes or deletes: hour rows, (day, client) pair rows, scratch rows. */
   recomputeRows: number;
-  /** Sequences one counting step looks at. */
   recomputeSequences: number;
 }
 
@@ -237,11 +211,8 @@ export interface RecomputeStepReport {
   project_id: string;
   /** What the step did: clearing, restart, counting, counted, hours, hours_done, pairs, pairs_done, or none (raced). */
   kind: string;
-  /** D1 statements the step ran (its probe included). */
   statements: number;
-  /** Hour rows whose figures it changed (hours steps). */
   hourRowsChanged: number;
-  /** True when this step finished the project's recompute. */
   done: boolean;
 }
 
@@ -255,11 +226,7 @@ const STATEMENTS_OF: Record<Exclude<RecomputeState, "done">, (keyof typeof RECOM
   pairs: ["deletePairDays", "insertPairDays", "consumePairs"],
 };
 
-/**
- * Runs one step of the oldest recompute under way of the run's decision `scope` (decided now for a
- * step run on its own), in one transaction; null when none is. `nowMs` is recorded as the time a
- * recompute finished.
- */
+/** null when no recompute is under way. `nowMs` is recorded as the finish time. */
 export async function runRecomputeStep(db: D1Database, nowMs: number, bounds: RecomputeBounds, scope?: RunScope): Promise<RecomputeStepReport | null> {
   const { recomputing } = scope ?? (await decideScope(db));
   const next = await namedStatement(db, RECOMPUTE_SQL.next, { recomputing_projects: JSON.stringify(recomputing) })

@@ -1,22 +1,8 @@
-// The daily raw-row retention (`30 3 * * *`, SPEC §2.6): raw rows older than RAW_RETENTION_DAYS
-// (default 30, never under 8) are deleted in bounded chunks; counters are kept forever. The raw
-// calls are the `call_state` rows, one per (project, session, client, hour), so a day of calls
-// costs one deleted row per (session, client, hour) it had, not one per call.
-//
-// What it never deletes (docs/metrics.md, "Retention"):
-// - a row that a future call could need for its retry flags. Ingest accepts calls up to 7 days old
-//   and a call lasts at most 1 day (SPEC §1.2); a newly arriving call can change the flags of its
-//   predecessor, whose first-call success depends on the predecessor's own predecessor, so the
-//   rollup may need calls up to 9 days + 60 s before now (NEEDED_BY_LATE_CALLS_MS); the cutoff is
-//   at least that and 1 hour back (an hour of margin for clocks), and a row goes only when its
-//   whole hour is before it;
-// - the latest row of each (session, client) before the cutoff: a new call's predecessor in its
-//   (session, client) sequence can be any distance back (tool pairs have no time window, SPEC
-//   §2.4), so that row stays to carry the pair (one row per session and client at most).
-// Calls still waiting in `call_batches` are not in call_state yet, so nothing here can touch them.
-//
-// The same job folds old hour rows into their day rows (SPEC §7, "History that fits"): see
-// FOLD_SQL below.
+// The daily raw-row retention (`30 3 * * *`, SPEC §2.6) and the hour-row fold (SPEC §7);
+// docs/metrics.md "Retention".
+// Never deleted: rows a late call could still need for its flags (7 days late + 1 day long + two
+// retry reaches, SPEC §1.2, plus an hour for clocks), and each (session, client)'s latest row,
+// since pairs have no time window (SPEC §2.4).
 import { AGREEMENTS_WATERMARK, AS_OF, RAW_KEPT_FROM, stateValueSql, toolVersionsWatermarkSql } from "../db/rollup-state.ts";
 import { DAY_MS, HOUR_MS, hourRowsHorizonMs, hourStartMs } from "../time.ts";
 import { MAX_FLAG_REACH_MS } from "../retry-rule.ts";
@@ -26,7 +12,6 @@ import { COUNTER_NAMES } from "../metrics/counters.ts";
 import { schemaChangeSpansSql } from "../metrics/schema-change.ts";
 import { namedStatement } from "../db/named-sql.ts";
 
-/** SQL reading a field of a `call_state` call (db/tuples.ts). */
 const stateField = (name: (typeof CALL_STATE_CALL)[number]) => tupleField(CALL_STATE_CALL, name, "j.value");
 /** A row's calls, latest first: by start, then receive order. */
 const LATEST_FIRST = `${stateField("started_at_ms")} DESC, ${stateField("call_seq")} DESC`;
@@ -36,43 +21,29 @@ export const DEFAULT_RAW_RETENTION_DAYS = 30;
 export const MIN_RAW_RETENTION_DAYS = 8;
 
 export interface RetentionOptions {
-  /** RAW_RETENTION_DAYS; clamped to at least 8, default 30. */
   retentionDays?: number;
   /** D1 statements one invocation may run. Default 45 (under the Free plan's 50). */
   maxQueries?: number;
-  /** Rows per DELETE statement. Default 20,000. */
   chunkRows?: number;
-  /**
-   * Calls per call_state statement (the calls of the rows it deletes or cuts, from `call_count`):
-   * a row holds an hour of a session's calls, so rows alone do not bound the work. The first row
-   * is always taken. Default 30,000.
-   */
+  /** A row holds an hour of a session's calls, so rows alone do not bound the work. */
   chunkCalls?: number;
-  /**
-   * Hour rows one fold step takes (its days are taken whole, so a step folds at most this plus
-   * the rest of its last project-day). Default 20,000 (0.1–0.2 s and ~185,000 rows read in Miniflare).
-   */
+  /** Days are taken whole, so a step may exceed this by the rest of its last project-day. */
   foldRows?: number;
-  /** Project-days one fold step takes at most. Default 1,000. */
   foldDays?: number;
   /**
-   * Old hour rows one run reads at most: a backlog (the first runs after an upgrade) is folded over
-   * several days rather than spending the free plan's 5,000,000 rows read a day. Default 100,000.
+   * A backlog is folded over several days rather than spend the free plan's 5,000,000 rows read a
+   * day.
    */
   foldRowsPerRun?: number;
 }
 
 export interface RetentionReport {
   cutoffMs: number;
-  /** call_state rows deleted (one per session, client and hour). */
   deletedCallRows: number;
-  /** call_state rows cut down to their latest call (each session and client's row kept for its pairs). */
   trimmedCallRows: number;
   deletedStartups: number;
   deletedAgreements: number;
-  /** Hour rows of days before this are folded into their day rows (hourRowsHorizonMs). */
   hourHorizonMs: number;
-  /** Hour rows deleted because their day row holds them (SPEC §7). */
   foldedHourRows: number;
   /** True when nothing was deleted because the rollup's as_of is older than MAX_ROLLUP_LAG_MS. */
   skippedBecauseRollupBehind: boolean;
@@ -80,7 +51,6 @@ export interface RetentionReport {
   caughtUp: boolean;
 }
 
-/** RAW_RETENTION_DAYS from the environment: a whole number of days, at least 8; default 30. */
 export function parseRetentionDays(raw: string | undefined): number {
   const n = raw === undefined || raw.trim() === "" ? NaN : Number(raw);
   if (!Number.isFinite(n)) return DEFAULT_RAW_RETENTION_DAYS;
@@ -88,33 +58,25 @@ export function parseRetentionDays(raw: string | undefined): number {
 }
 
 /**
- * How far back a call that can still arrive may need raw calls: it may be 7 days old (SPEC §1.2),
- * and the rollup loads up to two retry reaches of the longest duration before it (the
- * predecessor's predecessor, retry-rule.ts and src/worker/rollup/calls.ts).
+ * 7 days late (SPEC §1.2) plus two retry reaches of the longest duration (the predecessor's
+ * predecessor, retry-rule.ts).
  */
 export const NEEDED_BY_LATE_CALLS_MS = MAX_PAST_MS + MAX_FLAG_REACH_MS;
 
-/**
- * Raw calls starting before this may be deleted: `days` back (never under 8), and never closer than
- * what a late call may still need, one more hour, floored to the hour.
- */
 export function retentionCutoffMs(scheduledTimeMs: number, retentionDays: number): number {
   const days = Math.max(MIN_RAW_RETENTION_DAYS, retentionDays);
   return hourStartMs(scheduledTimeMs - Math.max(days * DAY_MS, NEEDED_BY_LATE_CALLS_MS) - HOUR_MS);
 }
 
 /**
- * Retention runs only while the rollup is at most this far behind. The margins above assume
- * that every call still waiting for the rollup arrived recently (so started at most 7 days
- * before now); if the rollup stalls, a call that waited long enough could start before the cutoff
- * and find its neighbours gone. 12 hours keeps 11 hours of margin.
+ * The margins assume waiting calls arrived recently; if the rollup stalls, a late call could find
+ * its neighbours gone. 12 hours keeps 11 hours of margin.
  */
 export const MAX_ROLLUP_LAG_MS = 12 * HOUR_MS;
 
 export const RETENTION_SQL = {
-  // Written before anything is deleted: raw calls are whole from it on, which is where a recompute (recompute.ts) reads them.
-  // Only while the rollup keeps up (as_of no earlier than :min_as_of_ms, MAX_ROLLUP_LAG_MS back); otherwise
-  // nothing is written and the run deletes nothing.
+  // Written before anything is deleted: a recompute reads raw calls from here. Nothing is written
+  // (so nothing deleted) while the rollup lags.
   keptFrom: `INSERT INTO rollup_state (name, value)
     SELECT '${RAW_KEPT_FROM}', :cutoff_ms WHERE ${stateValueSql(AS_OF)} >= :min_as_of_ms
     ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value)`,
@@ -131,9 +93,7 @@ export const RETENTION_SQL = {
         LIMIT :max_rows))
     WHERE calls_before < :max_calls)`,
 
-  // The row kept for the pairs needs only its latest call: the others go, so what is kept for
-  // ever is one call per (session, client), not an hour of them. That call, at position 0, is the
-  // latest of its tool (migration 0032).
+  // The pairs need only the latest call, at position 0 the latest of its tool (migration 0032).
   trimKeptCalls: `UPDATE call_state SET call_count = 1, min_started_at_ms = max_started_at_ms, latest_per_tool_json = '[0]',
       calls_json = (SELECT json_array(json(j.value)) FROM json_each(call_state.calls_json) AS j
         ORDER BY ${LATEST_FIRST} LIMIT 1),
@@ -150,8 +110,7 @@ export const RETENTION_SQL = {
           LIMIT :max_rows))
       WHERE calls_before < :max_calls)`,
 
-  // Startups and verdicts are folded in by increments (never re-read), so only the watermark
-  // matters. Receive order follows *_seq: delete the run of seqs before the first young row.
+  // Folded in by increments and never re-read, so only the watermark matters.
   deleteStartups: `DELETE FROM raw_startups WHERE startup_seq IN (
     SELECT startup_seq FROM raw_startups
     WHERE startup_seq <= ${toolVersionsWatermarkSql()}
@@ -166,35 +125,15 @@ export const RETENTION_SQL = {
 } as const;
 
 /**
- * The hour-row fold (SPEC §7): day rows already hold everything the answers over a day need — the
- * same counters and histogram as the sum of the day's hour rows (kept equal by the triggers of
- * migration 0013); pairs are per day (pair_days) and sessions per session. So folding the hour rows
- * of a day before hourRowsHorizonMs() into its day row is deleting them, once the day row is
- * checked to hold exactly their sum.
- *
- * What it never deletes:
- * - an hour row of a day at or after the horizon (90 days back from the job's scheduledTime);
- * - the hour rows of a (project, day, tool, client) whose day row is missing or differs from
- *   their sum in any counter (left as they are, read at hour grain as before);
- * - the hours a schema regression compares: the days overlapping the windows around each
- *   registered tool's latest schema change (metrics/schema-change.ts), so that answer stays equal
- *   however old the change (a few weeks of one tool's hours, not growing with time).
- *
- * Nothing can write those hours again: the rollup changes hours at most NEEDED_BY_LATE_CALLS_MS
- * back, and the fold runs only while the rollup keeps up (MAX_ROLLUP_LAG_MS), like the raw deletes.
- * Even so, a change to a folded hour would insert a fresh hour row and add it to the day row by
- * trigger: the day row stays right.
- *
- * Bounded work: a step reads up to `foldRows` old hour rows from a cursor (project, hour) carried
- * by the run, in key order, and folds the project-days they belong to, whole. Each run starts from
- * the first key again, so what stays before the horizon (the schema-change hours, a day row that
- * differs) is read again each day: a few weeks of a few tools' hours at most.
+ * SPEC §7: a day row holds the sum of its hour rows (migration 0013 triggers), so folding is
+ * deleting hour rows once the day row is checked to equal their sum.
+ * Kept: hours at or after the 90-day horizon, hours whose day row differs, and the windows around
+ * each tool's latest schema change (metrics/schema-change.ts). The rollup never rewrites hours that
+ * old, and a later insert would reach the day row by trigger anyway.
  */
 export const FOLD_SQL = {
-  // The (project, day) units of the next :max_rows hour rows before the horizon :horizon_ms, from the cursor
-  // (project :cursor_project_id, hour :cursor_hour_ms), in key order: the plan walks the projects by seeks on the key (a loose
-  // index scan), then each one's hours before the horizon by its key, so no hour after the horizon
-  // is read (test/worker/rollup/history-fold.test.ts checks the plan).
+  // A loose index scan, so no hour after the horizon is read (history-fold.test.ts checks the
+  // plan).
   nextDays: `WITH RECURSIVE projects_from (id) AS (
       SELECT :cursor_project_id
       UNION ALL
@@ -206,11 +145,8 @@ export const FOLD_SQL = {
     SELECT project_id, hour_start_ms - hour_start_ms % ${DAY_MS} AS day_start_ms, COUNT(*) AS hour_rows
     FROM old_rows GROUP BY project_id, day_start_ms ORDER BY project_id, day_start_ms`,
 
-  // Deletes the hour rows of the units :units (a JSON list of FOLD_DAY tuples) whose day row
-  // holds exactly their sum, outside the schema-change windows. The counters are compared, not
-  // each histogram bucket: the triggers write both in one statement, so a day row whose counters
-  // (calls and duration_ms_sum among them) hold its hours holds their histogram too, and
-  // comparing the buckets with json_each would read several times the rows.
+  // Counters only, not each histogram bucket: the triggers write both in one statement, and
+  // json_each would read several times the rows.
   foldDays: `WITH units AS MATERIALIZED (
       SELECT ${tupleField(FOLD_DAY, "project_id", "u.value")} AS project_id, ${tupleField(FOLD_DAY, "day_start_ms", "u.value")} AS day_start_ms
       FROM json_each(:units) AS u),
@@ -285,8 +221,8 @@ export async function runRetention(db: D1Database, scheduledTimeMs: number, opti
     return report;
   }
 
-  // A call_state statement stops at :max_calls calls as well as :max_rows rows: it may change fewer rows than
-  // :max_rows with more left, so that stream is done only when a statement changes nothing.
+  // A statement may stop at :max_calls with rows left, so a stream is done only when a statement
+  // changes nothing.
   const streams = [
     { sql: RETENTION_SQL.deleteCalls, key: "deletedCallRows", boundedByCalls: true },
     { sql: RETENTION_SQL.trimKeptCalls, key: "trimmedCallRows", boundedByCalls: true },

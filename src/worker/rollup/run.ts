@@ -1,8 +1,5 @@
-// One rollup invocation (the `*/5 * * * *` cron, SPEC §2.6): folds new startups, agreement
-// verdicts and calls in bounded chunks, and runs the steps of any recompute asked for (recompute.ts),
-// until caught up or out of query budget, then records
-// `as_of`. Whatever is left waits for the next run; each chunk is its own transaction behind its
-// watermark, so nothing is lost or counted twice when an invocation stops (or dies) half-way.
+// One rollup invocation (`*/5 * * * *`, SPEC §2.6). Each chunk is its own transaction behind its
+// watermark, so nothing is lost or counted twice when a run stops or dies half-way.
 import { AGREEMENT_CHUNK_STATEMENTS, rollupAgreementChunk } from "./agreements.ts";
 import { CALL_CHUNK_STATEMENTS, rollupCallChunk } from "./calls.ts";
 import { DECIDING_SCOPE, SCOPE_COLUMNS, foldableSql, notHeldSql, parseScope, type RunScope } from "./scope.ts";
@@ -18,70 +15,45 @@ import { log } from "../log.ts";
 import { namedStatement } from "../db/named-sql.ts";
 
 export interface RollupOptions {
-  /**
-   * D1 statements one invocation may run (each statement of a batch counted as one). Default 48:
-   * under the 50 queries per invocation of the Workers Free plan (1,000 on Paid).
-   */
+  /** Under the Workers Free plan's 50 queries per invocation (1,000 on Paid). */
   maxQueries?: number;
   /**
-   * New calls per chunk (one transaction). Default 12,000, as many as chunkTouchedCalls lets in
-   * when no history is loaded: a chunk is 7 statements, so a free-plan run fits four even with a
-   * startups and a verdicts chunk pending (48,000 calls, about five minutes of one key at its
-   * default budget, SPEC §1.1) and six, 72,000, when none is.
+   * A chunk is 7 statements: a free-plan run fits four chunks even with startups and verdicts
+   * pending.
    */
   chunkCalls?: number;
   /**
-   * Rows of work per calls chunk: its new calls plus the calls of the state rows it loads around
-   * them, estimated from `call_count` before any JSON is read (the chunk's first request is taken
-   * whatever its estimate). Default 12,000: D1 counts several rows read per call of work (JSON
-   * extraction, the windows' sorts, materialised CTEs scanned again), so a chunk stays under
-   * CHUNK_ROWS_READ_BOUND (bench:fairness reports what each shape reads).
+   * Estimated from `call_count` before any JSON is read; D1 counts several rows read per call of
+   * work, so this keeps a chunk under CHUNK_ROWS_READ_BOUND.
    */
   chunkTouchedCalls?: number;
   /**
-   * (session, client, hour) spans per calls chunk, which its JSON state row lists, and requests the
-   * chunk's first statement looks at (each costs it ~90 rows read whatever its size: 1-call requests
-   * of many sessions). Default 2,000.
+   * Also bounds the requests the chunk's first statement looks at, each of which costs it rows
+   * whatever its size.
    */
   chunkSpans?: number;
-  /**
-   * Calls of the state rows read on each side of a span to find each tool's two nearest calls, so
-   * that a day-long call nearby does not make the chunk load the whole day. Default 5,000.
-   */
+  /** So that a day-long call nearby does not make the chunk load the whole day. */
   nearCalls?: number;
   /** New startups per chunk; each lists up to 500 tools (SPEC §1.2). Default 200. */
   chunkStartups?: number;
-  /** New agreement verdicts per chunk. Default 10,000. */
   chunkAgreements?: number;
-  /**
-   * Calls one recompute counting step reads (recompute.ts). Default 20,000: about as long as a
-   * calls chunk (one step of 30,000 calls took 0.62 s in Miniflare, reading ~13 rows per call).
-   */
+  /** About as long as a calls chunk. */
   recomputeCalls?: number;
-  /** Rows one recompute step writes or deletes. Default 10,000 (each hour row written moves its day row too). */
+  /** Each hour row written moves its day row too. */
   recomputeRows?: number;
-  /** Sequences one recompute counting step looks at. Default 2,000. */
   recomputeSequences?: number;
-  /** Hour rows one fold step of a finished day adds to their day rows (day-fold.ts). Default 5,000. */
   dayFoldRows?: number;
-  /**
-   * Milliseconds the run waits between two transactions so that requests queued on the database
-   * meanwhile get through (bench:fairness: without it a quiet read waited through a whole run). Default 50.
-   */
+  /** So requests queued on the database meanwhile get through. */
   pauseMs?: number;
   /**
-   * Longest the run holds the database between two pauses (ms of wall time): a transaction starts
-   * without a pause only when the time held since the last one plus the previous transaction's
-   * length stays within it. Default 800: short chunks run two or three back to back, a chunk near
-   * the bound always pauses after itself, and a queued request waits about this long at most (under
-   * the ~1 s a quiet project may wait, with room for the transaction that overruns its prediction).
+   * Bounds how long a queued request waits (a quiet project may wait ~1 s), with room for a
+   * transaction that overruns its prediction.
    */
   holdMs?: number;
   /** How long the run's lease on the database lasts unless renewed (ms). Default 60,000. */
   leaseMs?: number;
-  /** The wall clock that times transactions and the hold (ms). */
   wallClock?: () => number;
-  /** The lease's clock (real time, not the cron's scheduled time: leases of jobs of different runs are compared). */
+  /** Real time, not the cron's scheduled time: leases of different runs are compared. */
   clock?: () => number;
 }
 
@@ -105,47 +77,35 @@ export const DEFAULT_ROLLUP_OPTIONS: Required<RollupOptions> = {
 };
 
 /**
- * Rows a calls chunk's statements may read together (the sum of D1's meta.rows_read) under the
- * default bounds: about 42 per call of work (chunkTouchedCalls) plus the chunk's first statement's
- * ~90 per request looked at. The rollup tests check every generated shape stays under it; a run
- * logs any chunk over it.
+ * Sum of D1's meta.rows_read under the default bounds; the rollup tests check every generated shape
+ * stays under it, a run logs any chunk over it.
  */
 export const CHUNK_ROWS_READ_BOUND = 600_000;
 
 export interface RollupRunReport {
-  /** D1 statements this invocation ran. */
   queries: number;
   newCalls: number;
   newStartups: number;
-  /** Calls chunks run, and the largest one's estimated rows of work (new calls + calls loaded). */
   callChunks: number;
   maxChunkTouched: number;
-  /** Rows each calls chunk read (the sum of its statements' D1 meta.rows_read), in order, and the most. */
   chunkRowsRead: number[];
   maxChunkRowsRead: number;
   /** The longest transaction (chunk or step) of the run, in ms of wall time: how long it held the database. */
   longestTransactionMs: number;
-  /** Pauses the run made between transactions (holdMs). */
   pauses: number;
   /** True when another rollup job of the database held the lease: this run did nothing. */
   leaseHeld: boolean;
-  /** Fold steps of finished days run (day-fold.ts). */
   dayFoldSteps: number;
-  /** Recompute steps run (recompute.ts), and recomputes finished. */
   recomputeSteps: number;
   recomputesDone: number;
-  /** False when work was left for the next run. */
   caughtUp: boolean;
 }
 
 
-/** Emptied rows removed per run (two rows written each, with the project index). */
+/** Two rows written each, with the project index. */
 export const EMPTIED_BATCHES_PER_RUN = 5_000;
 
-/**
- * Deletes the rows the chunks emptied once the Idempotency-Key window after their last request has
- * passed (:scheduled_time_ms): until then their batch ids let ingest recognise a resend.
- */
+/** Kept until the Idempotency-Key window passes: their batch ids let ingest recognise a resend. */
 const DELETE_EMPTIED_BATCHES_SQL = `DELETE FROM call_batches WHERE batch_seq IN (
   SELECT batch_seq FROM call_batches WHERE call_count = 0 AND last_received_at_ms < :scheduled_time_ms - ${IDEMPOTENCY_WINDOW_MS}
   ORDER BY batch_seq LIMIT ${EMPTIED_BATCHES_PER_RUN})`;
@@ -157,9 +117,8 @@ const DELETE_EMPTIED_BATCHES_SQL = `DELETE FROM call_batches WHERE batch_seq IN 
 export const ROLLUP_FIXED_STATEMENTS = 5;
 
 /**
- * What a run may find to do (:today_ms today's start, :hour_ms the hour's), each an SQL truth
- * value, of the projects it does not leave alone: read in the transaction that decides which
- * (scope.ts), with the lease.
+ * Read with the lease, in the transaction that decides which projects the run leaves alone
+ * (scope.ts).
  */
 const PENDING = {
   calls: `EXISTS (SELECT 1 FROM call_batches WHERE call_count > 0 AND ${foldableSql(DECIDING_SCOPE)})`,
@@ -174,17 +133,9 @@ const PENDING_SQL = `SELECT
   ${Object.entries(PENDING).map(([name, sql]) => `${sql} AS ${name}`).join(",\n  ")}`;
 
 /**
- * Closes the call_batches rows open so far (migration 0025): advances the ingest epoch when a row
- * with calls was opened in the current one. Run before the chunks, so they take every request
- * received before the run started, and none can be appended to while they do.
- *
- * The same write takes the database's rollup lease (migration 0031) for :holder until :lease_until_ms
- * when the run has work (PENDING) and no other job holds it at :now_ms: at most one
- * rollup job per database at a time, and a run with work writes this row anyway whenever calls came
- * in since the last run, so the lease costs no row of its own then. A row back, with the holder,
- * whenever the row was written: the lease is this run's when the holder is :holder, and the row
- * carries the run's decision on which projects it leaves alone (scope.ts), which every later
- * statement of the run is bound with. A job that crashed leaves its lease to expire.
+ * Run before the chunks so they take every request received before the run, and none is appended to
+ * meanwhile (migration 0025). The same write takes the lease (migration 0031) when there is work,
+ * so the lease costs no row of its own; a crashed job's lease expires.
  */
 const CLOSE_AND_TAKE_LEASE_SQL = `INSERT INTO rollup_state (name, value, lease_holder, lease_until_ms)
   SELECT '${INGEST_EPOCH}', epoch + open, CASE WHEN take THEN :holder ELSE holder END, CASE WHEN take THEN :lease_until_ms ELSE until_ms END
@@ -196,17 +147,15 @@ const CLOSE_AND_TAKE_LEASE_SQL = `INSERT INTO rollup_state (name, value, lease_h
   WHERE open OR take
   ON CONFLICT (name) DO UPDATE SET value = excluded.value, lease_holder = excluded.lease_holder, lease_until_ms = excluded.lease_until_ms
   RETURNING lease_holder AS holder, ${SCOPE_COLUMNS}`;
-/** Renews :holder's lease until :lease_until_ms: no row back when another job took it over (this one's had expired). */
+/** No row back when another job took over an expired lease. */
 const RENEW_LEASE_SQL = `UPDATE rollup_state SET lease_until_ms = :lease_until_ms
   WHERE name = '${INGEST_EPOCH}' AND lease_holder = :holder RETURNING 1 AS renewed`;
 /** The first payload not folded in yet of one stream: everything received before it is in. */
 const firstPendingReceivedSql = (table: string, seq: string, watermarkSql: string) =>
   `COALESCE((SELECT received_at_ms - 1 FROM ${table} WHERE ${seq} > ${watermarkSql} ORDER BY ${seq} LIMIT 1), :scheduled_time_ms)`;
 
-// SPEC §2.6 as_of = the time the data is complete up to: the run's scheduled time when caught up,
-// else just before the earliest-received payload still pending (receive order follows *_seq).
-// It never moves backwards. The same write releases :holder's lease (NULL: a run without one):
-// the row then names it, unless another job has taken the lease over meanwhile (its lease stays).
+// SPEC §2.6: as_of never moves backwards. The same write releases the lease unless another job took
+// it over.
 const AS_OF_SQL = `INSERT INTO rollup_state (name, value, lease_holder)
   SELECT '${AS_OF}', MAX(${stateValueSql(AS_OF)}, MIN(:scheduled_time_ms,
     COALESCE((SELECT received_at_ms - 1 FROM call_batches WHERE call_count > 0 ORDER BY batch_seq LIMIT 1), :scheduled_time_ms),
@@ -231,15 +180,13 @@ export async function runRollup(db: D1Database, scheduledTimeMs: number, options
   };
   if (o.maxQueries < ROLLUP_FIXED_STATEMENTS) throw new Error(`rollup: maxQueries must be at least ${ROLLUP_FIXED_STATEMENTS}`);
 
-  // At most one rollup job per database (a cron run can start while the previous one still runs):
-  // a job that finds the lease held leaves the work to it.
+  // A cron run can start while the previous one still runs.
   const holder = crypto.randomUUID();
   let leaseFrom = o.clock();
   try {
     return await runFrom(db, scheduledTimeMs, o, report, holder, () => leaseFrom, (t) => (leaseFrom = t));
   } catch (err) {
-    // Released so that the next run need not wait for the lease to expire (best effort: it expires
-    // anyway; nothing when the run never took it, or failed before its first batch committed).
+    // Best effort: the lease expires anyway.
     await namedStatement(db, RELEASE_LEASE_SQL, { holder }).run().catch(() => undefined);
     throw err;
   }
@@ -251,9 +198,8 @@ async function runFrom(
 ): Promise<RollupRunReport> {
   const todayMs = dayStartMs(scheduledTimeMs);
   const hourMs = hourStartMs(scheduledTimeMs);
-  // Safe while another run works: closing the open rows again only closes more of them (a run takes
-  // closed rows only), and the day marks are added once (before the lease and the probe, which look
-  // for days to fold).
+  // Safe while another run works: closing rows again only closes more, and day marks are added
+  // once.
   const [, lease, probe] = await db.batch([
     namedStatement(db, DAY_FOLD_SQL.markNewProjects, { today_ms: todayMs }),
     namedStatement(db, CLOSE_AND_TAKE_LEASE_SQL, {
@@ -271,7 +217,7 @@ async function runFrom(
   };
   const idle = !Object.values(pending).some(Boolean);
   if (idle) {
-    // Nothing to fold: no lease was taken (an idle run writes only as_of), just the closing statements.
+    // No lease taken: an idle run writes only as_of.
     await finish(db, scheduledTimeMs, null);
     report.queries += 2;
     report.caughtUp = true;
@@ -285,7 +231,6 @@ async function runFrom(
   return runHeld(db, scheduledTimeMs, o, report, pending, parseScope(taken), holder, leaseFrom, renewed);
 }
 
-/** The run's last batch: the emptied rows' cleanup, and as_of, which releases the lease when the run took it. */
 async function finish(db: D1Database, scheduledTimeMs: number, holder: string | null): Promise<void> {
   await db.batch([
     namedStatement(db, DELETE_EMPTIED_BATCHES_SQL, { scheduled_time_ms: scheduledTimeMs }),
@@ -303,14 +248,11 @@ async function runHeld(
   const hourMs = hourStartMs(scheduledTimeMs);
   let budget = o.maxQueries - ROLLUP_FIXED_STATEMENTS;
   let lost = false;
-  /** When the run last paused (or began), and how long its last transaction took (wall time). */
   let heldFrom = o.wallClock();
   let lastTransactionMs = 0;
   /**
-   * Before each transaction: a pause once holding the database for another transaction as long as
-   * the last would pass holdMs, so that requests that queued on the database meanwhile get through
-   * before the next (D1 runs one statement at a time per database), and the lease renewed once half
-   * of it has passed (a statement from the budget). False when the lease was lost: the run stops.
+   * D1 runs one statement at a time per database, so pause to let queued requests through; renew
+   * the lease at half-time. False when the lease was lost.
    */
   const between = async (statements: number): Promise<boolean> => {
     if (lost) return false;

@@ -1,8 +1,5 @@
-// The hourly fold of tool versions (db/tool-versions.ts): the startups the startups chunks have
-// folded in, received before the run's hour, are counted into `tool_versions` and the
-// `tool_versions_seq` watermark moves past them, in ONE D1 batch, so each is counted exactly once.
-// A chunk is bounded like a startups chunk (rows of work: tool entries); the first pending startup
-// of a finished hour is always taken, so the fold always advances.
+// The hourly fold of tool versions: counts and watermark move in ONE D1 batch, so each startup is
+// counted exactly once; the first pending startup is always taken so the fold advances.
 import { TOOL_VERSIONS_WATERMARK, startupsWatermarkSql, toolVersionsWatermarkSql } from "../db/rollup-state.ts";
 import { versionsOfStartupsSql } from "../db/tool-versions.ts";
 import { BOUND_SCOPE, NOT_HELD, decideScope, heldParams, notHeldSql, type RunScope } from "./scope.ts";
@@ -13,21 +10,14 @@ const folded = startupsWatermarkSql();
 
 /** Tool entries one fold step counts in at most (a startup lists up to 500). */
 export const TOOL_VERSION_FOLD_ROWS = 5_000;
-/** Startups one fold step looks at. */
 export const TOOL_VERSION_FOLD_STARTUPS = 200;
 
-/**
- * Whether a startup waits for the fold: the first above the watermark was folded in and received
- * before the hour :hour_ms (`sets`: where the run's decision is read, scope.ts).
- */
 export const toolVersionsPendingSql = (sets = BOUND_SCOPE) => `EXISTS (SELECT 1 FROM (
     SELECT received_at_ms FROM raw_startups WHERE startup_seq > ${watermark} AND startup_seq <= ${folded} AND ${notHeldSql(sets)} ORDER BY startup_seq LIMIT 1)
     WHERE received_at_ms < :hour_ms)`;
 export const TOOL_VERSIONS_PENDING_SQL = toolVersionsPendingSql();
 
-// :hour_ms the run's hour start, :fold_startups startups, :fold_rows rows of work: the run of
-// startups above the watermark received before :hour_ms, within both bounds. Each statement derives the same chunk (the upsert does
-// not change what it reads).
+// The upsert does not change what the chunk reads, so each statement derives the same chunk.
 const CHUNK = `tv_chunk AS MATERIALIZED (
     SELECT startup_seq FROM (
       SELECT startup_seq, ROW_NUMBER() OVER w AS n, SUM(cost) OVER w AS running, SUM(late) OVER w AS lates FROM (
@@ -58,10 +48,7 @@ export const TOOL_VERSION_FOLD_SQL = {
 
 export const TOOL_VERSION_FOLD_STATEMENTS = 3;
 
-/**
- * One fold step at the run's hour `hourMs`; answers whether a startup of a finished hour is left.
- * `scope`: the run's decision (decided now for a step run on its own).
- */
+/** Answers whether a startup of a finished hour is left. */
 export async function runToolVersionFoldStep(db: D1Database, hourMs: number, scope?: RunScope): Promise<{ more: boolean }> {
   const held = heldParams(scope ?? (await decideScope(db)));
   const fold = { hour_ms: hourMs, fold_startups: TOOL_VERSION_FOLD_STARTUPS, fold_rows: TOOL_VERSION_FOLD_ROWS, ...held };
