@@ -66,7 +66,10 @@ export function compileNamed(sql: string): CompiledSql {
 
 /** The values of `sql`'s parameters in `?N` order; throws on a name missing from `params` or one `sql` does not use. */
 export function namedValues(sql: string, params: SqlParams = {}): SqlValue[] {
-  const { names } = compileNamed(sql);
+  return valuesOf(compileNamed(sql).names, params);
+}
+
+function valuesOf(names: readonly string[], params: SqlParams): SqlValue[] {
   const missing = names.filter((n) => params[n] === undefined);
   if (missing.length > 0) throw new Error(`named SQL: no value for ${missing.map((n) => `:${n}`).join(", ")}`);
   const unused = Object.keys(params).filter((n) => !names.includes(n));
@@ -75,8 +78,9 @@ export function namedValues(sql: string, params: SqlParams = {}): SqlValue[] {
 }
 
 export function namedStatement(db: D1Database, sql: string, params: SqlParams = {}): D1PreparedStatement {
-  const values = namedValues(sql, params);
-  const statement = db.prepare(compileNamed(sql).sql);
+  const compiled = compileNamed(sql);
+  const values = valuesOf(compiled.names, params);
+  const statement = db.prepare(compiled.sql);
   return values.length > 0 ? statement.bind(...values) : statement;
 }
 

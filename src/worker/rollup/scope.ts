@@ -28,11 +28,10 @@ export const scopeParams = (scope: RunScope) => ({ ...heldParams(scope), recompu
 
 /** The decision as its statement answers it (two JSON lists). */
 export function parseScope(row: { held_projects?: unknown; recomputing_projects?: unknown } | undefined | null): RunScope {
-  const list = (value: unknown) => (typeof value === "string" ? (JSON.parse(value) as string[]) : []);
   if (!row || typeof row.held_projects !== "string" || typeof row.recomputing_projects !== "string") {
     throw new Error("rollup: no decision on which projects to leave alone");
   }
-  return { held: list(row.held_projects), recomputing: list(row.recomputing_projects) };
+  return { held: JSON.parse(row.held_projects) as string[], recomputing: JSON.parse(row.recomputing_projects) as string[] };
 }
 
 /** Also for a chunk or step run outside a run (its tests). */
