@@ -175,9 +175,10 @@ INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name
         1 * SUM((1 - is_retry) * good * (1 - was_retried)) AS first_call_ok
       FROM (SELECT project_id, (CAST((started_at_ms) / 3600000 AS INTEGER) * 3600000) AS hour_start_ms, tool_name, client_name,
           started_at_ms, good, COALESCE(((ROUND(started_at_ms * 1000) - ROUND(p_started_at_ms * 1000) - p_duration_ms * 1000) BETWEEN 0 AND 30000000) AND args_hash <> p_args_hash, 0) AS is_retry, COALESCE(((ROUND(n_started_at_ms * 1000) - ROUND(started_at_ms * 1000) - duration_ms * 1000) BETWEEN 0 AND 30000000) AND n_args_hash <> args_hash, 0) AS was_retried
-        FROM (SELECT project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, good, args_hash, call_seq, LAG(started_at_ms) OVER w AS p_started_at_ms, LAG(duration_ms) OVER w AS p_duration_ms,
-            LAG(args_hash) OVER w AS p_args_hash, LEAD(started_at_ms) OVER w AS n_started_at_ms, LEAD(args_hash) OVER w AS n_args_hash
-          FROM all_calls WINDOW w AS (PARTITION BY project_id, session_id, client_name, tool_name ORDER BY started_at_ms, call_seq)))
+        FROM (SELECT *, previous ->> 0 AS p_started_at_ms, previous ->> 1 AS p_duration_ms, previous ->> 2 AS p_args_hash,
+            next ->> 0 AS n_started_at_ms, next ->> 1 AS n_args_hash
+          FROM (SELECT project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, good, args_hash, call_seq, LAG(json_array(started_at_ms, duration_ms, args_hash)) OVER w AS previous, LEAD(json_array(started_at_ms, args_hash)) OVER w AS next
+            FROM all_calls WINDOW w AS (PARTITION BY project_id, session_id, client_name, tool_name ORDER BY started_at_ms, call_seq))))
       GROUP BY project_id, hour_start_ms, tool_name, client_name)
       UNION ALL
       SELECT project_id, hour_start_ms, tool_name, client_name, 0 AS calls, 0 AS ok, 0 AS empty, 0 AS bad_args, 0 AS tool_error, 0 AS crashed, retries, first_call_attempts, first_call_ok, 0 AS calls_without_session, 0 AS calls_without_args_hash, 0 AS response_bytes_sum, 0 AS duration_ms_sum
@@ -186,9 +187,10 @@ INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name
         -1 * SUM((1 - is_retry) * good * (1 - was_retried)) AS first_call_ok
       FROM (SELECT project_id, (CAST((started_at_ms) / 3600000 AS INTEGER) * 3600000) AS hour_start_ms, tool_name, client_name,
           started_at_ms, good, COALESCE(((ROUND(started_at_ms * 1000) - ROUND(p_started_at_ms * 1000) - p_duration_ms * 1000) BETWEEN 0 AND 30000000) AND args_hash <> p_args_hash, 0) AS is_retry, COALESCE(((ROUND(n_started_at_ms * 1000) - ROUND(started_at_ms * 1000) - duration_ms * 1000) BETWEEN 0 AND 30000000) AND n_args_hash <> args_hash, 0) AS was_retried
-        FROM (SELECT project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, good, args_hash, call_seq, LAG(started_at_ms) OVER w AS p_started_at_ms, LAG(duration_ms) OVER w AS p_duration_ms,
-            LAG(args_hash) OVER w AS p_args_hash, LEAD(started_at_ms) OVER w AS n_started_at_ms, LEAD(args_hash) OVER w AS n_args_hash
-          FROM old_calls WINDOW w AS (PARTITION BY project_id, session_id, client_name, tool_name ORDER BY started_at_ms, call_seq)))
+        FROM (SELECT *, previous ->> 0 AS p_started_at_ms, previous ->> 1 AS p_duration_ms, previous ->> 2 AS p_args_hash,
+            next ->> 0 AS n_started_at_ms, next ->> 1 AS n_args_hash
+          FROM (SELECT project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, good, args_hash, call_seq, LAG(json_array(started_at_ms, duration_ms, args_hash)) OVER w AS previous, LEAD(json_array(started_at_ms, args_hash)) OVER w AS next
+            FROM old_calls WINDOW w AS (PARTITION BY project_id, session_id, client_name, tool_name ORDER BY started_at_ms, call_seq))))
       GROUP BY project_id, hour_start_ms, tool_name, client_name)),
     deltas AS MATERIALIZED (
       SELECT d.*, COALESCE(h.histogram, '{}') AS duration_histogram_json FROM (
@@ -199,11 +201,9 @@ INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name
       WHERE d.calls <> 0 OR d.retries <> 0 OR d.first_call_attempts <> 0 OR d.first_call_ok <> 0)
     SELECT project_id, hour_start_ms, tool_name, client_name, calls, ok, empty, bad_args, tool_error, crashed, retries, first_call_attempts, first_call_ok, calls_without_session, calls_without_args_hash, response_bytes_sum, duration_ms_sum, duration_histogram_json FROM deltas WHERE true
     ON CONFLICT (project_id, hour_start_ms, tool_name, client_name) DO UPDATE SET calls = calls + excluded.calls, ok = ok + excluded.ok, empty = empty + excluded.empty, bad_args = bad_args + excluded.bad_args, tool_error = tool_error + excluded.tool_error, crashed = crashed + excluded.crashed, retries = retries + excluded.retries, first_call_attempts = first_call_attempts + excluded.first_call_attempts, first_call_ok = first_call_ok + excluded.first_call_ok, calls_without_session = calls_without_session + excluded.calls_without_session, calls_without_args_hash = calls_without_args_hash + excluded.calls_without_args_hash, response_bytes_sum = response_bytes_sum + excluded.response_bytes_sum, duration_ms_sum = duration_ms_sum + excluded.duration_ms_sum,
-      duration_histogram_json = CASE WHEN excluded.duration_histogram_json = '{}' THEN tool_hour_metrics.duration_histogram_json ELSE (
-      SELECT json_group_object(key, calls) FROM (
-        SELECT key, SUM(value) AS calls FROM (
-          SELECT key, value FROM json_each(tool_hour_metrics.duration_histogram_json) UNION ALL SELECT key, value FROM json_each(excluded.duration_histogram_json))
-        GROUP BY key ORDER BY CAST(key AS INTEGER))) END;
+      duration_histogram_json = CASE WHEN excluded.duration_histogram_json = '{}' THEN tool_hour_metrics.duration_histogram_json ELSE json_patch(tool_hour_metrics.duration_histogram_json, (
+        SELECT json_group_object(a.key, NULLIF(COALESCE(tool_hour_metrics.duration_histogram_json ->> ('$."' || replace(replace(a.key, '\', '\\'), '"', '\"') || '"'), 0) + a.value, 0))
+        FROM json_each(excluded.duration_histogram_json) AS a)) END;
 
 -- CALL_CHUNK_SQL.applyPairDeltas
 INSERT INTO pair_days (project_id, day_start_ms, client_name, pairs_json)
@@ -225,7 +225,8 @@ INSERT INTO pair_days (project_id, day_start_ms, client_name, pairs_json)
       GROUP BY cs.project_id, cs.session_id, cs.client_name, cs.hour_start_ms),
     loaded AS MATERIALIZED (
       SELECT cs.project_id, cs.session_id, cs.client_name, CASE WHEN cs.latest_per_tool_json IS NOT NULL AND cs.max_started_at_ms <= k.group_lo_ms
-        THEN (SELECT json_group_array(json(cs.calls_json -> p.value)) FROM json_each(cs.latest_per_tool_json) AS p)
+        THEN (SELECT json_array(json(c)) FROM (SELECT cs.calls_json -> p.value AS c FROM json_each(cs.latest_per_tool_json) AS p)
+          ORDER BY c ->> 2 DESC, c ->> 0 DESC LIMIT 1)
         ELSE cs.calls_json END AS calls_json, k.reach_from_ms, k.reach_to_ms
       FROM loaded_keys k JOIN call_state cs ON cs.project_id = k.project_id AND cs.session_id = k.session_id AND cs.client_name = k.client_name AND cs.hour_start_ms = k.hour_start_ms),
 
@@ -247,11 +248,9 @@ INSERT INTO pair_days (project_id, day_start_ms, client_name, pairs_json)
       GROUP BY project_id, day_start_ms, client_name, tool_name, next_tool HAVING SUM(delta) <> 0)
     SELECT project_id, day_start_ms, client_name, json_group_object(pair, delta ORDER BY pair) FROM pair_deltas
     GROUP BY project_id, day_start_ms, client_name
-    ON CONFLICT (project_id, day_start_ms, client_name) DO UPDATE SET pairs_json = (
-      SELECT COALESCE(json_group_object(key, n ORDER BY key), '{}') FROM (
-        SELECT key, SUM(value) AS n FROM (
-          SELECT key, value FROM json_each(pair_days.pairs_json) UNION ALL SELECT key, value FROM json_each(excluded.pairs_json))
-        GROUP BY key HAVING SUM(value) <> 0));
+    ON CONFLICT (project_id, day_start_ms, client_name) DO UPDATE SET pairs_json = CASE WHEN excluded.pairs_json = '{}' THEN pair_days.pairs_json ELSE json_patch(pair_days.pairs_json, (
+        SELECT json_group_object(a.key, NULLIF(COALESCE(pair_days.pairs_json ->> ('$."' || replace(replace(a.key, '\', '\\'), '"', '\"') || '"'), 0) + a.value, 0))
+        FROM json_each(excluded.pairs_json) AS a)) END;
 
 -- CALL_CHUNK_SQL.dropEmptyPairs
 DELETE FROM pair_days WHERE pairs_json = '{}';
@@ -265,11 +264,8 @@ INSERT INTO sessions (project_id, session_id, first_seen_ms, last_seen_ms, clien
       SELECT t.project_id, j.value ->> 0 AS session_id, j.value ->> 1 AS client_name, j.value ->> 3 AS started_at_ms, j.value ->> 6 AS response_bytes,
         t.seq_before + j.key + 1 AS call_seq
       FROM taken t, jsonb_each(t.calls_json) AS j)
-    SELECT project_id, session_id, MIN(started_at_ms), MAX(started_at_ms), MAX(CASE WHEN latest = 1 THEN client_name END),
-      COUNT(*), SUM(response_bytes)
-    FROM (SELECT project_id, session_id, client_name, started_at_ms, response_bytes,
-        ROW_NUMBER() OVER (PARTITION BY project_id, session_id ORDER BY started_at_ms DESC, call_seq DESC) AS latest
-      FROM new_calls WHERE session_id <> '')
+    SELECT project_id, session_id, MIN(started_at_ms), MAX(started_at_ms), substr(MAX(printf('%020d%020d', started_at_ms, call_seq) || client_name), 41), COUNT(*), SUM(response_bytes)
+    FROM new_calls WHERE session_id <> ''
     GROUP BY project_id, session_id
     ON CONFLICT (project_id, session_id) DO UPDATE SET
       client_name = CASE WHEN excluded.last_seen_ms >= sessions.last_seen_ms THEN excluded.client_name ELSE sessions.client_name END,

@@ -9,6 +9,7 @@ import { CALL_BATCH_CALL, CALL_STATE_CALL, CHUNK_SPAN, PAIR_KEY, tupleArraySql, 
 import { COUNTER_NAMES } from "../metrics/counters.ts";
 import { FOLDABLE, decideScope, scopeParams, type RunScope } from "./scope.ts";
 import { columnsByName, namedStatement } from "../db/named-sql.ts";
+import { addCountsSql } from "../db/json-counts.ts";
 
 /**
  * A counter added to the list but not computed in `buckets`/`changes` fails every chunk rather than
@@ -229,6 +230,15 @@ const LOADED_CALLS_SQL = `CASE WHEN cs.latest_per_tool_json IS NOT NULL AND cs.m
         ELSE cs.calls_json END`;
 
 /**
+ * In the session sequence (pairs) such a row can only change through its last call, the latest of
+ * each tool's latest calls: the pairs among its earlier calls are the same with and without the chunk.
+ */
+const LOADED_SESSION_CALLS_SQL = `CASE WHEN cs.latest_per_tool_json IS NOT NULL AND cs.max_started_at_ms <= k.group_lo_ms
+        THEN (SELECT json_array(json(c)) FROM (SELECT cs.calls_json -> p.value AS c FROM json_each(cs.latest_per_tool_json) AS p)
+          ORDER BY ${stateField("started_at_ms", "c")} DESC, ${stateField("call_seq", "c")} DESC LIMIT 1)
+        ELSE cs.calls_json END`;
+
+/**
  * Only the (session, client, tool) sequences of the chunk's calls: no other call's flags can
  * change.
  */
@@ -243,7 +253,7 @@ const loadedCtes = (sequence: "tool" | "session") => `${newCallsCtes(sequence ==
         ON ${sameGroup("cs", "p")} AND cs.hour_start_ms >= p.from_ms AND cs.hour_start_ms <= p.to_ms
       GROUP BY cs.project_id, cs.session_id, cs.client_name, cs.hour_start_ms),
     loaded AS MATERIALIZED (
-      SELECT cs.project_id, cs.session_id, cs.client_name, ${LOADED_CALLS_SQL} AS calls_json, k.reach_from_ms, k.reach_to_ms
+      SELECT cs.project_id, cs.session_id, cs.client_name, ${sequence === "tool" ? LOADED_CALLS_SQL : LOADED_SESSION_CALLS_SQL} AS calls_json, k.reach_from_ms, k.reach_to_ms
       FROM loaded_keys k JOIN call_state cs ON ${sameGroup("cs", "k")} AND cs.hour_start_ms = k.hour_start_ms),
 ${sequence === "tool" ? `
     new_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, tool_name FROM new_calls WHERE ${IN_A_SESSION}),
@@ -273,6 +283,13 @@ ${sequence === "tool" ? `
 const TOOL_SEQUENCE = "PARTITION BY project_id, session_id, client_name, tool_name ORDER BY started_at_ms, call_seq";
 export const SESSION_SEQUENCE = "PARTITION BY project_id, session_id, client_name ORDER BY started_at_ms, call_seq";
 
+/**
+ * What a call's flags read of its neighbours, each fetched as one tuple: D1 counts every LAG and
+ * LEAD as a row read of its own.
+ */
+const PREVIOUS = ["started_at_ms", "duration_ms", "args_hash"] as const;
+const NEXT = ["started_at_ms", "args_hash"] as const;
+
 /** SPEC §2.2 flags of a call from its LAG (`p_…`) and LEAD (`n_…`) neighbours in its tool sequence (retry-rule.ts). */
 export const IS_RETRY_SQL = isRetryOfSql(
   { startedAt: "p_started_at_ms", duration: "p_duration_ms", argsHash: "p_args_hash" }, { startedAt: "started_at_ms", argsHash: "args_hash" });
@@ -289,16 +306,10 @@ const retryContributions = (calls: string, sign: 1 | -1) => `SELECT project_id, 
 /** The rollup and recompute.ts both derive the SPEC §2.2 flags here. */
 export const callFlagsSql = (calls: string) => `SELECT project_id, ${hourStartSql("started_at_ms")} AS hour_start_ms, tool_name, client_name,
           started_at_ms, good, COALESCE(${IS_RETRY_SQL}, 0) AS is_retry, COALESCE(${WAS_RETRIED_SQL}, 0) AS was_retried
-        FROM (SELECT ${CALL_COLUMNS}, LAG(started_at_ms) OVER w AS p_started_at_ms, LAG(duration_ms) OVER w AS p_duration_ms,
-            LAG(args_hash) OVER w AS p_args_hash, LEAD(started_at_ms) OVER w AS n_started_at_ms, LEAD(args_hash) OVER w AS n_args_hash
-          FROM ${calls} WINDOW w AS (${TOOL_SEQUENCE}))`;
-
-/** Two sparse JSON histograms {"<bucket>": count} added key by key, keys in bucket order. */
-const mergeHistograms = (stored: string, added: string) => `CASE WHEN ${added} = '{}' THEN ${stored} ELSE (
-      SELECT json_group_object(key, calls) FROM (
-        SELECT key, SUM(value) AS calls FROM (
-          SELECT key, value FROM json_each(${stored}) UNION ALL SELECT key, value FROM json_each(${added}))
-        GROUP BY key ORDER BY CAST(key AS INTEGER))) END`;
+        FROM (SELECT *, ${PREVIOUS.map((f) => `${tupleField(PREVIOUS, f, "previous")} AS p_${f}`).join(", ")},
+            ${NEXT.map((f) => `${tupleField(NEXT, f, "next")} AS n_${f}`).join(", ")}
+          FROM (SELECT ${CALL_COLUMNS}, LAG(${tupleArraySql(PREVIOUS)}) OVER w AS previous, LEAD(${tupleArraySql(NEXT)}) OVER w AS next
+            FROM ${calls} WINDOW w AS (${TOOL_SEQUENCE})))`;
 
 /** The columns of a change to an hour row: its key, then every counter (the arms of `changes` line up by name). */
 const HOUR_ROW_COLUMNS = ["project_id", "hour_start_ms", "tool_name", "client_name"] as const;
@@ -346,6 +357,12 @@ const DELTAS_CTES = `WITH ${loadedCtes("tool")},
       ) AS d LEFT JOIN histograms h USING (project_id, hour_start_ms, tool_name, client_name)
       WHERE d.calls <> 0 OR d.retries <> 0 OR d.first_call_attempts <> 0 OR d.first_call_ok <> 0)`;
 
+/**
+ * The client of a session's latest call (started_at_ms, then call_seq; both non-negative) as an
+ * aggregate: a window over the calls would cost D1 about four rows read per call.
+ */
+const LATEST_CLIENT_SQL = "substr(MAX(printf('%020d%020d', started_at_ms, call_seq) || client_name), 41)";
+
 export const CALL_CHUNK_SQL = {
   // SPEC §2.1–2.3: a chain counts in its first call's hour and client, a retry in its own. Day rows
   // follow by trigger (migration 0013).
@@ -353,7 +370,7 @@ export const CALL_CHUNK_SQL = {
     ${DELTAS_CTES}
     SELECT project_id, hour_start_ms, tool_name, client_name, ${COUNTER_COLUMNS}, duration_histogram_json FROM deltas WHERE true
     ON CONFLICT (project_id, hour_start_ms, tool_name, client_name) DO UPDATE SET ${ADD_COUNTERS},
-      duration_histogram_json = ${mergeHistograms("tool_hour_metrics.duration_histogram_json", "excluded.duration_histogram_json")}`,
+      duration_histogram_json = ${addCountsSql("tool_hour_metrics.duration_histogram_json", "excluded.duration_histogram_json")}`,
 
   // SPEC §2.4: difference of next tools with and without the chunk, one row per (day, client)
   // (migration 0019).
@@ -369,11 +386,7 @@ export const CALL_CHUNK_SQL = {
       GROUP BY project_id, day_start_ms, client_name, tool_name, next_tool HAVING SUM(delta) <> 0)
     SELECT project_id, day_start_ms, client_name, json_group_object(pair, delta ORDER BY pair) FROM pair_deltas
     GROUP BY project_id, day_start_ms, client_name
-    ON CONFLICT (project_id, day_start_ms, client_name) DO UPDATE SET pairs_json = (
-      SELECT COALESCE(json_group_object(key, n ORDER BY key), '{}') FROM (
-        SELECT key, SUM(value) AS n FROM (
-          SELECT key, value FROM json_each(pair_days.pairs_json) UNION ALL SELECT key, value FROM json_each(excluded.pairs_json))
-        GROUP BY key HAVING SUM(value) <> 0))`,
+    ON CONFLICT (project_id, day_start_ms, client_name) DO UPDATE SET pairs_json = ${addCountsSql("pair_days.pairs_json", "excluded.pairs_json")}`,
 
   dropEmptyPairs: `DELETE FROM pair_days WHERE pairs_json = '{}'`,
 
@@ -381,11 +394,8 @@ export const CALL_CHUNK_SQL = {
   // once; ties go to the later-received client.
   addSessionCounters: `INSERT INTO sessions (project_id, session_id, first_seen_ms, last_seen_ms, client_name, calls, response_bytes_sum)
     WITH ${newCallsCtes(["session_id", "client_name", "started_at_ms", "response_bytes"])}
-    SELECT project_id, session_id, MIN(started_at_ms), MAX(started_at_ms), MAX(CASE WHEN latest = 1 THEN client_name END),
-      COUNT(*), SUM(response_bytes)
-    FROM (SELECT project_id, session_id, client_name, started_at_ms, response_bytes,
-        ROW_NUMBER() OVER (PARTITION BY project_id, session_id ORDER BY started_at_ms DESC, call_seq DESC) AS latest
-      FROM new_calls WHERE ${IN_A_SESSION})
+    SELECT project_id, session_id, MIN(started_at_ms), MAX(started_at_ms), ${LATEST_CLIENT_SQL}, COUNT(*), SUM(response_bytes)
+    FROM new_calls WHERE ${IN_A_SESSION}
     GROUP BY project_id, session_id
     ON CONFLICT (project_id, session_id) DO UPDATE SET
       client_name = CASE WHEN excluded.last_seen_ms >= sessions.last_seen_ms THEN excluded.client_name ELSE sessions.client_name END,
