@@ -82,7 +82,7 @@ INSERT INTO recompute_hours (project_id, hour_start_ms, tool_name, client_name, 
           started_at_ms, good, COALESCE(((ROUND(started_at_ms * 1000) - ROUND(p_started_at_ms * 1000) - p_duration_ms * 1000) BETWEEN 0 AND 30000000) AND args_hash <> p_args_hash, 0) AS is_retry, COALESCE(((ROUND(n_started_at_ms * 1000) - ROUND(started_at_ms * 1000) - duration_ms * 1000) BETWEEN 0 AND 30000000) AND n_args_hash <> args_hash, 0) AS was_retried
         FROM (SELECT *, previous ->> 0 AS p_started_at_ms, previous ->> 1 AS p_duration_ms, previous ->> 2 AS p_args_hash,
             next ->> 0 AS n_started_at_ms, next ->> 1 AS n_args_hash
-          FROM (SELECT project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, good, args_hash, call_seq, LAG(json_array(started_at_ms, duration_ms, args_hash)) OVER w AS previous, LEAD(json_array(started_at_ms, args_hash)) OVER w AS next
+          FROM (SELECT project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, good, args_hash, call_seq, LAG(jsonb_array(started_at_ms, duration_ms, args_hash)) OVER w AS previous, LEAD(jsonb_array(started_at_ms, args_hash)) OVER w AS next
             FROM calls WINDOW w AS (PARTITION BY project_id, session_id, client_name, tool_name ORDER BY started_at_ms, call_seq))))
     WHERE started_at_ms >= (SELECT from_ms FROM st)
     GROUP BY project_id, hour_start_ms, tool_name, client_name

@@ -52,8 +52,8 @@ export function tupleField<L extends TupleLayout>(layout: L, name: L[number], js
   return `${json} ${as === "json" ? "->" : "->>"} ${tuplePosition(layout, name)}`;
 }
 
-export function tupleArraySql<L extends TupleLayout>(layout: L, expressions: Partial<Record<L[number], string>> = {}): string {
-  return `json_array(${layout.map((name: L[number]) => expressions[name] ?? name).join(", ")})`;
+export function tupleArraySql<L extends TupleLayout>(layout: L, expressions: Partial<Record<L[number], string>> = {}, form: "json" | "jsonb" = "json"): string {
+  return `${form}_array(${layout.map((name: L[number]) => expressions[name] ?? name).join(", ")})`;
 }
 
 /** The tuple of a record, in the layout's order (the JavaScript writer). */

@@ -285,7 +285,8 @@ export const SESSION_SEQUENCE = "PARTITION BY project_id, session_id, client_nam
 
 /**
  * What a call's flags read of its neighbours, each fetched as one tuple: D1 counts every LAG and
- * LEAD as a row read of its own.
+ * LEAD as a row read of its own. Binary JSON: text tuples, built and parsed for every call, made a
+ * 1M-call rollup 40 % slower.
  */
 const PREVIOUS = ["started_at_ms", "duration_ms", "args_hash"] as const;
 const NEXT = ["started_at_ms", "args_hash"] as const;
@@ -308,7 +309,7 @@ export const callFlagsSql = (calls: string) => `SELECT project_id, ${hourStartSq
           started_at_ms, good, COALESCE(${IS_RETRY_SQL}, 0) AS is_retry, COALESCE(${WAS_RETRIED_SQL}, 0) AS was_retried
         FROM (SELECT *, ${PREVIOUS.map((f) => `${tupleField(PREVIOUS, f, "previous")} AS p_${f}`).join(", ")},
             ${NEXT.map((f) => `${tupleField(NEXT, f, "next")} AS n_${f}`).join(", ")}
-          FROM (SELECT ${CALL_COLUMNS}, LAG(${tupleArraySql(PREVIOUS)}) OVER w AS previous, LEAD(${tupleArraySql(NEXT)}) OVER w AS next
+          FROM (SELECT ${CALL_COLUMNS}, LAG(${tupleArraySql(PREVIOUS, {}, "jsonb")}) OVER w AS previous, LEAD(${tupleArraySql(NEXT, {}, "jsonb")}) OVER w AS next
             FROM ${calls} WINDOW w AS (${TOOL_SEQUENCE})))`;
 
 /** The columns of a change to an hour row: its key, then every counter (the arms of `changes` line up by name). */
