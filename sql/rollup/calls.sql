@@ -132,7 +132,11 @@ INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name
       GROUP BY cs.project_id, cs.session_id, cs.client_name, cs.hour_start_ms),
     loaded AS MATERIALIZED (
       SELECT cs.project_id, cs.session_id, cs.client_name, CASE WHEN cs.latest_per_tool_json IS NOT NULL AND cs.max_started_at_ms <= k.group_lo_ms
-        THEN (SELECT json_group_array(json(cs.calls_json -> p.value)) FROM json_each(cs.latest_per_tool_json) AS p)
+        THEN (SELECT json_group_array(json(cs.calls_json -> p.position)) FROM (SELECT CASE WHEN t.type = 'array' THEN t.value ->> 0 ELSE t.value END AS position
+          FROM json_each(cs.latest_per_tool_json) AS t
+          UNION ALL
+          SELECT t.value ->> 1 FROM json_each(cs.latest_per_tool_json) AS t
+          WHERE t.type = 'array' AND t.value ->> 1 IS NOT NULL) AS p)
         ELSE cs.calls_json END AS calls_json, k.reach_from_ms, k.reach_to_ms
       FROM loaded_keys k JOIN call_state cs ON cs.project_id = k.project_id AND cs.session_id = k.session_id AND cs.client_name = k.client_name AND cs.hour_start_ms = k.hour_start_ms),
 
@@ -225,7 +229,8 @@ INSERT INTO pair_days (project_id, day_start_ms, client_name, pairs_json)
       GROUP BY cs.project_id, cs.session_id, cs.client_name, cs.hour_start_ms),
     loaded AS MATERIALIZED (
       SELECT cs.project_id, cs.session_id, cs.client_name, CASE WHEN cs.latest_per_tool_json IS NOT NULL AND cs.max_started_at_ms <= k.group_lo_ms
-        THEN (SELECT json_array(json(c)) FROM (SELECT cs.calls_json -> p.value AS c FROM json_each(cs.latest_per_tool_json) AS p)
+        THEN (SELECT json_array(json(c)) FROM (SELECT cs.calls_json -> p.position AS c FROM (SELECT CASE WHEN t.type = 'array' THEN t.value ->> 0 ELSE t.value END AS position
+          FROM json_each(cs.latest_per_tool_json) AS t) AS p)
           ORDER BY c ->> 2 DESC, c ->> 0 DESC LIMIT 1)
         ELSE cs.calls_json END AS calls_json, k.reach_from_ms, k.reach_to_ms
       FROM loaded_keys k JOIN call_state cs ON cs.project_id = k.project_id AND cs.session_id = k.session_id AND cs.client_name = k.client_name AND cs.hour_start_ms = k.hour_start_ms),
@@ -264,7 +269,7 @@ INSERT INTO sessions (project_id, session_id, first_seen_ms, last_seen_ms, clien
       SELECT t.project_id, j.value ->> 0 AS session_id, j.value ->> 1 AS client_name, j.value ->> 3 AS started_at_ms, j.value ->> 6 AS response_bytes,
         t.seq_before + j.key + 1 AS call_seq
       FROM taken t, jsonb_each(t.calls_json) AS j)
-    SELECT project_id, session_id, MIN(started_at_ms), MAX(started_at_ms), substr(MAX(printf('%020d%020d', started_at_ms, call_seq) || client_name), 41), COUNT(*), SUM(response_bytes)
+    SELECT project_id, session_id, MIN(started_at_ms), MAX(started_at_ms), substr(MAX(printf('%024.6f%020d', started_at_ms, call_seq) || client_name), 45), COUNT(*), SUM(response_bytes)
     FROM new_calls WHERE session_id <> ''
     GROUP BY project_id, session_id
     ON CONFLICT (project_id, session_id) DO UPDATE SET
@@ -286,27 +291,39 @@ INSERT INTO call_state (project_id, session_id, client_name, hour_start_ms, max_
     SELECT project_id, session_id, client_name, hour_start_ms, MAX(duration_ms),
       MIN(started_at_ms), MAX(started_at_ms), COUNT(*),
       json_group_array(json_array(call_seq, tool_name, started_at_ms, duration_ms, outcome, response_bytes, is_empty, args_hash) ORDER BY call_seq),
-      json_group_array(position ORDER BY position) FILTER (WHERE tool_rank <= 2)
+      json_group_object(tool_name, CASE WHEN second_position IS NULL THEN json_array(position) ELSE json_array(position, second_position) END) FILTER (WHERE tool_rank = 1)
     FROM (
-      SELECT *, ROW_NUMBER() OVER (PARTITION BY project_id, session_id, client_name, hour_start_ms ORDER BY call_seq) - 1 AS position,
-        ROW_NUMBER() OVER (PARTITION BY project_id, session_id, client_name, hour_start_ms, tool_name
-          ORDER BY started_at_ms DESC, call_seq DESC) AS tool_rank
-      FROM (SELECT *, (CAST((started_at_ms) / 3600000 AS INTEGER) * 3600000) AS hour_start_ms FROM new_calls WHERE session_id <> ''))
+      SELECT *, ROW_NUMBER() OVER by_tool AS tool_rank, LEAD(position) OVER by_tool AS second_position
+      FROM (
+        SELECT *, ROW_NUMBER() OVER (PARTITION BY project_id, session_id, client_name, hour_start_ms ORDER BY call_seq) - 1 AS position
+        FROM (SELECT *, (CAST((started_at_ms) / 3600000 AS INTEGER) * 3600000) AS hour_start_ms FROM new_calls WHERE session_id <> ''))
+      WINDOW by_tool AS (PARTITION BY project_id, session_id, client_name, hour_start_ms, tool_name ORDER BY started_at_ms DESC, call_seq DESC))
     GROUP BY project_id, session_id, client_name, hour_start_ms
     ON CONFLICT (project_id, session_id, client_name, hour_start_ms) DO UPDATE SET
       max_duration_ms = MAX(max_duration_ms, excluded.max_duration_ms), call_count = call_count + excluded.call_count,
       min_started_at_ms = MIN(min_started_at_ms, excluded.min_started_at_ms),
       max_started_at_ms = MAX(max_started_at_ms, excluded.max_started_at_ms),
       calls_json = substr(calls_json, 1, length(calls_json) - 1) || ',' || substr(excluded.calls_json, 2),
-      latest_per_tool_json = CASE WHEN call_state.latest_per_tool_json IS NULL THEN NULL ELSE (
-        SELECT json_group_array(position ORDER BY position) FROM (
-          SELECT position, ROW_NUMBER() OVER (PARTITION BY c ->> 1
-              ORDER BY c ->> 2 DESC, c ->> 0 DESC) AS tool_rank
+      latest_per_tool_json = CASE WHEN call_state.latest_per_tool_json IS NULL THEN NULL
+        WHEN json_type(call_state.latest_per_tool_json) = 'object' AND excluded.min_started_at_ms >= call_state.max_started_at_ms
+        THEN json_patch(call_state.latest_per_tool_json, (
+          SELECT json_group_object(e.key, CASE WHEN CASE WHEN e.value ->> 1 IS NOT NULL
+              THEN call_state.call_count + e.value ->> 1
+              ELSE (call_state.latest_per_tool_json -> ('$."' || replace(replace(e.key, '\', '\\'), '"', '\"') || '"')) ->> 0 END IS NULL THEN json_array(call_state.call_count + e.value ->> 0) ELSE json_array(call_state.call_count + e.value ->> 0, CASE WHEN e.value ->> 1 IS NOT NULL
+              THEN call_state.call_count + e.value ->> 1
+              ELSE (call_state.latest_per_tool_json -> ('$."' || replace(replace(e.key, '\', '\\'), '"', '\"') || '"')) ->> 0 END) END)
+          FROM json_each(excluded.latest_per_tool_json) AS e))
+        ELSE (
+          SELECT json_group_object(c ->> 1, CASE WHEN second_position IS NULL THEN json_array(position) ELSE json_array(position, second_position) END) FILTER (WHERE tool_rank = 1)
           FROM (
-            SELECT p.value AS position, call_state.calls_json -> p.value AS c FROM json_each(call_state.latest_per_tool_json) AS p
-            UNION ALL
-            SELECT call_state.call_count + p.value, excluded.calls_json -> p.value FROM json_each(excluded.latest_per_tool_json) AS p))
-        WHERE tool_rank <= 2) END;
+            SELECT c, position, ROW_NUMBER() OVER by_tool AS tool_rank, LEAD(position) OVER by_tool AS second_position
+            FROM (
+              SELECT p.value AS position, call_state.calls_json -> p.value AS c
+              FROM json_each(call_state.latest_per_tool_json) AS t, json_each(t.value) AS p
+              UNION ALL
+              SELECT call_state.call_count + p.value, excluded.calls_json -> p.value
+              FROM json_each(excluded.latest_per_tool_json) AS t, json_each(t.value) AS p)
+            WINDOW by_tool AS (PARTITION BY c ->> 1 ORDER BY c ->> 2 DESC, c ->> 0 DESC))) END;
 
 -- CALL_CHUNK_SQL.emptyTakenBatches
 UPDATE call_batches SET call_count = 0, chars = 2, calls_json = '[]'

@@ -9,7 +9,7 @@ import { CALL_BATCH_CALL, CALL_STATE_CALL, CHUNK_SPAN, PAIR_KEY, tupleArraySql, 
 import { COUNTER_NAMES } from "../metrics/counters.ts";
 import { FOLDABLE, decideScope, scopeParams, type RunScope } from "./scope.ts";
 import { columnsByName, namedStatement } from "../db/named-sql.ts";
-import { addCountsSql } from "../db/json-counts.ts";
+import { addCountsSql, labelPathSql } from "../db/json-counts.ts";
 
 /**
  * A counter added to the list but not computed in `buckets`/`changes` fails every chunk rather than
@@ -221,12 +221,37 @@ export const CHUNK_SELECTION_SQL =
 export const CALL_COLUMNS = "project_id, session_id, client_name, tool_name, started_at_ms, duration_ms, good, args_hash, call_seq";
 
 /**
+ * A tool's entry in `call_state.latest_per_tool_json` (migration 0032): the positions in the row's
+ * calls of its latest call and of the one before (absent when the tool has one call there). Rows
+ * appended before the entries were keyed by tool hold a plain array of those positions, and
+ * retention's trimmed rows `[0]`: readers take every position of either form.
+ */
+const LATEST_OF_TOOL = ["latest", "second"] as const;
+const latestOfToolSql = (latest: string, second: string) =>
+  `CASE WHEN ${second} IS NULL THEN json_array(${latest}) ELSE ${tupleArraySql(LATEST_OF_TOOL, { latest, second })} END`;
+
+/**
+ * The positions a `latest_per_tool_json` holds, of either form (LATEST_OF_TOOL): each tool's latest
+ * only, or both of its two; a pass per kind, as a nested json_each would read each tool's entry
+ * once more.
+ */
+const latestPositionsSql = (latest: string, which: "latest" | "both") => {
+  const first = `SELECT CASE WHEN t.type = 'array' THEN ${tupleField(LATEST_OF_TOOL, "latest", "t.value")} ELSE t.value END AS position
+          FROM json_each(${latest}) AS t`;
+  if (which === "latest") return first;
+  return `${first}
+          UNION ALL
+          SELECT ${tupleField(LATEST_OF_TOOL, "second", "t.value")} FROM json_each(${latest}) AS t
+          WHERE t.type = 'array' AND ${tupleField(LATEST_OF_TOOL, "second", "t.value")} IS NOT NULL`;
+};
+
+/**
  * A row entirely before the (session, client)'s new calls can only change through each tool's two
  * latest calls (migration 0032); its other calls cancel out. Rows written before 0032 are read
  * whole.
  */
 const LOADED_CALLS_SQL = `CASE WHEN cs.latest_per_tool_json IS NOT NULL AND cs.max_started_at_ms <= k.group_lo_ms
-        THEN (SELECT json_group_array(json(cs.calls_json -> p.value)) FROM json_each(cs.latest_per_tool_json) AS p)
+        THEN (SELECT json_group_array(json(cs.calls_json -> p.position)) FROM (${latestPositionsSql("cs.latest_per_tool_json", "both")}) AS p)
         ELSE cs.calls_json END`;
 
 /**
@@ -234,7 +259,7 @@ const LOADED_CALLS_SQL = `CASE WHEN cs.latest_per_tool_json IS NOT NULL AND cs.m
  * each tool's latest calls: the pairs among its earlier calls are the same with and without the chunk.
  */
 const LOADED_SESSION_CALLS_SQL = `CASE WHEN cs.latest_per_tool_json IS NOT NULL AND cs.max_started_at_ms <= k.group_lo_ms
-        THEN (SELECT json_array(json(c)) FROM (SELECT cs.calls_json -> p.value AS c FROM json_each(cs.latest_per_tool_json) AS p)
+        THEN (SELECT json_array(json(c)) FROM (SELECT cs.calls_json -> p.position AS c FROM (${latestPositionsSql("cs.latest_per_tool_json", "latest")}) AS p)
           ORDER BY ${stateField("started_at_ms", "c")} DESC, ${stateField("call_seq", "c")} DESC LIMIT 1)
         ELSE cs.calls_json END`;
 
@@ -359,10 +384,37 @@ const DELTAS_CTES = `WITH ${loadedCtes("tool")},
       WHERE d.calls <> 0 OR d.retries <> 0 OR d.first_call_attempts <> 0 OR d.first_call_ok <> 0)`;
 
 /**
- * The client of a session's latest call (started_at_ms, then call_seq; both non-negative) as an
- * aggregate: a window over the calls would cost D1 about four rows read per call.
+ * The client of a session's latest call (started_at_ms, then call_seq) as an aggregate: a window
+ * over the calls would cost D1 about four rows read per call. Both are non-negative and a start may
+ * hold fractions of a millisecond, so each is written at a fixed width that sorts as it compares.
  */
-const LATEST_CLIENT_SQL = "substr(MAX(printf('%020d%020d', started_at_ms, call_seq) || client_name), 41)";
+const LATEST_CLIENT_SQL = "substr(MAX(printf('%024.6f%020d', started_at_ms, call_seq) || client_name), 45)";
+
+/**
+ * The common append: every new call comes after every stored one (a tie in time goes to the higher
+ * call_seq, the new call), so a tool with two new calls takes them, one with a single new call
+ * keeps its stored latest as second; only the new calls' tools are read, and merged in place.
+ */
+const LATEST_AFTER_STORED_SQL = `json_patch(call_state.latest_per_tool_json, (
+          SELECT json_group_object(e.key, ${latestOfToolSql(
+            `call_state.call_count + ${tupleField(LATEST_OF_TOOL, "latest", "e.value")}`,
+            `CASE WHEN ${tupleField(LATEST_OF_TOOL, "second", "e.value")} IS NOT NULL
+              THEN call_state.call_count + ${tupleField(LATEST_OF_TOOL, "second", "e.value")}
+              ELSE ${tupleField(LATEST_OF_TOOL, "latest", `(call_state.latest_per_tool_json -> ${labelPathSql("e.key")})`)} END`)})
+          FROM json_each(excluded.latest_per_tool_json) AS e))`;
+
+/** Any other append: every stored and new position ranked again, per tool (either stored form). */
+const LATEST_REBUILT_SQL = `(
+          SELECT json_group_object(${stateField("tool_name", "c")}, ${latestOfToolSql("position", "second_position")}) FILTER (WHERE tool_rank = 1)
+          FROM (
+            SELECT c, position, ROW_NUMBER() OVER by_tool AS tool_rank, LEAD(position) OVER by_tool AS second_position
+            FROM (
+              SELECT p.value AS position, call_state.calls_json -> p.value AS c
+              FROM json_each(call_state.latest_per_tool_json) AS t, json_each(t.value) AS p
+              UNION ALL
+              SELECT call_state.call_count + p.value, excluded.calls_json -> p.value
+              FROM json_each(excluded.latest_per_tool_json) AS t, json_each(t.value) AS p)
+            WINDOW by_tool AS (PARTITION BY ${stateField("tool_name", "c")} ORDER BY ${stateField("started_at_ms", "c")} DESC, ${stateField("call_seq", "c")} DESC)))`;
 
 export const CALL_CHUNK_SQL = {
   // SPEC §2.1–2.3: a chain counts in its first call's hour and client, a retry in its own. Day rows
@@ -405,34 +457,30 @@ export const CALL_CHUNK_SQL = {
       calls = calls + excluded.calls, response_bytes_sum = response_bytes_sum + excluded.response_bytes_sum`,
 
   // Keeps each tool's two latest positions for LOADED_CALLS_SQL (rows from before migration 0032
-  // stay without).
+  // stay without), keyed by tool (LATEST_OF_TOOL).
   appendCalls: `INSERT INTO call_state (project_id, session_id, client_name, hour_start_ms, max_duration_ms, min_started_at_ms,
       max_started_at_ms, call_count, calls_json, latest_per_tool_json)
     WITH ${newCallsCtes(BATCH_FIELDS.filter((f) => f !== "duration_bucket"))}
     SELECT project_id, session_id, client_name, hour_start_ms, MAX(duration_ms),
       MIN(started_at_ms), MAX(started_at_ms), COUNT(*),
       json_group_array(${tupleArraySql(CALL_STATE_CALL)} ORDER BY call_seq),
-      json_group_array(position ORDER BY position) FILTER (WHERE tool_rank <= 2)
+      json_group_object(tool_name, ${latestOfToolSql("position", "second_position")}) FILTER (WHERE tool_rank = 1)
     FROM (
-      SELECT *, ROW_NUMBER() OVER (PARTITION BY project_id, session_id, client_name, hour_start_ms ORDER BY call_seq) - 1 AS position,
-        ROW_NUMBER() OVER (PARTITION BY project_id, session_id, client_name, hour_start_ms, tool_name
-          ORDER BY started_at_ms DESC, call_seq DESC) AS tool_rank
-      FROM (SELECT *, ${hourStartSql("started_at_ms")} AS hour_start_ms FROM new_calls WHERE ${IN_A_SESSION}))
+      SELECT *, ROW_NUMBER() OVER by_tool AS tool_rank, LEAD(position) OVER by_tool AS second_position
+      FROM (
+        SELECT *, ROW_NUMBER() OVER (PARTITION BY project_id, session_id, client_name, hour_start_ms ORDER BY call_seq) - 1 AS position
+        FROM (SELECT *, ${hourStartSql("started_at_ms")} AS hour_start_ms FROM new_calls WHERE ${IN_A_SESSION}))
+      WINDOW by_tool AS (PARTITION BY project_id, session_id, client_name, hour_start_ms, tool_name ORDER BY started_at_ms DESC, call_seq DESC))
     GROUP BY project_id, session_id, client_name, hour_start_ms
     ON CONFLICT (project_id, session_id, client_name, hour_start_ms) DO UPDATE SET
       max_duration_ms = MAX(max_duration_ms, excluded.max_duration_ms), call_count = call_count + excluded.call_count,
       min_started_at_ms = MIN(min_started_at_ms, excluded.min_started_at_ms),
       max_started_at_ms = MAX(max_started_at_ms, excluded.max_started_at_ms),
       calls_json = substr(calls_json, 1, length(calls_json) - 1) || ',' || substr(excluded.calls_json, 2),
-      latest_per_tool_json = CASE WHEN call_state.latest_per_tool_json IS NULL THEN NULL ELSE (
-        SELECT json_group_array(position ORDER BY position) FROM (
-          SELECT position, ROW_NUMBER() OVER (PARTITION BY ${stateField("tool_name", "c")}
-              ORDER BY ${stateField("started_at_ms", "c")} DESC, ${stateField("call_seq", "c")} DESC) AS tool_rank
-          FROM (
-            SELECT p.value AS position, call_state.calls_json -> p.value AS c FROM json_each(call_state.latest_per_tool_json) AS p
-            UNION ALL
-            SELECT call_state.call_count + p.value, excluded.calls_json -> p.value FROM json_each(excluded.latest_per_tool_json) AS p))
-        WHERE tool_rank <= 2) END`,
+      latest_per_tool_json = CASE WHEN call_state.latest_per_tool_json IS NULL THEN NULL
+        WHEN json_type(call_state.latest_per_tool_json) = 'object' AND excluded.min_started_at_ms >= call_state.max_started_at_ms
+        THEN ${LATEST_AFTER_STORED_SQL}
+        ELSE ${LATEST_REBUILT_SQL} END`,
 
   // Emptied, not deleted: the batch ids serve the Idempotency-Key window (migration 0025);
   // re-running the chunk finds no call.

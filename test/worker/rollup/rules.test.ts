@@ -196,6 +196,18 @@ describe("SPEC §2.2 retries", () => {
     ]);
   });
 
+  it("a session's client is its latest call's, to the fraction of a millisecond, then by receive order (SPEC §2.4)", async () => {
+    await rollupOf([
+      call({ started_at_ms: H10 + 0.5, client_name: "cursor" }),
+      call({ started_at_ms: H10, client_name: "claude" }),
+      call({ started_at_ms: H10 - 1_000, client_name: "zed" }),
+    ]);
+    expect((await snapshot(db)).sessions.map((s) => s.client_name)).toEqual(["cursor"]);
+    await resetDb(db);
+    await rollupOf([call({ started_at_ms: H10, client_name: "cursor" }), call({ started_at_ms: H10, client_name: "claude" })]);
+    expect((await snapshot(db)).sessions.map((s) => s.client_name)).toEqual(["claude"]);
+  });
+
   it("a late call of another client between two calls changes neither's flags", async () => {
     await rollupOf([
       call({ started_at_ms: H10, args_hash: "aaaa", client_name: "claude" }),
