@@ -10,7 +10,7 @@ import { demoWorkload } from "./dashboard/demo-data.ts";
 import { createProject, startWorker, type RunningWorker } from "./dashboard/start-worker.ts";
 import { storedPayloadRows } from "./helpers/stored-rows.ts";
 import { sharedLocalAnalytics } from "../../scripts/analytics-local.ts";
-import { CALLS_DATASET } from "../../src/worker/analytics/calls-dataset.ts";
+import { CALLS_DATASET, MAX_DATA_POINTS_PER_INVOCATION } from "../../src/worker/analytics/calls-dataset.ts";
 
 let worker: RunningWorker;
 let project: Awaited<ReturnType<typeof createProject>>;
@@ -25,11 +25,14 @@ beforeAll(async () => {
   project = await createProject(worker, "Orders MCP server");
   other = await createProject(worker, "Someone else");
   const { payloads } = demoWorkload(Date.now());
-  for (let i = 0; i < payloads.length; i += 500) {
+  // At most one data point per call (MAX_DATA_POINTS_PER_INVOCATION a request), so explore counts
+  // every tool exactly: a 500-payload request of this week-long workload is grouped, and at some
+  // minutes of the day its smallest groups are merged into an `(other)` tool.
+  for (let i = 0; i < payloads.length; i += MAX_DATA_POINTS_PER_INVOCATION) {
     const res = await fetch(`${worker.url}/v1/ingest`, {
       method: "POST",
       headers: { authorization: `Bearer ${project.ingest_key}`, "content-type": "application/json" },
-      body: JSON.stringify({ batch: payloads.slice(i, i + 500) }),
+      body: JSON.stringify({ batch: payloads.slice(i, i + MAX_DATA_POINTS_PER_INVOCATION) }),
     });
     expect(res.status).toBe(202);
   }
