@@ -136,8 +136,7 @@ INSERT INTO tool_hour_metrics (project_id, hour_start_ms, tool_name, client_name
           FROM json_each(cs.latest_per_tool_json) AS t
           UNION ALL
           SELECT t.value ->> 1 FROM json_each(cs.latest_per_tool_json) AS t
-          WHERE t.type = 'array' AND t.value ->> 1 IS NOT NULL) AS p)
-        ELSE cs.calls_json END AS calls_json, k.reach_from_ms, k.reach_to_ms
+          WHERE t.type = 'array' AND t.value ->> 1 IS NOT NULL) AS p) ELSE cs.calls_json END AS calls_json, k.reach_from_ms, k.reach_to_ms
       FROM loaded_keys k JOIN call_state cs ON cs.project_id = k.project_id AND cs.session_id = k.session_id AND cs.client_name = k.client_name AND cs.hour_start_ms = k.hour_start_ms),
 
     new_tools AS MATERIALIZED (SELECT DISTINCT project_id, session_id, client_name, tool_name FROM new_calls WHERE session_id <> ''),
@@ -231,8 +230,7 @@ INSERT INTO pair_days (project_id, day_start_ms, client_name, pairs_json)
       SELECT cs.project_id, cs.session_id, cs.client_name, CASE WHEN cs.latest_per_tool_json IS NOT NULL AND cs.max_started_at_ms <= k.group_lo_ms
         THEN (SELECT json_array(json(c)) FROM (SELECT cs.calls_json -> p.position AS c FROM (SELECT CASE WHEN t.type = 'array' THEN t.value ->> 0 ELSE t.value END AS position
           FROM json_each(cs.latest_per_tool_json) AS t) AS p)
-          ORDER BY c ->> 2 DESC, c ->> 0 DESC LIMIT 1)
-        ELSE cs.calls_json END AS calls_json, k.reach_from_ms, k.reach_to_ms
+          ORDER BY c ->> 2 DESC, c ->> 0 DESC LIMIT 1) ELSE cs.calls_json END AS calls_json, k.reach_from_ms, k.reach_to_ms
       FROM loaded_keys k JOIN call_state cs ON cs.project_id = k.project_id AND cs.session_id = k.session_id AND cs.client_name = k.client_name AND cs.hour_start_ms = k.hour_start_ms),
 
     old_calls AS MATERIALIZED (
@@ -307,22 +305,29 @@ INSERT INTO call_state (project_id, session_id, client_name, hour_start_ms, max_
       latest_per_tool_json = CASE WHEN call_state.latest_per_tool_json IS NULL THEN NULL
         WHEN json_type(call_state.latest_per_tool_json) = 'object' AND excluded.min_started_at_ms >= call_state.max_started_at_ms
         THEN json_patch(call_state.latest_per_tool_json, (
-          SELECT json_group_object(e.key, CASE WHEN CASE WHEN e.value ->> 1 IS NOT NULL
-              THEN call_state.call_count + e.value ->> 1
-              ELSE (call_state.latest_per_tool_json -> ('$."' || replace(replace(e.key, '\', '\\'), '"', '\"') || '"')) ->> 0 END IS NULL THEN json_array(call_state.call_count + e.value ->> 0) ELSE json_array(call_state.call_count + e.value ->> 0, CASE WHEN e.value ->> 1 IS NOT NULL
-              THEN call_state.call_count + e.value ->> 1
-              ELSE (call_state.latest_per_tool_json -> ('$."' || replace(replace(e.key, '\', '\\'), '"', '\"') || '"')) ->> 0 END) END)
-          FROM json_each(excluded.latest_per_tool_json) AS e))
+          SELECT json_group_object(tool, CASE WHEN second IS NULL THEN json_array(latest) ELSE json_array(latest, second) END) FROM (
+            SELECT e.key AS tool, call_state.call_count + e.value ->> 0 AS latest,
+              COALESCE(call_state.call_count + e.value ->> 1,
+                (call_state.latest_per_tool_json -> ('$."' || replace(replace(e.key, '\', '\\'), '"', '\"') || '"')) ->> 0) AS second
+            FROM json_each(excluded.latest_per_tool_json) AS e)))
         ELSE (
           SELECT json_group_object(c ->> 1, CASE WHEN second_position IS NULL THEN json_array(position) ELSE json_array(position, second_position) END) FILTER (WHERE tool_rank = 1)
           FROM (
             SELECT c, position, ROW_NUMBER() OVER by_tool AS tool_rank, LEAD(position) OVER by_tool AS second_position
             FROM (
-              SELECT p.value AS position, call_state.calls_json -> p.value AS c
-              FROM json_each(call_state.latest_per_tool_json) AS t, json_each(t.value) AS p
+              SELECT p.position, call_state.calls_json -> p.position AS c
+              FROM (SELECT CASE WHEN t.type = 'array' THEN t.value ->> 0 ELSE t.value END AS position
+          FROM json_each(call_state.latest_per_tool_json) AS t
+          UNION ALL
+          SELECT t.value ->> 1 FROM json_each(call_state.latest_per_tool_json) AS t
+          WHERE t.type = 'array' AND t.value ->> 1 IS NOT NULL) AS p
               UNION ALL
-              SELECT call_state.call_count + p.value, excluded.calls_json -> p.value
-              FROM json_each(excluded.latest_per_tool_json) AS t, json_each(t.value) AS p)
+              SELECT call_state.call_count + p.position, excluded.calls_json -> p.position
+              FROM (SELECT CASE WHEN t.type = 'array' THEN t.value ->> 0 ELSE t.value END AS position
+          FROM json_each(excluded.latest_per_tool_json) AS t
+          UNION ALL
+          SELECT t.value ->> 1 FROM json_each(excluded.latest_per_tool_json) AS t
+          WHERE t.type = 'array' AND t.value ->> 1 IS NOT NULL) AS p)
             WINDOW by_tool AS (PARTITION BY c ->> 1 ORDER BY c ->> 2 DESC, c ->> 0 DESC))) END;
 
 -- CALL_CHUNK_SQL.emptyTakenBatches

@@ -248,20 +248,21 @@ const latestPositionsSql = (latest: string, which: "latest" | "both") => {
 /**
  * A row entirely before the (session, client)'s new calls can only change through each tool's two
  * latest calls (migration 0032); its other calls cancel out. Rows written before 0032 are read
- * whole.
+ * whole. `reduced`: what is read of such a row instead.
  */
-const LOADED_CALLS_SQL = `CASE WHEN cs.latest_per_tool_json IS NOT NULL AND cs.max_started_at_ms <= k.group_lo_ms
-        THEN (SELECT json_group_array(json(cs.calls_json -> p.position)) FROM (${latestPositionsSql("cs.latest_per_tool_json", "both")}) AS p)
-        ELSE cs.calls_json END`;
+const loadedCallsSql = (reduced: string) => `CASE WHEN cs.latest_per_tool_json IS NOT NULL AND cs.max_started_at_ms <= k.group_lo_ms
+        THEN (${reduced}) ELSE cs.calls_json END`;
+
+const LOADED_CALLS_SQL = loadedCallsSql(
+  `SELECT json_group_array(json(cs.calls_json -> p.position)) FROM (${latestPositionsSql("cs.latest_per_tool_json", "both")}) AS p`);
 
 /**
  * In the session sequence (pairs) such a row can only change through its last call, the latest of
  * each tool's latest calls: the pairs among its earlier calls are the same with and without the chunk.
  */
-const LOADED_SESSION_CALLS_SQL = `CASE WHEN cs.latest_per_tool_json IS NOT NULL AND cs.max_started_at_ms <= k.group_lo_ms
-        THEN (SELECT json_array(json(c)) FROM (SELECT cs.calls_json -> p.position AS c FROM (${latestPositionsSql("cs.latest_per_tool_json", "latest")}) AS p)
-          ORDER BY ${stateField("started_at_ms", "c")} DESC, ${stateField("call_seq", "c")} DESC LIMIT 1)
-        ELSE cs.calls_json END`;
+const LOADED_SESSION_CALLS_SQL = loadedCallsSql(
+  `SELECT json_array(json(c)) FROM (SELECT cs.calls_json -> p.position AS c FROM (${latestPositionsSql("cs.latest_per_tool_json", "latest")}) AS p)
+          ORDER BY ${stateField("started_at_ms", "c")} DESC, ${stateField("call_seq", "c")} DESC LIMIT 1`);
 
 /**
  * Only the (session, client, tool) sequences of the chunk's calls: no other call's flags can
@@ -396,12 +397,11 @@ const LATEST_CLIENT_SQL = "substr(MAX(printf('%024.6f%020d', started_at_ms, call
  * keeps its stored latest as second; only the new calls' tools are read, and merged in place.
  */
 const LATEST_AFTER_STORED_SQL = `json_patch(call_state.latest_per_tool_json, (
-          SELECT json_group_object(e.key, ${latestOfToolSql(
-            `call_state.call_count + ${tupleField(LATEST_OF_TOOL, "latest", "e.value")}`,
-            `CASE WHEN ${tupleField(LATEST_OF_TOOL, "second", "e.value")} IS NOT NULL
-              THEN call_state.call_count + ${tupleField(LATEST_OF_TOOL, "second", "e.value")}
-              ELSE ${tupleField(LATEST_OF_TOOL, "latest", `(call_state.latest_per_tool_json -> ${labelPathSql("e.key")})`)} END`)})
-          FROM json_each(excluded.latest_per_tool_json) AS e))`;
+          SELECT json_group_object(tool, ${latestOfToolSql("latest", "second")}) FROM (
+            SELECT e.key AS tool, call_state.call_count + ${tupleField(LATEST_OF_TOOL, "latest", "e.value")} AS latest,
+              COALESCE(call_state.call_count + ${tupleField(LATEST_OF_TOOL, "second", "e.value")},
+                ${tupleField(LATEST_OF_TOOL, "latest", `(call_state.latest_per_tool_json -> ${labelPathSql("e.key")})`)}) AS second
+            FROM json_each(excluded.latest_per_tool_json) AS e)))`;
 
 /** Any other append: every stored and new position ranked again, per tool (either stored form). */
 const LATEST_REBUILT_SQL = `(
@@ -409,11 +409,11 @@ const LATEST_REBUILT_SQL = `(
           FROM (
             SELECT c, position, ROW_NUMBER() OVER by_tool AS tool_rank, LEAD(position) OVER by_tool AS second_position
             FROM (
-              SELECT p.value AS position, call_state.calls_json -> p.value AS c
-              FROM json_each(call_state.latest_per_tool_json) AS t, json_each(t.value) AS p
+              SELECT p.position, call_state.calls_json -> p.position AS c
+              FROM (${latestPositionsSql("call_state.latest_per_tool_json", "both")}) AS p
               UNION ALL
-              SELECT call_state.call_count + p.value, excluded.calls_json -> p.value
-              FROM json_each(excluded.latest_per_tool_json) AS t, json_each(t.value) AS p)
+              SELECT call_state.call_count + p.position, excluded.calls_json -> p.position
+              FROM (${latestPositionsSql("excluded.latest_per_tool_json", "both")}) AS p)
             WINDOW by_tool AS (PARTITION BY ${stateField("tool_name", "c")} ORDER BY ${stateField("started_at_ms", "c")} DESC, ${stateField("call_seq", "c")} DESC)))`;
 
 export const CALL_CHUNK_SQL = {
