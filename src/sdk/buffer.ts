@@ -139,7 +139,8 @@ export class PayloadBuffer {
     }
     // Inside a Retry-After the interval timer comes back to it (flush re-arms it for the hold's end).
     if (this.waiting.length >= this.tuning.flushAtPayloads && now >= this.holdUntilMs) {
-      this.scheduleFlush();
+      // With a send in flight nothing goes before it ends, and then the next goes at once (afterSend).
+      if (this.inFlight === null) this.scheduleFlush();
     } else if (this.timer === null) {
       this.armTimer();
     }

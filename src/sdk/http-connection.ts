@@ -1,6 +1,8 @@
 // The SDK's own HTTP/1.1 client on Node: one POST at a time per kept-alive net/tls socket. node:http
 // costs far more CPU per send (docs/benchmarks.md, bench:sdk) and the SDK needs only one request
 // shape; anything the parser does not understand fails the send (retried, SPEC §4) and drops the socket.
+// The answer's bytes are read into one buffer per connection (the socket's `onread`), not through
+// the socket's readable stream: no Buffer, 'data' event and stream bookkeeping per read.
 import type { Socket } from "node:net";
 import { MAX_ERROR_BODY_BYTES, parseRetryAfter, type PostAnswer } from "./retry.ts";
 
@@ -65,6 +67,8 @@ const MAX_HEAD_BYTES = 64 * 1024;
 const MAX_IDLE_PER_TARGET = 4;
 
 const CRLF_CRLF = Buffer.from("\r\n\r\n", "latin1");
+/** What one read of the socket can take (an ingest's answer is a head and at most a short body). */
+const READ_BUFFER_BYTES = 16 * 1024;
 
 /**
  * Reads one answer from bytes as they arrive. `feed` returns the bytes left after the answer
@@ -91,7 +95,8 @@ class AnswerParser {
         const end = data.indexOf(CRLF_CRLF);
         if (end < 0) {
           if (data.length > MAX_HEAD_BYTES) throw new Error("answer headers too large");
-          this.pending = data;
+          // The read buffer is reused by the next read: what waits for more is copied.
+          this.pending = Buffer.from(data);
           return undefined;
         }
         const head = parseHead(data.toString("latin1", 0, end));
@@ -131,7 +136,7 @@ class AnswerParser {
       const lineEnd = data.indexOf(10); // \n
       if (lineEnd < 0) {
         if (data.length > MAX_HEAD_BYTES) throw new Error("chunk line too long");
-        this.pending = data.length > 0 ? data : null;
+        this.pending = data.length > 0 ? Buffer.from(data) : null;
         return undefined;
       }
       const line = data.toString("latin1", 0, lineEnd).replace(/\r$/, "");
@@ -226,13 +231,18 @@ class Connection {
   private onGone: ((error: Error) => void) | null = null;
   closed = false;
 
-  constructor(socket: Socket, onIdleLoss: (connection: Connection) => void) {
+  /** `connect` opens the socket with the read callback it is given (net/tls `onread`). */
+  constructor(connect: (onread: { buffer: Buffer; callback: (bytes: number, buffer: Buffer) => void }) => Socket, onIdleLoss: (connection: Connection) => void) {
+    const socket = connect({
+      buffer: Buffer.allocUnsafe(READ_BUFFER_BYTES),
+      callback: (bytes, buffer) => {
+        // The bytes are valid until this returns: the parser copies what it keeps.
+        if (this.onAnswerBytes) this.onAnswerBytes(buffer.subarray(0, bytes));
+        else socket.destroy(); // bytes nobody asked for: this connection is not trusted again
+      },
+    });
     this.socket = socket;
     socket.setNoDelay(true);
-    socket.on("data", (chunk: Buffer) => {
-      if (this.onAnswerBytes) this.onAnswerBytes(chunk);
-      else socket.destroy(); // bytes nobody asked for: this connection is not trusted again
-    });
     const gone = (error: Error) => {
       if (this.closed) return;
       this.closed = true;
@@ -271,11 +281,14 @@ export class HttpConnectionPool {
 
   private open(): Connection {
     const { secure, host, port, servername } = this.target;
-    const socket = secure
-      ? this.builtins.tls.connect({ host, port, servername, ALPNProtocols: ["http/1.1"] })
-      : this.builtins.net.connect({ host, port });
     this.opened++;
-    return new Connection(socket, (lost) => this.forget(lost));
+    return new Connection(
+      (onread) =>
+        secure
+          ? this.builtins.tls.connect({ host, port, servername, ALPNProtocols: ["http/1.1"], onread })
+          : this.builtins.net.connect({ host, port, onread }),
+      (lost) => this.forget(lost),
+    );
   }
 
   private forget(connection: Connection): void {
