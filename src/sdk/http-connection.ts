@@ -222,6 +222,12 @@ function parseHead(text: string): Head {
   return head;
 }
 
+/**
+ * net's and tls's `onread` (tls takes it too, though @types/node's tls options
+ * leave it out): every read lands in `buffer`, and `callback` gets how many bytes it holds.
+ */
+type OnRead = { buffer: Buffer; callback: (bytes: number, buffer: Uint8Array) => boolean };
+
 /** One socket and whatever request it carries. */
 class Connection {
   readonly socket: Socket;
@@ -232,13 +238,15 @@ class Connection {
   closed = false;
 
   /** `connect` opens the socket with the read callback it is given (net/tls `onread`). */
-  constructor(connect: (onread: { buffer: Buffer; callback: (bytes: number, buffer: Buffer) => void }) => Socket, onIdleLoss: (connection: Connection) => void) {
+  constructor(connect: (onread: OnRead) => Socket, onIdleLoss: (connection: Connection) => void) {
+    const buffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
     const socket = connect({
-      buffer: Buffer.allocUnsafe(READ_BUFFER_BYTES),
-      callback: (bytes, buffer) => {
+      buffer,
+      callback: (bytes) => {
         // The bytes are valid until this returns: the parser copies what it keeps.
         if (this.onAnswerBytes) this.onAnswerBytes(buffer.subarray(0, bytes));
         else socket.destroy(); // bytes nobody asked for: this connection is not trusted again
+        return true; // keep reading
       },
     });
     this.socket = socket;
@@ -285,7 +293,7 @@ export class HttpConnectionPool {
     return new Connection(
       (onread) =>
         secure
-          ? this.builtins.tls.connect({ host, port, servername, ALPNProtocols: ["http/1.1"], onread })
+          ? this.builtins.tls.connect({ host, port, servername, ALPNProtocols: ["http/1.1"], onread } as import("node:tls").ConnectionOptions)
           : this.builtins.net.connect({ host, port, onread }),
       (lost) => this.forget(lost),
     );
