@@ -5,6 +5,7 @@ import { EXIT_FLUSH_TIMEOUT_MS, INGEST_PATH, SEND_TIMEOUT_MS } from "./constants
 import { toStderr } from "./debug.ts";
 import { AgreementTracker } from "./agreement.ts";
 import { hashOfArgsText } from "./args-hash.ts";
+import { batchJson } from "./call-payload.ts";
 import { newSessionId, SessionTable } from "./session.ts";
 import { defaultPostJson, type PostJson } from "./transport.ts";
 import { describeOutcome, outcomeWithCause, type SendOutcome } from "./retry.ts";
@@ -63,7 +64,7 @@ export class Destination {
     this.drops = new DropReporter(destinationName(this.ingestUrl, key), toStderr, reportClock);
     this.buffer = new PayloadBuffer(async (batch, final, idempotencyKey) => {
       this.hashWaitingArgs();
-      const body = JSON.stringify({ batch });
+      const body = batchJson(batch);
       if (this.debug) {
         toStderr(`sending ${batch.length} payload(s) to ${this.ingestUrl}`);
         for (const payload of batch) toStderr(JSON.stringify(payload));

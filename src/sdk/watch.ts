@@ -5,6 +5,7 @@ import { MAX_DURATION_MS } from "../shared/limits.ts";
 import { valueInResult } from "./agreement.ts";
 import { argsHashText } from "./args-hash.ts";
 import { sentLength } from "./as-sent.ts";
+import { CallPayload } from "./call-payload.ts";
 import { elapsedMs, perfNow, wallMsAt, wireTimestamp } from "./clock.ts";
 import { UNKNOWN_CLIENT } from "./constants.ts";
 import { debugLog, toStderr } from "./debug.ts";
@@ -290,24 +291,21 @@ function finishCall(state: WatchState, call: CallInProgress, threw: boolean, res
     }
     enqueueCallOn(
       state.destination,
-      {
-        v: 1,
-        type: "call",
-        session_id: call.sessionId,
-        client_name: call.clientName,
-        tool_name: call.toolName,
-        started_at: wireTimestamp(call.startedAtMs),
-        duration_ms: durationMs,
+      new CallPayload(
+        call.sessionId,
+        call.clientName,
+        call.toolName,
+        wireTimestamp(call.startedAtMs),
+        durationMs,
         outcome,
-        response_bytes: responseBytes,
-        is_empty: outcome === "ok" && isEmptyResult(result),
-        args_hash: "", // filled in before the payload is sent (Destination.enqueueCall)
-        client_version: call.clientVersion,
-        server_version: serverVersionOf(state),
-        protocol_version: call.protocolVersion,
-        session_kind: call.sessionKind,
-        transport: transportKind(state.shape.low.transport),
-      },
+        responseBytes,
+        outcome === "ok" && isEmptyResult(result),
+        call.clientVersion,
+        serverVersionOf(state),
+        call.protocolVersion,
+        call.sessionKind,
+        transportKind(state.shape.low.transport),
+      ),
       call.argsText,
     );
     if (outcome === "ok") compareDeclaredValues(state, call, result);
