@@ -99,6 +99,28 @@ if (base) {
   ]);
 }
 
+// The SDK's own work (bench/sdk-own.ts): this tree's SDK and the former one in one process.
+const ownRunner = join(cacheDir, "sdk-own.mjs");
+const formerSdkDir = base ? join(cacheDir, "base", "src", "sdk") : join(root, "src", "sdk");
+await build({
+  entryPoints: [join(root, "bench", "sdk-own.ts")],
+  bundle: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  external: ["@modelcontextprotocol/*", "zod"],
+  outfile: ownRunner,
+  logLevel: "warning",
+  plugins: [
+    {
+      name: "former-sdk",
+      setup(context) {
+        context.onResolve({ filter: /^former-sdk\// }, (args) => ({ path: join(formerSdkDir, `${args.path.slice("former-sdk/".length)}.ts`) }));
+      },
+    },
+  ],
+});
+
 // The system Node (20 on the reference machine): `node` from PATH without node_modules/.bin, which
 // npm puts first (with Node 22 from devDependencies); Node 22 from the `node` devDependency.
 const systemPath = (process.env.PATH ?? "").split(":").filter((dir) => !dir.includes("node_modules")).join(":");
@@ -299,6 +321,29 @@ for (const { command } of nodes) {
   }
 }
 endpoint.close();
+
+/** Rounds per side of the SDK's own work; each side's lowest is kept. */
+const OWN_ROUNDS = 9;
+interface OwnRow {
+  node: string;
+  major: Major;
+  size: ArgSize;
+  twinUs: number;
+  currentUs: number;
+  formerUs: number;
+}
+const ownRows: OwnRow[] = [];
+for (const { command } of nodes) {
+  for (const major of majors) {
+    for (const size of sizes) {
+      const run = spawnSync(command, [ownRunner, major, size, String(OWN_ROUNDS)], { cwd: root, encoding: "utf8" });
+      if (run.status !== 0) throw new Error(`the SDK's own work (${major}, ${size}) failed: ${run.stderr}`);
+      const row = JSON.parse(run.stdout.trim().split("\n").at(-1)!) as OwnRow;
+      ownRows.push(row);
+      console.log(`${row.node} ${major} ${size}: the SDK's own work ${row.currentUs.toFixed(2)} µs per call (former ${row.formerUs.toFixed(2)}; twin ${row.twinUs.toFixed(2)})`);
+    }
+  }
+}
 const loadAfter = loadavg();
 
 /** µs per call of `fn`, the best of 5 rounds: the machine's other work only ever slows a round down. */
@@ -382,6 +427,21 @@ for (const row of rows) {
     `| ${row.node} | ${row.major} | ${row.size} | ${fmt(row.twinMedianUs)} | ${signed(row.blockMedianUs)} | ${signed(row.blockMeanUs)} | ` +
       `${signed(row.interleavedMedianUs)} | ${signed(row.interleavedMeanUs)} | ${signed(row.interleavedTrimmedUs)} |`,
   );
+}
+lines.push("");
+lines.push(
+  `**The SDK's own work per call** (bench/sdk-own.ts), without the MCP SDK's dispatch, Zod, the transport or the network: ` +
+    `the instrumented \`tools/call\` entry of an McpServer called directly around a plain handler that runs the tool's callback, ` +
+    `sends answered at once (the batch's JSON still made), in one process with an unwatched twin${base ? " and the former SDK" : ""}; ` +
+    `${OWN_ROUNDS} rounds per side taken by turns (40,000 calls a round, 8,000 at 10 KB), each side's lowest CPU per call, the twin's ` +
+    `taken away. It is what the SDK's code costs, steady to a few tenths of a µs; the all-in figure above adds the sends' system calls ` +
+    `and what the machine's neighbours do to a process.`,
+);
+lines.push("");
+lines.push(`| Node | MCP SDK | arguments | **the SDK's own work per call** | ${base ? "former SDK | " : ""}twin's own |`);
+lines.push(`|---|---|---|---|${base ? "---|" : ""}---|`);
+for (const row of ownRows) {
+  lines.push(`| ${row.node} | ${row.major} | ${row.size} | **${row.currentUs.toFixed(2)} µs** | ${base ? `${row.formerUs.toFixed(2)} µs | ` : ""}${row.twinUs.toFixed(2)} µs |`);
 }
 lines.push("");
 lines.push(
