@@ -67,9 +67,9 @@ function baseCommit(): string | null {
 const base = baseCommit();
 
 /** Bundled so Node 20 (no type stripping) and Node 22 run the same JavaScript; the MCP SDKs and Zod stay external. */
-async function bundle(outfile: string, plugins: Plugin[] = []): Promise<void> {
+async function bundle(outfile: string, plugins: Plugin[] = [], entry = "sdk-run.ts"): Promise<void> {
   await build({
-    entryPoints: [join(root, "bench", "sdk-run.ts")],
+    entryPoints: [join(root, "bench", entry)],
     bundle: true,
     format: "esm",
     platform: "node",
@@ -102,16 +102,9 @@ if (base) {
 // The SDK's own work (bench/sdk-own.ts): this tree's SDK and the former one in one process.
 const ownRunner = join(cacheDir, "sdk-own.mjs");
 const formerSdkDir = base ? join(cacheDir, "base", "src", "sdk") : join(root, "src", "sdk");
-await build({
-  entryPoints: [join(root, "bench", "sdk-own.ts")],
-  bundle: true,
-  format: "esm",
-  platform: "node",
-  target: "node20",
-  external: ["@modelcontextprotocol/*", "zod"],
-  outfile: ownRunner,
-  logLevel: "warning",
-  plugins: [
+await bundle(
+  ownRunner,
+  [
     {
       name: "former-sdk",
       setup(context) {
@@ -119,7 +112,8 @@ await build({
       },
     },
   ],
-});
+  "sdk-own.ts",
+);
 
 // The system Node (20 on the reference machine): `node` from PATH without node_modules/.bin, which
 // npm puts first (with Node 22 from devDependencies); Node 22 from the `node` devDependency.
